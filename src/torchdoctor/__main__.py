@@ -1,0 +1,5 @@
+"""`python -m torchdoctor` is the `torchdoctor` command."""
+
+from torchdoctor.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""`torchdoctor rules` and `torchdoctor rule CODE`: the rule catalogue for people and tools."""

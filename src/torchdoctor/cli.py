@@ -1,0 +1,143 @@
+"""The `torchdoctor` command: sub-commands, common options, and the one place that maps
+outcomes to exit statuses (0 clean, 1 findings at or above --fail-on, 2 the tool failed).
+
+Each command family lives in its own package and exposes a `command` module with
+`HELP`, `add_arguments(parser)` and `execute(args, config) -> Report` (or, with
+`REPORTS = False`, `execute(args, None) -> int` for commands that print no report). Those modules must not
+import torch at import time, so `torchdoctor lint` and `torchdoctor rules` stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import traceback
+from pathlib import Path
+from types import ModuleType
+from typing import TextIO
+
+from torchdoctor._version import __version__
+from torchdoctor.core import config as config_module
+from torchdoctor.core.errors import UsageError
+from torchdoctor.core.report import Report
+from torchdoctor.core.suppress import drop_suppressed
+from torchdoctor.report import FORMATS, render
+
+#: sub-command -> module implementing it (in the order `--help` shows them)
+COMMANDS = {
+    "lint": "torchdoctor.lint.command",
+    "run": "torchdoctor.run.command",
+    "check": "torchdoctor.check.command",
+    "env": "torchdoctor.env.command",
+    "dist": "torchdoctor.dist.command",
+    "rules": "torchdoctor.catalog.rules_command",
+    "rule": "torchdoctor.catalog.rule_command",
+}
+
+
+def _common_options() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    group = common.add_argument_group("report options")
+    group.add_argument("--format", choices=FORMATS, default="text", help="how to print the report (default: text)")
+    group.add_argument("--output", metavar="FILE", type=Path, help="also write the JSON report to FILE")
+    group.add_argument(
+        "--fail-on", choices=config_module.FAIL_ON, default=None,
+        help="exit 1 when a finding is at or above this severity (default: error)",
+    )
+    group.add_argument("--select", action="append", metavar="RULES", help="only these rules: codes, code prefixes, names or categories, comma-separated")
+    group.add_argument("--ignore", action="append", metavar="RULES", help="skip these rules (same forms as --select)")
+    group.add_argument("--severity", action="append", metavar="CODE=LEVEL", help="override a rule's severity, e.g. TD101=warning")
+    group.add_argument("--config", type=Path, metavar="PYPROJECT", help="read [tool.torchdoctor] from this file instead of the nearest pyproject.toml")
+    color = group.add_mutually_exclusive_group()
+    color.add_argument("--color", dest="color", action="store_true", default=None, help="always colour the text report")
+    color.add_argument("--no-color", dest="color", action="store_false", help="never colour the text report")
+    return common
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
+    parser = argparse.ArgumentParser(
+        prog="torchdoctor",
+        description="Find what is wrong with PyTorch training code: where, why, and how to fix it.",
+    )
+    parser.add_argument("--version", action="version", version=f"torchdoctor {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    common = _common_options()
+    modules: dict[str, ModuleType] = {}
+    for name, module_name in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        modules[name] = module
+        reports = getattr(module, "REPORTS", True)
+        sub = commands.add_parser(
+            name, help=module.HELP, description=module.HELP, parents=[common] if reports else []
+        )
+        module.add_arguments(sub)
+    return parser, modules
+
+
+def _split(values: list[str] | None) -> list[str]:
+    return [item.strip() for value in values or [] for item in value.split(",") if item.strip()]
+
+
+def load_config(args: argparse.Namespace) -> config_module.Config:
+    start = Path.cwd()
+    config = config_module.load(args.config, start=start)
+    return config.with_overrides(
+        select=_split(args.select),
+        ignore=_split(args.ignore),
+        severity=_split(args.severity),
+        fail_on=args.fail_on,
+    )
+
+
+def finish(report: Report, args: argparse.Namespace, config: config_module.Config, stream: TextIO) -> int:
+    """Filter, render and write the report; return the exit status the contract asks for."""
+    report.findings = drop_suppressed(config.apply(report.findings))
+    render(report, args.format, stream, fail_on=config.fail_on, color=args.color)
+    if args.output is not None:
+        from torchdoctor.report.json_ import dumps
+
+        try:
+            args.output.parent.mkdir(parents=True, exist_ok=True)
+            args.output.write_text(dumps(report), encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write --output {str(args.output)!r}: {exc.strerror}") from None
+    status = report.exit_code(config.fail_on)
+    if status == 0:
+        status = int(report.meta.get("exit_status", 0))
+    return status
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        parser, modules = build_parser()
+        args = parser.parse_args(argv)
+        module = modules[args.command]
+        if not getattr(module, "REPORTS", True):
+            return int(module.execute(args, None))
+        config = load_config(args)
+        report = module.execute(args, config)
+        stream = sys.stderr if report.meta.get("stream") == "stderr" else sys.stdout
+        return finish(report, args, config, stream)
+    except UsageError as exc:
+        print(f"torchdoctor: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("torchdoctor: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # the tool's own failure: one line, the traceback only on request
+        if os.environ.get("TORCHDOCTOR_DEBUG"):
+            traceback.print_exc()
+        print(
+            f"torchdoctor: internal error: {type(exc).__name__}: {exc} "
+            "(set TORCHDOCTOR_DEBUG=1 for the traceback and report it)",
+            file=sys.stderr,
+        )
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""Which source lines belong to the user: every finding must point at one of them.
+
+A frame is the user's when its file is not part of torch, the standard library, an installed
+package (site-packages) or torchdoctor itself.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import sys
+import sysconfig
+import traceback
+from collections.abc import Iterable
+from pathlib import Path
+from types import FrameType, TracebackType
+
+
+@functools.lru_cache(maxsize=1)
+def _library_roots() -> tuple[str, ...]:
+    roots: set[str] = set()
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        path = sysconfig.get_paths().get(key)
+        if path:
+            roots.add(os.path.realpath(path))
+    for name in ("torch", "torchdoctor", "numpy", "rich", "pytest", "_pytest", "pluggy"):
+        spec = importlib.util.find_spec(name) if name not in sys.modules else sys.modules[name].__spec__
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            roots.add(os.path.realpath(location))
+    return tuple(sorted(roots, key=len, reverse=True))
+
+
+@functools.lru_cache(maxsize=8192)
+def is_user_file(filename: str) -> bool:
+    """True for files a person wrote for this project (not torch, stdlib, packages, us)."""
+    if not filename or filename.startswith("<"):
+        return False
+    path = os.path.realpath(filename)
+    if "site-packages" in path.split(os.sep) or "dist-packages" in path.split(os.sep):
+        return False
+    return not any(path == root or path.startswith(root + os.sep) for root in _library_roots())
+
+
+def innermost_user_frame(frames: Iterable[tuple[str, int]]) -> tuple[str, int] | None:
+    """The last (deepest) `(filename, line)` that is user code, from outermost-first frames."""
+    found = None
+    for filename, line in frames:
+        if is_user_file(filename):
+            found = (filename, line)
+    return found
+
+
+def traceback_frames(tb: TracebackType | None) -> list[tuple[str, int]]:
+    """`(filename, line)` for every frame of a traceback, outermost first."""
+    return [(f.filename, f.lineno or 0) for f in traceback.extract_tb(tb)]
+
+
+def stack_frames(frame: FrameType | None) -> list[tuple[str, int]]:
+    """`(filename, line)` for the live stack above `frame`, outermost first."""
+    frames: list[tuple[str, int]] = []
+    while frame is not None:
+        frames.append((frame.f_code.co_filename, frame.f_lineno))
+        frame = frame.f_back
+    frames.reverse()
+    return frames
+
+
+def caller_in_user_code(skip: int = 1) -> tuple[str, int] | None:
+    """The innermost user frame of the current call stack (cheap: no source is read)."""
+    return innermost_user_frame(stack_frames(sys._getframe(skip)))
+
+
+def display_path(filename: str, base: Path | None = None) -> str:
+    """A path relative to `base` (the working directory) when it lies below it."""
+    base = base or Path.cwd()
+    try:
+        return str(Path(filename).resolve().relative_to(base.resolve()))
+    except ValueError:
+        return filename

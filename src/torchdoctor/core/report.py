@@ -1,0 +1,99 @@
+"""The report every command builds and every renderer draws: findings, checks, exit status."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+from torchdoctor._version import __version__
+from torchdoctor.core.finding import Finding, Severity
+
+SCHEMA = "torchdoctor.report/1"
+
+
+class Status(str, enum.Enum):
+    """The outcome of one check (for the ✅/❌/⚠️ list and JUnit test cases)."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    WARNED = "warned"
+    SKIPPED = "skipped"
+
+    @property
+    def icon(self) -> str:
+        return {"passed": "✅", "failed": "❌", "warned": "⚠️", "skipped": "⏭️"}[self.value]
+
+
+@dataclass
+class CheckResult:
+    """One named check (a health-check step, a probe, a preflight stage) and what it found."""
+
+    name: str
+    title: str
+    status: Status = Status.PASSED
+    detail: str = ""
+    seconds: float = 0.0
+    rules: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "status": self.status.value,
+            "detail": self.detail,
+            "seconds": round(self.seconds, 4),
+            "rules": list(self.rules),
+        }
+
+
+@dataclass
+class Report:
+    """What one command found. `checks` is empty for commands that only list findings (lint)."""
+
+    command: str
+    findings: list[Finding] = field(default_factory=list)
+    checks: list[CheckResult] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    sections: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, finding: Finding) -> None:
+        self.findings.append(finding)
+
+    def sorted_findings(self) -> list[Finding]:
+        return sorted(self.findings, key=lambda f: (-f.severity.rank, *f.sort_key()))
+
+    def summary(self) -> dict[str, int]:
+        counts = {s.value: 0 for s in Severity}
+        for finding in self.findings:
+            counts[finding.severity.value] += 1
+        return counts
+
+    def fails(self, fail_on: str) -> bool:
+        """True when a finding is at or above `fail_on` (`never` never fails)."""
+        if fail_on == "never":
+            return False
+        threshold = Severity(fail_on).rank
+        return any(f.severity.rank >= threshold for f in self.findings)
+
+    def exit_code(self, fail_on: str) -> int:
+        return 1 if self.fails(fail_on) else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The contract's JSON report (`torchdoctor.report/1`), with extra sections after it."""
+        data: dict[str, Any] = {
+            "schema": SCHEMA,
+            "tool": {"name": "torchdoctor", "version": __version__},
+            "command": self.command,
+            "findings": [f.to_dict() for f in self.sorted_findings()],
+            "summary": self.summary(),
+        }
+        if self.checks:
+            data["checks"] = [c.to_dict() for c in self.checks]
+        if self.notices:
+            data["notices"] = list(self.notices)
+        if self.meta:
+            data["meta"] = self.meta
+        data.update(self.sections)
+        return data

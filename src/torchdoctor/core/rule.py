@@ -1,0 +1,127 @@
+"""A rule is one kind of bug: a stable code, a name, a category, a severity and its doc.
+
+Rules carry no detection logic. `lint`, `check` and `run` each have detectors that point at a
+rule, so the same bug gets the same code whichever command found it.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from dataclasses import dataclass
+from typing import Any
+
+from torchdoctor.core.finding import Category, Finding, Fix, Severity
+
+CODE_PATTERN = re.compile(r"^TD\d{3}$")
+NAME_PATTERN = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+REQUIRED_SECTIONS = ("What it does", "Why is this bad?", "Example")
+PROOF_KINDS = ("lint", "check", "run", "env", "dist", "tool")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One kind of bug.
+
+    `message` and `hint` are `str.format` templates filled from a detector's keyword
+    arguments. `proof` names the harness that shows the doc's example triggers the rule and its
+    "Use instead" does not (see tests/rules/test_docs.py). `fixable` says whether
+    `torchdoctor lint --fix` can repair it safely.
+    """
+
+    code: str
+    name: str
+    category: Category
+    severity: Severity
+    message: str
+    hint: str
+    doc: str
+    proof: str
+    fixable: bool = False
+
+    def __post_init__(self) -> None:
+        if not CODE_PATTERN.match(self.code):
+            raise ValueError(f"rule code {self.code!r} is not TD + 3 digits")
+        if not NAME_PATTERN.match(self.name):
+            raise ValueError(f"rule name {self.name!r} is not kebab-case")
+        if self.proof not in PROOF_KINDS:
+            raise ValueError(f"rule {self.code}: proof {self.proof!r} not in {PROOF_KINDS}")
+        object.__setattr__(self, "doc", textwrap.dedent(self.doc).strip() + "\n")
+
+    def finding(
+        self,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        end_line: int | None = None,
+        end_column: int | None = None,
+        evidence: dict[str, Any] | None = None,
+        count: int = 1,
+        rank: int | None = None,
+        fix: Fix | None = None,
+        message: str | None = None,
+        hint: str | None = None,
+        severity: Severity | None = None,
+        **fields: Any,
+    ) -> Finding:
+        """A finding of this rule; `fields` fill the message and hint templates."""
+        return Finding(
+            rule=self.code,
+            name=self.name,
+            category=self.category,
+            severity=severity or self.severity,
+            message=message if message is not None else self.message.format(**fields),
+            hint=hint if hint is not None else self.hint.format(**fields),
+            file=file,
+            line=line,
+            column=column,
+            end_line=end_line,
+            end_column=end_column,
+            evidence=evidence,
+            count=count,
+            rank=rank,
+            fix=fix,
+        )
+
+    @property
+    def sections(self) -> dict[str, str]:
+        """The doc's `## Heading` sections, by heading."""
+        return split_sections(self.doc)
+
+    @property
+    def example(self) -> str | None:
+        """The first code block of `## Example` (the code that must trigger the rule)."""
+        blocks = code_blocks(self.sections.get("Example", ""))
+        return blocks[0] if blocks else None
+
+    @property
+    def use_instead(self) -> str | None:
+        """The code block after "Use instead:" (similar code that must not trigger it)."""
+        text = self.sections.get("Example", "")
+        _, _, after = text.partition("Use instead:")
+        blocks = code_blocks(after)
+        return blocks[0] if blocks else None
+
+    @property
+    def summary(self) -> str:
+        """The first sentence of "What it does", for rule lists."""
+        what = " ".join(self.sections.get("What it does", "").split())
+        match = re.match(r"(.+?[^.]\.)(?=\s+[A-Z`(]|$)", what)
+        return match.group(1) if match else what
+
+
+def split_sections(doc: str) -> dict[str, str]:
+    sections: dict[str, str] = {}
+    current: str | None = None
+    for line in doc.splitlines():
+        if line.startswith("## "):
+            current = line[3:].strip()
+            sections[current] = ""
+        elif current is not None:
+            sections[current] += line + "\n"
+    return sections
+
+
+def code_blocks(text: str) -> list[str]:
+    return [m.group(1) for m in re.finditer(r"```[a-z]*\n(.*?)```", text, re.S)]

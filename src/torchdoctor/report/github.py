@@ -1,0 +1,36 @@
+"""GitHub Actions workflow commands: one annotation per finding, shown on the pull request."""
+
+from __future__ import annotations
+
+from typing import Any, TextIO
+
+from torchdoctor.core.finding import Finding, Severity
+from torchdoctor.core.report import Report
+
+COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+
+
+def _data(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _property(value: str) -> str:
+    return _data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(finding: Finding) -> str:
+    props = []
+    if finding.file is not None:
+        props.append(f"file={_property(finding.file)}")
+        if finding.line is not None:
+            props.append(f"line={finding.line}")
+        if finding.column is not None:
+            props.append(f"col={finding.column + 1}")
+    props.append(f"title={_property(f'{finding.rule} {finding.name}')}")
+    body = _data(f"{finding.message}\nFix: {finding.hint}")
+    return f"::{COMMAND[finding.severity]} {','.join(props)}::{body}"
+
+
+def write(report: Report, stream: TextIO, **_: Any) -> None:
+    for finding in report.sorted_findings():
+        stream.write(annotation(finding) + "\n")

@@ -1,0 +1,52 @@
+"""A single offline HTML page: no scripts, fonts or styles from the network."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any, TextIO
+
+from torchdoctor._version import __version__
+from torchdoctor.core.report import Report
+
+CSS = """
+body{font:14px/1.5 system-ui,sans-serif;margin:2rem auto;max-width:72rem;color:#1b1f24;padding:0 1rem}
+h1{font-size:1.4rem} table{border-collapse:collapse;width:100%} td,th{padding:.35rem .6rem;
+border-bottom:1px solid #d0d7de;text-align:left;vertical-align:top} code{font-family:ui-monospace,monospace}
+.error{color:#cf222e;font-weight:600}.warning{color:#9a6700;font-weight:600}.info{color:#0969da}
+.hint{color:#57606a}.passed{color:#1a7f37}.failed{color:#cf222e}.warned{color:#9a6700}.skipped{color:#57606a}
+"""
+
+
+def write(report: Report, stream: TextIO, **_: Any) -> None:
+    counts = report.summary()
+    out = [
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>torchdoctor {escape(report.command)}</title><style>{CSS}</style></head><body>",
+        f"<h1>torchdoctor {escape(report.command)}</h1>",
+        f"<p>{counts['error']} errors, {counts['warning']} warnings, {counts['info']} info"
+        f" · torchdoctor {escape(__version__)}</p>",
+    ]
+    if report.checks:
+        out.append("<h2>Checks</h2><table><tr><th></th><th>check</th><th>detail</th></tr>")
+        for check in report.checks:
+            out.append(
+                f"<tr><td class='{check.status.value}'>{check.status.icon}</td>"
+                f"<td>{escape(check.title)}</td><td>{escape(check.detail)}</td></tr>"
+            )
+        out.append("</table>")
+    if report.findings:
+        out.append("<h2>Findings</h2><table><tr><th>severity</th><th>where</th><th>rule</th><th>what and how to fix</th></tr>")
+        for finding in report.sorted_findings():
+            sev = finding.severity.value
+            out.append(
+                f"<tr><td class='{sev}'>{sev}</td><td><code>{escape(finding.location)}</code></td>"
+                f"<td><code>{finding.rule}</code><br>{escape(finding.name)}</td>"
+                f"<td>{escape(finding.message)}<div class='hint'>fix: {escape(finding.hint)}</div></td></tr>"
+            )
+        out.append("</table>")
+    else:
+        out.append("<p class='passed'>No findings.</p>")
+    for notice in report.notices:
+        out.append(f"<p class='hint'>note: {escape(notice)}</p>")
+    out.append("</body></html>\n")
+    stream.write("\n".join(out))

@@ -1,0 +1,61 @@
+"""TD122 module-in-plain-container."""
+
+from torchdoctor.core.finding import Category, Severity
+from torchdoctor.core.rule import Rule
+
+RULE = Rule(
+    code="TD122",
+    name="module-in-plain-container",
+    category=Category.GRAD_FLOW,
+    severity=Severity.ERROR,
+    proof="lint",
+    message="{what} stored in a plain {container} in `self.{attribute}`: it is not registered, so it is not trained, moved by .to() or saved",
+    hint="Use `nn.ModuleList` / `nn.ModuleDict` for modules and `nn.ParameterList` / `nn.ParameterDict` for parameters.",
+    doc="""
+## What it does
+Flags submodules or `nn.Parameter`s created inside an `nn.Module` and stored in a plain
+Python `list`, `tuple` or `dict` attribute.
+
+## Why is this bad?
+`nn.Module` registers only attributes that are themselves modules or parameters. Layers in a
+plain list are invisible to `model.parameters()`, `model.to(device)`, `state_dict()` and
+`model.train()/eval()`: the optimizer never updates them, they stay on the CPU, and they
+are not saved. If all layers are hidden you get "optimizer got an empty parameter list";
+if only some are, nothing is reported at all.
+
+## Example
+```python
+from torch import nn
+
+class MLP(nn.Module):
+    def __init__(self, sizes):
+        super().__init__()
+        self.layers = [nn.Linear(a, b) for a, b in zip(sizes, sizes[1:])]
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+```
+
+Use instead:
+```python
+from torch import nn
+
+class MLP(nn.Module):
+    def __init__(self, sizes):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes, sizes[1:]))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+```
+
+## Fix safety
+The fix wraps the list in `nn.ModuleList(...)` / the dict in `nn.ModuleDict(...)`. It changes
+the model's `state_dict` keys (the layers appear in it), which is the point, but old
+checkpoints saved without them will report missing keys.
+""",
+)

@@ -1,0 +1,52 @@
+"""TD123 tensor-attribute-not-parameter."""
+
+from torchdoctor.core.finding import Category, Severity
+from torchdoctor.core.rule import Rule
+
+RULE = Rule(
+    code="TD123",
+    name="tensor-attribute-not-parameter",
+    category=Category.GRAD_FLOW,
+    severity=Severity.ERROR,
+    proof="lint",
+    message="`self.{attribute}` is a plain tensor with requires_grad=True, not an nn.Parameter: the optimizer never sees it",
+    hint="Wrap it: `self.{attribute} = nn.Parameter(torch.randn(...))`; use `register_buffer` for state that should not train.",
+    doc="""
+## What it does
+Flags a tensor created with `requires_grad=True` (or `.requires_grad_()`) and assigned to an
+attribute of an `nn.Module` in `__init__`, instead of being wrapped in `nn.Parameter`.
+
+## Why is this bad?
+Only `nn.Parameter` attributes are registered. A plain tensor with `requires_grad=True`
+receives gradients, but `model.parameters()` does not list it, so the optimizer never
+updates it; it is also not moved by `model.to(device)` and not saved in the `state_dict`.
+
+## Example
+```python
+import torch
+from torch import nn
+
+class Scale(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.gain = torch.ones(n, requires_grad=True)
+
+    def forward(self, x):
+        return x * self.gain
+```
+
+Use instead:
+```python
+import torch
+from torch import nn
+
+class Scale(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.gain = nn.Parameter(torch.ones(n))
+
+    def forward(self, x):
+        return x * self.gain
+```
+""",
+)

@@ -1,0 +1,55 @@
+"""TD147 loss-accumulated-with-history."""
+
+from torchdoctor.core.finding import Category, Severity
+from torchdoctor.core.rule import Rule
+
+RULE = Rule(
+    code="TD147",
+    name="loss-accumulated-with-history",
+    category=Category.MEMORY,
+    severity=Severity.WARNING,
+    proof="lint",
+    message="`{target} += {value}` keeps the autograd history of every step alive: memory grows with each iteration",
+    hint="Accumulate a number instead: `{target} += {value}.item()` (or `.detach()`).",
+    doc="""
+## What it does
+Flags a running total built from loss tensors (`total += loss`, `total = total + loss`) in a
+training or evaluation loop, outside `torch.no_grad()`, when the tensor still carries its
+autograd history.
+
+## Why is this bad?
+The sum is itself part of the autograd graph: it holds a reference to every step's loss node,
+so memory grows with every iteration until the epoch ends, or until an out-of-memory error
+hours in. The value you wanted is just a number.
+
+## Example
+```python
+def train_epoch(model, loader, loss_fn, optimizer):
+    total = 0.0
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        total += loss
+    return total / len(loader)
+```
+
+Use instead:
+```python
+def train_epoch(model, loader, loss_fn, optimizer):
+    total = 0.0
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        total += loss.item()
+    return total / len(loader)
+```
+
+## Fix safety
+The fix appends `.item()`. It changes the total from a tensor into a Python float, which
+is what a metric needs, but code that later calls tensor methods on it would need adapting.
+""",
+)

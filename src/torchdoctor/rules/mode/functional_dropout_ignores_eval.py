@@ -1,0 +1,58 @@
+"""TD130 functional-dropout-ignores-eval."""
+
+from torchdoctor.core.finding import Category, Severity
+from torchdoctor.core.rule import Rule
+
+RULE = Rule(
+    code="TD130",
+    name="functional-dropout-ignores-eval",
+    category=Category.MODE,
+    severity=Severity.ERROR,
+    proof="lint",
+    fixable=True,
+    message="`{call}` inside forward() has no `training=` argument: it keeps dropping activations after model.eval()",
+    hint="Pass `training=self.training`, or use an `nn.Dropout` module, which follows train()/eval().",
+    doc="""
+## What it does
+Flags `F.dropout` (and `dropout1d/2d/3d`, `alpha_dropout`, `feature_alpha_dropout`) called in
+an `nn.Module` method without a `training=` argument.
+
+## Why is this bad?
+Functional dropout defaults to `training=True` and knows nothing about `model.eval()`. The
+model keeps zeroing half its activations at evaluation and inference time: validation
+scores are worse than they should be and two predictions for the same input differ.
+
+## Example
+```python
+import torch.nn.functional as F
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc(F.dropout(x, p=0.5))
+```
+
+Use instead:
+```python
+import torch.nn.functional as F
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc(F.dropout(x, p=0.5, training=self.training))
+```
+
+## Fix safety
+The fix adds `training=self.training`, which is what `nn.Dropout` does. It is safe unless
+the dropout was meant to stay on at inference (Monte Carlo dropout); then write
+`training=True` explicitly to say so.
+""",
+)

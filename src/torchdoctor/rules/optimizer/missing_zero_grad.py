@@ -1,0 +1,48 @@
+"""TD110 missing-zero-grad."""
+
+from torchdoctor.core.finding import Category, Severity
+from torchdoctor.core.rule import Rule
+
+RULE = Rule(
+    code="TD110",
+    name="missing-zero-grad",
+    category=Category.OPTIMIZER,
+    severity=Severity.ERROR,
+    proof="lint",
+    message="gradients are never reset in this training loop: each optimizer.step() uses the sum of all earlier gradients",
+    hint="Call `optimizer.zero_grad()` once per step (before `loss.backward()`), or `model.zero_grad()`.",
+    doc="""
+## What it does
+Flags a training loop that calls `backward()` and `optimizer.step()` on every iteration but
+never resets the gradients (`optimizer.zero_grad()`, `model.zero_grad()` or setting
+`p.grad = None`), neither in the loop nor in a function it calls each iteration.
+Gradient accumulation, where the reset runs every K iterations, is not flagged.
+
+## Why is this bad?
+`backward()` adds into `.grad` by design. Without a reset, step N updates the weights with
+the sum of the gradients of steps 1..N: the effective learning rate grows every step and the
+loss diverges or oscillates, with no error.
+
+## Example
+```python
+def train(model, loader, loss_fn, optimizer):
+    for x, y in loader:
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+```
+
+Use instead:
+```python
+def train(model, loader, loss_fn, optimizer):
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+```
+
+## References
+- [Zeroing out gradients in PyTorch](https://pytorch.org/tutorials/recipes/recipes/zeroing_out_gradients.html)
+""",
+)

@@ -1,0 +1,51 @@
+"""TD114 parameter-not-in-optimizer."""
+
+from torchdoctor.core.finding import Category, Severity
+from torchdoctor.core.rule import Rule
+
+RULE = Rule(
+    code="TD114",
+    name="parameter-not-in-optimizer",
+    category=Category.OPTIMIZER,
+    severity=Severity.ERROR,
+    proof="check",
+    message="{count} trainable parameter(s) are in no optimizer param group and will never be updated: {names}",
+    hint="Build the optimizer after the model is final (after replacing or adding layers), from `model.parameters()`.",
+    doc="""
+## What it does
+Flags trainable parameters (`requires_grad=True`) of the model that belong to no param group
+of the optimizer, typically because a layer was replaced or added after the optimizer was
+built, or because the optimizer was given only part of the model.
+
+## Why is this bad?
+The optimizer keeps references to the tensors it was given. A layer created afterwards gets
+gradients but is never updated: it stays at its random initialisation while the rest trains,
+and nothing reports it.
+
+## Example
+```python
+import torch
+from torch import nn
+
+def make():
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model[2] = nn.Linear(16, 3)  # new head, after the optimizer
+    x, y = torch.randn(16, 8), torch.arange(16) % 3
+    return {"model": model, "data": (x, y), "loss_fn": nn.CrossEntropyLoss(), "optimizer": optimizer}
+```
+
+Use instead:
+```python
+import torch
+from torch import nn
+
+def make():
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    model[2] = nn.Linear(16, 3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(16, 8), torch.arange(16) % 3
+    return {"model": model, "data": (x, y), "loss_fn": nn.CrossEntropyLoss(), "optimizer": optimizer}
+```
+""",
+)

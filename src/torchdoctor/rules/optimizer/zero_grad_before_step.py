@@ -1,0 +1,44 @@
+"""TD111 zero-grad-before-step."""
+
+from torchdoctor.core.finding import Category, Severity
+from torchdoctor.core.rule import Rule
+
+RULE = Rule(
+    code="TD111",
+    name="zero-grad-before-step",
+    category=Category.OPTIMIZER,
+    severity=Severity.ERROR,
+    proof="lint",
+    message="zero_grad() runs between backward() and step(): the step sees no gradients and the model never learns",
+    hint="Move `optimizer.zero_grad()` before `loss.backward()` (or after `optimizer.step()`).",
+    doc="""
+## What it does
+Flags `zero_grad()` (on the optimizer or the model) called after `loss.backward()` and before
+`optimizer.step()` in the same step.
+
+## Why is this bad?
+The reset erases the gradients that `backward()` just computed, so `step()` has nothing to
+apply (with the default `set_to_none=True`, every parameter is skipped). The loss stays flat
+and no error is raised.
+
+## Example
+```python
+def train(model, loader, loss_fn, optimizer):
+    for x, y in loader:
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.zero_grad()
+        optimizer.step()
+```
+
+Use instead:
+```python
+def train(model, loader, loss_fn, optimizer):
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+```
+""",
+)

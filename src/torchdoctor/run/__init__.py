@@ -1,0 +1,1 @@
+"""torchdoctor run."""

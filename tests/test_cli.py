@@ -1,0 +1,83 @@
+"""The command line: sub-commands, exit statuses, --output, and the rules catalogue."""
+
+import argparse
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from torchdoctor import cli
+from torchdoctor.core import registry
+from torchdoctor.core.config import Config
+from torchdoctor.core.report import Report
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "torchdoctor", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_python_dash_m_and_version() -> None:
+    result = run_cli("--version")
+    assert result.returncode == 0 and result.stdout.strip() == "torchdoctor 0.1.0"
+
+
+def test_rules_lists_every_rule_and_filters_by_category(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["rules"]) == 0
+    out = capsys.readouterr().out
+    assert all(rule.code in out for rule in registry.all_rules())
+    assert cli.main(["rules", "--category", "loss", "--format", "json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert listed and {r["category"] for r in listed} == {"loss"}
+
+
+def test_rule_prints_the_doc(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["rule", "td101"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# softmax-before-cross-entropy (TD101)")
+    assert "## Why is this bad?" in out and "Use instead:" in out
+
+
+def test_usage_errors_exit_2_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["rule", "TD999"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("torchdoctor: error: no rule 'TD999'")
+    assert cli.main(["rules", "--category", "nope"]) == 2
+
+
+def test_argparse_errors_exit_2() -> None:
+    result = run_cli("rules", "--format", "yaml")
+    assert result.returncode == 2 and "invalid choice" in result.stderr
+
+
+def _args(tmp_path: Path, **overrides: object) -> argparse.Namespace:
+    values = {"format": "json", "output": tmp_path / "out" / "report.json", "color": False}
+    values.update(overrides)
+    return argparse.Namespace(**values)
+
+
+def test_finish_exit_status_follows_fail_on(tmp_path: Path) -> None:
+    def report() -> Report:
+        r = Report(command="check")
+        r.add(registry.get("TD146").finding(what="x", other="y", consequence="z"))
+        return r
+
+    assert cli.finish(report(), _args(tmp_path), Config(), io.StringIO()) == 0
+    assert cli.finish(report(), _args(tmp_path), Config(fail_on="warning"), io.StringIO()) == 1
+    assert cli.finish(report(), _args(tmp_path), Config(fail_on="never"), io.StringIO()) == 0
+    written = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert written["schema"] == "torchdoctor.report/1" and written["findings"][0]["rule"] == "TD146"
+
+
+def test_finish_passes_the_commands_own_exit_status_when_clean(tmp_path: Path) -> None:
+    report = Report(command="run", meta={"exit_status": 3})
+    assert cli.finish(report, _args(tmp_path), Config(), io.StringIO()) == 3
+
+
+def test_output_to_an_unwritable_place_is_a_usage_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(cli.UsageError, match="cannot write --output"):
+        cli.finish(Report(command="lint"), _args(tmp_path, output=blocker / "r.json"), Config(), io.StringIO())
