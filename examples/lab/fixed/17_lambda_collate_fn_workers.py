@@ -1,0 +1,71 @@
+"""Pitfall: a lambda as collate_fn for a DataLoader with worker processes.
+
+With the spawn or forkserver start method (Windows, macOS, and Linux from Python 3.14) the
+DataLoader pickles collate_fn for each worker, and a lambda cannot be pickled: the loader dies
+with "Can't pickle <function <lambda> ...>". It works today on Linux with fork, so the bug only
+shows up on another machine.
+"""
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+NUM_CLASSES = 4
+
+
+class Classifier(nn.Module):
+    def __init__(self, features=20, hidden=64, classes=NUM_CLASSES):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(features, hidden), nn.ReLU())
+        self.head = nn.Linear(hidden, classes)
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+def stack_batch(batch):
+    return torch.stack([x for x, _ in batch]), torch.stack([y for _, y in batch])
+
+
+def make_data(n=256, features=20, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, features, generator=gen)
+    y = (x @ torch.randn(features, NUM_CLASSES, generator=gen)).argmax(dim=1)
+    return x, y
+
+
+def make():
+    torch.manual_seed(0)
+    model = Classifier()
+    loader = DataLoader(
+        TensorDataset(*make_data()),
+        batch_size=32,
+        shuffle=True,
+        num_workers=2,
+        collate_fn=stack_batch,
+    )
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    return {"model": model, "data": loader, "loss_fn": nn.CrossEntropyLoss(), "optimizer": optimizer}
+
+
+def train(steps=40):
+    setup = make()
+    model, loader, loss_fn, optimizer = setup["model"], setup["data"], setup["loss_fn"], setup["optimizer"]
+    model.train()
+    step = 0
+    while step < steps:
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            optimizer.step()
+            step += 1
+            if step % 10 == 0:
+                print(f"step {step}: loss {loss.item():.4f}")
+            if step == steps:
+                break
+    return loss.item()
+
+
+if __name__ == "__main__":
+    train()
