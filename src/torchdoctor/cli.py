@@ -92,7 +92,13 @@ def load_config(args: argparse.Namespace) -> config_module.Config:
 
 
 def finish(report: Report, args: argparse.Namespace, config: config_module.Config, stream: TextIO) -> int:
-    """Filter, render and write the report; return the exit status the contract asks for."""
+    """Filter, render and write the report; return the exit status the contract asks for.
+
+    `report.meta["fatal_rules"]` (not rendered) lists rules that mean the tool could not do
+    its whole job (lint: a file it could not read or parse): any of them left after filtering
+    makes the exit status 2.
+    """
+    fatal = set(report.meta.pop("fatal_rules", ()))
     report.findings = drop_suppressed(config.apply(report.findings))
     render(report, args.format, stream, fail_on=config.fail_on, color=args.color)
     if args.output is not None:
@@ -103,6 +109,8 @@ def finish(report: Report, args: argparse.Namespace, config: config_module.Confi
             args.output.write_text(dumps(report), encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"cannot write --output {str(args.output)!r}: {exc.strerror}") from None
+    if fatal and any(f.rule in fatal for f in report.findings):
+        return 2
     status = report.exit_code(config.fail_on)
     if status == 0:
         status = int(report.meta.get("exit_status", 0))

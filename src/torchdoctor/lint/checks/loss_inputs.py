@@ -1,0 +1,67 @@
+"""TD101 / TD102 / TD103: a loss that wants logits (or log-probabilities) gets probabilities.
+
+The loss is recognised by what made it (`nn.CrossEntropyLoss()`, `F.cross_entropy`, a
+variable or `self.` attribute holding a loss module); its input by data flow: a softmax or
+sigmoid call, a variable assigned one, or the output of a model whose last layer (or whose
+`forward`'s every return) is one.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.lint.api import Context, Kind, check, terminal
+
+#: loss -> (rule, the kind of input that is wrong for it)
+_FUNCTIONAL = {
+    "torch.nn.functional.cross_entropy": ("CrossEntropyLoss", "TD101", "probs"),
+    "torch.nn.functional.nll_loss": ("NLLLoss", "TD103", "probs"),
+    "torch.nn.functional.binary_cross_entropy_with_logits": ("BCEWithLogitsLoss", "TD102", "sigmoid"),
+}
+_MODULES = {
+    "CrossEntropyLoss": ("TD101", "probs"),
+    "NLLLoss": ("TD103", "probs"),
+    "BCEWithLogitsLoss": ("TD102", "sigmoid"),
+}
+
+
+@check(("TD101", "TD102", "TD103"), ast.Call)
+def loss_input_is_probabilities(node: ast.Call, ctx: Context) -> None:
+    loss = _loss(node, ctx)
+    if loss is None or not node.args or isinstance(node.args[0], ast.Starred):
+        return
+    code, wrong = loss[1], loss[2]
+    source = ctx.kind(node.args[0])
+    if source is None or source.tag != wrong or source.node is None:
+        return
+    ctx.report(code, node.args[0], source=describe(source, ctx))
+
+
+def _loss(node: ast.Call, ctx: Context) -> tuple[str, str, str] | None:
+    func = node.func
+    name = terminal(func)
+    if name in ("cross_entropy", "nll_loss", "binary_cross_entropy_with_logits"):
+        qualified = ctx.qualified(func)
+        return _FUNCTIONAL.get(qualified) if qualified else None
+    kind = ctx.kind(func)
+    if kind is None or kind.tag != "loss_fn" or kind.detail not in _MODULES:
+        return None
+    return (kind.detail, *_MODULES[kind.detail])
+
+
+def describe(kind: Kind, ctx: Context) -> str:
+    """Where the probabilities come from, in words: "`F.softmax(...)` at line 12"."""
+    node = kind.node
+    line = getattr(node, "lineno", "?")
+    what = {"probs": "softmax", "sigmoid": "sigmoid", "log_probs": "log_softmax"}.get(kind.tag, kind.tag)
+    if kind.detail == "model" and isinstance(node, ast.Call) and terminal(node.func) == "Sequential":
+        return f"the model built at line {line}, whose last layer is a {what}"
+    text = _short(ctx.text(node)) if node is not None else what
+    if kind.detail == "model":
+        return f"`{text}` at line {line}, which the model's forward() returns"
+    return f"`{text}` at line {line}"
+
+
+def _short(text: str, width: int = 48) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 4] + "...)"

@@ -1,0 +1,185 @@
+"""The lint engine: registered checks, one parse and one walk per file, fixes applied safely.
+
+Checks register with `@check(codes, on)` (see `torchdoctor.lint.api`); the engine keeps only
+those of enabled rules, builds dispatch tables by node type (and, for calls, by the callee's
+last name), and lints each file with one `ast.parse` and one `Context` walk. Files that do not
+mention torch skip the checks that need torch names (`needs_torch=True`, the default).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+import warnings
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from torchdoctor.core.finding import Finding, Fix
+from torchdoctor.core.registry import get as get_rule
+from torchdoctor.lint.context import Context, Handler
+from torchdoctor.lint.fixes import apply_fixes
+from torchdoctor.lint.source import Source
+
+#: `on=FILE_END`: the check runs once after the walk, with the module node (all scopes known)
+FILE_END = "file-end"
+
+
+@dataclass(frozen=True)
+class Check:
+    func: Handler
+    codes: tuple[str, ...]
+    on: type | str
+    names: frozenset[str] | None
+    tracks: frozenset[str]
+    needs_torch: bool
+
+
+_CHECKS: list[Check] = []
+_LOADED = False
+
+
+def check(
+    codes: str | Iterable[str],
+    on: type | str,
+    *,
+    names: Iterable[str] | None = None,
+    tracks: Iterable[str] = (),
+    needs_torch: bool = True,
+) -> Callable[[Handler], Handler]:
+    """Register `func(node, ctx)` as a detector of the rules `codes`.
+
+    `on` is an `ast` node class (called as the walk enters every such node) or `FILE_END`.
+    `names` (for `on=ast.Call` only): call the check only for calls whose callee's last name
+    (`softmax` in `F.softmax(...)`, `step` in `opt.step()`) is one of these; imports are
+    resolved first, so `from torch.nn.functional import softmax as sm` still counts as
+    `softmax`. `tracks`: method names to record as `Event`s in every scope (for FILE_END
+    checks that reason about the order of calls). `needs_torch=False` when the check can fire
+    in a file that never mentions torch (it matches by variable names, not imports).
+    """
+    code_tuple = (codes,) if isinstance(codes, str) else tuple(codes)
+    for code in code_tuple:
+        get_rule(code)  # fail at import time on a typo, not silently never
+
+    def register(func: Handler) -> Handler:
+        if names is not None and on is not ast.Call:
+            raise ValueError(f"{func.__name__}: names= only applies to on=ast.Call")
+        _CHECKS.append(Check(func, code_tuple, on, frozenset(names) if names is not None else None,
+                             frozenset(tracks), needs_torch))
+        return func
+
+    return register
+
+
+def all_checks() -> list[Check]:
+    """Every registered check (importing every module of `torchdoctor.lint.checks` once)."""
+    global _LOADED
+    if not _LOADED:
+        import torchdoctor.lint.checks as package
+
+        for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            importlib.import_module(info.name)
+        _LOADED = True
+    return list(_CHECKS)
+
+
+@dataclass
+class Tables:
+    handlers: dict[type, list[tuple[Handler, tuple[str, ...]]]] = field(default_factory=dict)
+    call_handlers: dict[str, list[tuple[Handler, tuple[str, ...]]]] = field(default_factory=dict)
+    file_end: list[tuple[Handler, tuple[str, ...]]] = field(default_factory=list)
+    tracked: frozenset[str] = frozenset()
+
+
+def _tables(checks: Iterable[Check]) -> Tables:
+    tables = Tables()
+    tracked: set[str] = set()
+    for item in checks:
+        entry = (item.func, item.codes)
+        tracked |= item.tracks
+        if item.on == FILE_END:
+            tables.file_end.append(entry)
+        elif item.on is ast.Call and item.names is not None:
+            for name in item.names:
+                tables.call_handlers.setdefault(name, []).append(entry)
+        else:
+            tables.handlers.setdefault(item.on, []).append(entry)  # type: ignore[arg-type]
+    tables.tracked = frozenset(tracked)
+    return tables
+
+
+@dataclass
+class FileResult:
+    """What linting one file gave: findings (suppressions applied) and rule crashes."""
+
+    findings: list[Finding]
+    errors: list[tuple[str, BaseException]]
+    text: str
+
+
+class Engine:
+    """Lints sources with the checks of the enabled rules."""
+
+    def __init__(self, enabled: Iterable[str]) -> None:
+        self.enabled = frozenset(enabled)
+        active = [c for c in all_checks() if self.enabled.intersection(c.codes)]
+        self.torch_tables = _tables(active)
+        self.plain_tables = _tables(c for c in active if not c.needs_torch)
+
+    def lint(self, source: Source, tree: ast.Module | None = None) -> FileResult:
+        """Lint parsed source (parsing it first when `tree` is None; SyntaxError propagates)."""
+        if tree is None:
+            tree = parse(source.text, source.path)
+        text = source.text
+        tables = self.torch_tables if ("torch" in text or "lightning" in text) else self.plain_tables
+        ctx = Context(source, self.enabled, tables.handlers, tables.call_handlers, tables.tracked)
+        try:
+            ctx.run(tree)
+        except RecursionError as exc:  # absurdly deep expressions: keep what was found
+            ctx.errors.append(("TD005", exc))
+        for func, codes in tables.file_end:
+            try:
+                func(tree, ctx)
+            except Exception as exc:  # a rule's bug must not lose the other rules' findings
+                ctx.errors.append((codes[0], exc))
+        return FileResult(ctx.findings, ctx.errors, text)
+
+    def lint_and_fix(self, source: Source, unsafe: bool = False, rounds: int = 8) -> tuple[FileResult, int]:
+        """Lint, apply the fixes allowed, re-lint, until nothing more is fixable.
+
+        Every fixed text must parse; a round whose result does not is dropped (and reported
+        by the caller as unfixable). Returns the final result and the number of fixes applied.
+        """
+        result = self.lint(source)
+        fixed = 0
+        for _ in range(rounds):
+            fixes = [f.fix for f in result.findings if fixable(f.fix, unsafe)]
+            if not fixes:
+                break
+            text, count = apply_fixes(source, fixes)  # type: ignore[arg-type]
+            if count == 0 or text == source.text:
+                break
+            try:
+                tree = parse(text, source.path)
+            except SyntaxError:
+                break
+            source = Source(path=source.path, text=text, encoding=source.encoding)
+            fixed += count
+            result = self.lint(source, tree)
+        return result, fixed
+
+
+def fixable(fix: Fix | None, unsafe: bool) -> bool:
+    return fix is not None and bool(fix.edits) and (fix.safe or unsafe)
+
+
+def parse(text: str, filename: str) -> ast.Module:
+    """`ast.parse` without the warnings CPython prints about the user's code (invalid escapes)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(text, filename=filename)
+
+
+def describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

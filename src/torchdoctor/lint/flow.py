@@ -1,0 +1,236 @@
+"""Light data flow: what kind of value an expression holds (model, loss, optimizer, ...).
+
+Kinds come from what made the value: a constructor (`nn.CrossEntropyLoss()`, `torch.optim.SGD(...)`,
+`DataLoader(...)`), a call of a value of known kind (calling a loss module gives a loss value),
+a softmax or sigmoid, or a variable assigned one of those earlier in the same function (or at
+module level). No types are inferred beyond that: unknown stays unknown (None).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING
+
+from torchdoctor.lint.model import Kind
+
+if TYPE_CHECKING:
+    from torchdoctor.lint.context import Context
+
+SOFTMAX = frozenset({"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax", "torch.Tensor.softmax"})
+LOG_SOFTMAX = frozenset({"torch.log_softmax", "torch.nn.functional.log_softmax", "torch.special.log_softmax"})
+SIGMOID = frozenset({"torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit"})
+LOSS_FUNCTIONS = frozenset({
+    "cross_entropy", "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "mse_loss",
+    "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "poisson_nll_loss", "gaussian_nll_loss",
+    "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
+    "cosine_embedding_loss", "multi_margin_loss", "triplet_margin_loss", "ctc_loss", "multilabel_margin_loss",
+})
+SCALERS = frozenset({"torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler", "torch.cpu.amp.GradScaler"})
+SAMPLERS = frozenset({"torch.utils.data.distributed.DistributedSampler", "torch.utils.data.DistributedSampler"})
+RNGS = frozenset({"numpy.random.default_rng", "numpy.random.RandomState", "numpy.random.Generator",
+                  "random.Random", "torch.Generator"})
+DATASET_BASES = frozenset({"torch.utils.data.Dataset", "torch.utils.data.IterableDataset"})
+MODULE_BASES = frozenset({
+    "torch.nn.Module", "torch.jit.ScriptModule", "lightning.pytorch.LightningModule", "lightning.LightningModule",
+    "lightning.pytorch.core.LightningModule", "lightning.pytorch.core.module.LightningModule",
+})
+#: nn classes that are not layers (so calling them does not make a model)
+_NOT_MODULES = frozenset({"Parameter", "ParameterList", "ParameterDict", "Buffer", "init", "utils", "functional"})
+#: methods that keep what a tensor *is* (probabilities stay probabilities through a reshape)
+KEEPS_KIND = frozenset({
+    "view", "reshape", "squeeze", "unsqueeze", "flatten", "contiguous", "float", "double", "half", "bfloat16",
+    "to", "cuda", "cpu", "clone", "permute", "transpose", "view_as", "reshape_as", "type", "type_as",
+    "clamp", "clamp_min", "clip", "squeeze_", "unsqueeze_", "expand", "expand_as", "mean", "sum",
+})
+#: Module methods that return the module itself
+MODULE_METHODS = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval",
+                            "requires_grad_", "to_empty", "share_memory"})
+#: calls that wrap a model and keep what it outputs
+WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DistributedDataParallel",
+                      "torch.nn.parallel.DataParallel", "torch.compile"})
+#: wrappers whose first argument is what a `for` loop really iterates
+ITER_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "zip", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm",
+                           "tqdm.rich.tqdm", "rich.progress.track", "itertools.islice", "islice"})
+_OPTIMIZER_NAME = re.compile(r"(^|_)(optim|optimi[sz]er|opt)(s|_?[a-z0-9]*)?$|(^|_)(optim|optimi[sz]er)(_|$)", re.I)
+_LOADER_NAME = re.compile(r"loader|dataloader", re.I)
+
+
+def looks_like_optimizer(dotted_name: str | None) -> bool:
+    """Names people give optimizers: `optimizer`, `opt`, `self.optim`, `optimizer_g`, `d_opt`."""
+    if not dotted_name:
+        return False
+    last = dotted_name.rpartition(".")[2]
+    return bool(_OPTIMIZER_NAME.search(last)) and "sched" not in last.lower()
+
+
+def looks_like_loader(dotted_name: str | None) -> bool:
+    return bool(dotted_name) and bool(_LOADER_NAME.search(dotted_name.rpartition(".")[2]))  # type: ignore[union-attr]
+
+
+def constructor_kind(qualified: str, call: ast.Call, ctx: Context) -> Kind | None:
+    """The kind of value a call of the qualified name `qualified` returns, if it is known."""
+    head, _, last = qualified.rpartition(".")
+    if head == "torch.nn":
+        if last.endswith("Loss"):
+            return Kind("loss_fn", last, call)
+        if last in ("Softmax", "Softmax2d"):
+            return Kind("model", "probs", call)
+        if last == "LogSoftmax":
+            return Kind("model", "log_probs", call)
+        if last == "Sigmoid":
+            return Kind("model", "sigmoid", call)
+        if last == "Sequential":
+            return Kind("model", _sequential_output(call, ctx), call)
+        if last[:1].isupper() and last not in _NOT_MODULES:
+            return Kind("model", "", call)
+        return None
+    if head == "torch.nn.functional":
+        if last in LOSS_FUNCTIONS:
+            return Kind("loss", last, call)
+    if qualified in SOFTMAX:
+        return Kind("probs", "", call)
+    if qualified in LOG_SOFTMAX:
+        return Kind("log_probs", "", call)
+    if qualified in SIGMOID:
+        return Kind("sigmoid", "", call)
+    if head == "torch.optim.lr_scheduler":
+        return Kind("scheduler", last, call)
+    if head == "torch.optim" and last[:1].isupper():
+        return Kind("optimizer", last, call)
+    if qualified == "torch.utils.data.DataLoader":
+        return Kind("dataloader", "", call)
+    if qualified in SAMPLERS:
+        return Kind("sampler", "DistributedSampler", call)
+    if qualified in SCALERS:
+        return Kind("scaler", "", call)
+    if qualified in RNGS:
+        return Kind("rng", last, call)
+    if qualified.startswith("torchvision.models.") and last[:1].islower():
+        return Kind("model", "", call)
+    return None
+
+
+def _sequential_output(call: ast.Call, ctx: Context) -> str:
+    """What an `nn.Sequential(...)` returns: its last layer's output kind."""
+    if not call.args or isinstance(call.args[-1], ast.Starred):
+        return ""
+    last = kind_of(call.args[-1], ctx)
+    return last.detail if last is not None and last.tag == "model" else ""
+
+
+def kind_of(node: ast.expr, ctx: Context) -> Kind | None:
+    """The kind of value `node` evaluates to, or None when the source does not say."""
+    cls = node.__class__
+    if cls is ast.Name:
+        return ctx.lookup(node.id)  # type: ignore[attr-defined]
+    if cls is ast.Call:
+        return _call_kind(node, ctx)  # type: ignore[arg-type]
+    if cls is ast.Attribute:
+        value = node.value  # type: ignore[attr-defined]
+        if value.__class__ is ast.Name and value.id == "self" and ctx.class_info is not None:
+            return ctx.class_info.attributes.get(node.attr)  # type: ignore[attr-defined]
+        if node.attr in ("logits", "loss"):  # type: ignore[attr-defined]
+            return None
+        return None
+    if cls is ast.Subscript:
+        inner = kind_of(node.value, ctx)  # type: ignore[attr-defined]
+        if inner is not None and inner.tag in ("probs", "sigmoid", "log_probs", "batch", "output"):
+            return inner
+        return None
+    if cls is ast.BinOp:
+        left = kind_of(node.left, ctx)  # type: ignore[attr-defined]
+        if left is not None and left.tag == "loss":
+            return left
+        right = kind_of(node.right, ctx)  # type: ignore[attr-defined]
+        if right is not None and right.tag == "loss":
+            return right
+        return None
+    if cls is ast.Await:
+        return None
+    return None
+
+
+def _call_kind(call: ast.Call, ctx: Context) -> Kind | None:
+    func = call.func
+    if func.__class__ is ast.Attribute:
+        attr = func.attr  # type: ignore[attr-defined]
+        base = func.value  # type: ignore[attr-defined]
+        qualified = ctx.qualified(func) if _rooted_in_import(base, ctx) else None
+        if qualified is not None:
+            if qualified in WRAPPERS and call.args:
+                return kind_of(call.args[0], ctx)
+            return constructor_kind(qualified, call, ctx)
+        if attr == "softmax":
+            return Kind("probs", "", call)
+        if attr == "sigmoid":
+            return Kind("sigmoid", "", call)
+        if attr == "log_softmax":
+            return Kind("log_probs", "", call)
+        if attr in KEEPS_KIND or attr in MODULE_METHODS:
+            inner = kind_of(base, ctx)
+            if inner is None:
+                return None
+            if inner.tag == "model":
+                return inner if attr in MODULE_METHODS else None
+            return inner if inner.tag in ("probs", "sigmoid", "log_probs", "loss", "batch") and attr in KEEPS_KIND else None
+        if attr in ("forward", "__call__"):
+            return _called(kind_of(base, ctx), call)
+        return _called(kind_of(func, ctx), call)
+    if func.__class__ is ast.Name:
+        name = func.id  # type: ignore[attr-defined]
+        qualified = ctx.imports.names.get(name)
+        if qualified is not None:
+            if qualified in WRAPPERS and call.args:
+                return kind_of(call.args[0], ctx)
+            return constructor_kind(qualified, call, ctx)
+        local = ctx.classes.get(name)
+        if local is not None:
+            if local.is_module:
+                return Kind("model", local.output, local.output_node or call)
+            if local.is_dataset:
+                return Kind("dataset", name, call)
+            return None
+        return _called(ctx.lookup(name), call)
+    return None
+
+
+def _called(callee: Kind | None, call: ast.Call) -> Kind | None:
+    """Calling a value: a loss module gives a loss value, a model gives its output."""
+    if callee is None:
+        return None
+    if callee.tag == "loss_fn":
+        return Kind("loss", callee.detail, call)
+    if callee.tag == "model":
+        if callee.detail:
+            return Kind(callee.detail, "model", callee.node)  # made by the model: point at the model
+        return Kind("output", "", call)
+    return None
+
+
+def _rooted_in_import(node: ast.expr, ctx: Context) -> bool:
+    while node.__class__ is ast.Attribute:
+        node = node.value  # type: ignore[attr-defined]
+    return node.__class__ is ast.Name and node.id in ctx.imports.names  # type: ignore[attr-defined]
+
+
+def iterated(node: ast.expr, ctx: Context) -> tuple[str, str | None]:
+    """What a `for` loop iterates: ("dataloader" | "range" | "other", dotted name of the iterable)."""
+    from torchdoctor.lint.names import dotted
+
+    while node.__class__ is ast.Call:
+        callee = ctx.qualified(node.func) or getattr(node.func, "id", None) or getattr(node.func, "attr", None)  # type: ignore[attr-defined]
+        if callee in ("range", "builtins.range"):
+            return "range", None
+        if callee in ITER_WRAPPERS or callee == "tqdm" and node.args:  # type: ignore[attr-defined]
+            if not node.args or isinstance(node.args[0], ast.Starred):  # type: ignore[attr-defined]
+                return "other", None
+            node = node.args[0]  # type: ignore[attr-defined]
+            continue
+        kind = kind_of(node, ctx)
+        return ("dataloader" if kind is not None and kind.tag == "dataloader" else "other"), None
+    name = dotted(node)
+    kind = kind_of(node, ctx)
+    if kind is not None and kind.tag == "dataloader" or looks_like_loader(name):
+        return "dataloader", name
+    return "other", name

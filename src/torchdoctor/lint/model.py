@@ -1,0 +1,95 @@
+"""What the one walk over a file remembers, for rules to read: kinds of values, scopes, classes,
+loops and the ordered calls of each function (its events)."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    """What a value is, as far as the source shows.
+
+    `tag` is one of: `model` (an nn.Module instance; `detail` is what its output is, e.g.
+    `probs` for a model ending in nn.Softmax), `loss_fn` (a loss module; `detail` its class
+    name), `loss` (a loss value; `detail` the loss), `optimizer`, `scheduler`, `scaler`,
+    `dataloader`, `sampler`, `dataset`, `rng` (a random generator object), `probs` (softmax
+    output), `sigmoid` (sigmoid output), `log_probs` (log_softmax output), `batch` (a value
+    drawn from a DataLoader), `output` (what a model returned).
+    `node` is where the value was made (the call), for messages and for reading its arguments.
+    """
+
+    tag: str
+    detail: str = ""
+    node: ast.AST | None = field(default=None, compare=False)
+
+
+@dataclass(slots=True)
+class Event:
+    """One call of interest inside a scope, in source order.
+
+    `name` is the callee's last name (`backward`, `step`, `zero_grad`, `eval`, ...) or, for
+    calls of functions and methods defined in the same file, `call`. `receiver` is the dotted
+    text of the object the method is called on (`optimizer`, `self.scaler`), when it is one.
+    `loops` are the enclosing loops of this scope (outermost first); `block` identifies the
+    statement list the call's statement sits in, `index` its position there, so two events
+    with the same `block` run one after the other, unconditionally relative to each other.
+    """
+
+    name: str
+    node: ast.Call
+    receiver: str | None
+    loops: tuple[ast.AST, ...]
+    block: int
+    index: int
+    grad_disabled: bool
+    conditions: tuple[ast.If, ...]
+
+    @property
+    def line(self) -> int:
+        return self.node.lineno
+
+
+@dataclass(slots=True)
+class LoopInfo:
+    """A `for`/`while` loop: what it iterates (`dataloader`, `range`, ...) and its outer loop."""
+
+    node: ast.For | ast.AsyncFor | ast.While
+    iterates: str  # "dataloader", "range", "other", or "" for while loops
+    parent: ast.AST | None
+    iter_name: str | None = None  # dotted name of the iterable, when it is one (after unwrapping enumerate/tqdm)
+
+
+@dataclass(eq=False)
+class ClassInfo:
+    """A class of the file: its bases (qualified when imported), and what it looks like."""
+
+    node: ast.ClassDef
+    name: str
+    bases: tuple[str, ...]
+    is_module: bool
+    is_dataset: bool
+    methods: frozenset[str]
+    attributes: dict[str, Kind | None] = field(default_factory=dict)
+    output: str = ""  # kind tag of what forward() always returns ("probs", ...), "" if unknown
+    output_node: ast.AST | None = None  # where forward() makes it (the softmax call)
+
+
+@dataclass(eq=False)
+class Scope:
+    """A function (or the module body): its bindings, its events, its loops."""
+
+    node: ast.AST
+    name: str  # "train", "Net.forward", "<module>"
+    cls: ClassInfo | None = None
+    params: tuple[str, ...] = ()
+    bindings: dict[str, Kind | None] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)
+    loops: dict[int, LoopInfo] = field(default_factory=dict)
+    returns: list[Kind | None] = field(default_factory=list)
+    grad_disabled: bool = False  # decorated with @torch.no_grad() / @torch.inference_mode()
+    parent: Scope | None = None
+
+    def loop(self, node: ast.AST) -> LoopInfo | None:
+        return self.loops.get(id(node))

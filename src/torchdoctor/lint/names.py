@@ -1,0 +1,179 @@
+"""Names as PyTorch knows them: imports resolved to qualified names, arguments bound.
+
+`import torch.nn as nn` makes `nn.CrossEntropyLoss` mean `torch.nn.CrossEntropyLoss`;
+`from torch.nn import functional as F` makes `F.softmax` mean `torch.nn.functional.softmax`.
+Rules compare qualified names, never spellings, so every alias works the same.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+
+#: long import paths that mean the same public name (`torch.nn.modules.loss.X` is `torch.nn.X`)
+_CANONICAL_PREFIXES = (
+    ("torch.nn.modules.", "torch.nn.", 1),
+    ("torch.optim.lr_scheduler.", None, 0),
+    ("torch.optim.", "torch.optim.", 1),
+    ("torch.utils.data.dataloader.", "torch.utils.data.", 0),
+    ("torch.utils.data.dataset.", "torch.utils.data.", 0),
+    ("torch.utils.data.sampler.", "torch.utils.data.", 0),
+    ("torch.nn.parameter.", "torch.nn.", 0),
+    ("torch.cuda.amp.grad_scaler.", "torch.cuda.amp.", 0),
+    ("torch.amp.grad_scaler.", "torch.amp.", 0),
+    ("pytorch_lightning.", "lightning.pytorch.", 0),
+)
+
+#: modules whose import marks a file as PyTorch code (for the cheap pre-filter)
+TORCH_ROOTS = frozenset({"torch", "torchvision", "torchaudio", "torchtext", "lightning", "pytorch_lightning",
+                         "lightning_fabric", "timm", "diffusers", "transformers", "accelerate", "functorch"})
+
+
+@functools.lru_cache(maxsize=8192)
+def canonical(name: str) -> str:
+    """`torch.nn.modules.loss.CrossEntropyLoss` -> `torch.nn.CrossEntropyLoss`, and the like.
+
+    `skip` is how many module components after the prefix are dropped (the submodule file).
+    """
+    for prefix, replacement, skip in _CANONICAL_PREFIXES:
+        if name.startswith(prefix):
+            if replacement is None:
+                return name
+            rest = name[len(prefix):].split(".")
+            if skip and len(rest) > skip:
+                rest = rest[skip:]
+            return replacement + ".".join(rest)
+    return name
+
+
+class ImportTable:
+    """Local name -> qualified name, from every `import` seen so far in the file."""
+
+    __slots__ = ("names", "torch")
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+        self.torch = False  # the file imports torch (or a library built on it)
+
+    def add(self, node: ast.Import | ast.ImportFrom) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                root = alias.name.partition(".")[0]
+                if alias.asname:
+                    self.names[alias.asname] = canonical(alias.name)
+                else:
+                    self.names[root] = root
+                self.torch = self.torch or root in TORCH_ROOTS
+            return
+        module = node.module or ""
+        if node.level:
+            module = "." * node.level + module
+        elif module.partition(".")[0] in TORCH_ROOTS:
+            self.torch = True
+        for alias in node.names:
+            if alias.name == "*":
+                continue
+            local = alias.asname or alias.name
+            self.names[local] = canonical(f"{module}.{alias.name}" if module else alias.name)
+
+    def resolve(self, node: ast.expr) -> str | None:
+        """The qualified name of a `Name` or dotted `Attribute` chain, or None if not imported."""
+        if isinstance(node, ast.Name):
+            return self.names.get(node.id)
+        if isinstance(node, ast.Attribute):
+            parts = [node.attr]
+            value = node.value
+            while isinstance(value, ast.Attribute):
+                parts.append(value.attr)
+                value = value.value
+            if not isinstance(value, ast.Name):
+                return None
+            root = self.names.get(value.id)
+            if root is None:
+                return None
+            parts.append(root)
+            parts.reverse()
+            return canonical(".".join(parts))
+        return None
+
+
+def dotted(node: ast.expr) -> str | None:
+    """`self.model.fc` for a chain of plain attribute accesses on a name, else None.
+
+    Used to say "the same object" across lines without type inference.
+    """
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    parts.reverse()
+    return ".".join(parts)
+
+
+def terminal(node: ast.expr) -> str | None:
+    """The last name of a callee: `step` for `opt.step`, `softmax` for `F.softmax`."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return None
+
+
+def keyword(call: ast.Call, name: str) -> ast.expr | None:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    return None
+
+
+def argument(call: ast.Call, name: str, position: int | None = None) -> ast.expr | None:
+    """The expression bound to parameter `name`, given by keyword or at `position` (0-based).
+
+    None when absent *or* when it cannot be known (see `may_pass`): a `*args` before the
+    position hides which positional argument lands there.
+    """
+    value = keyword(call, name)
+    if value is not None or position is None:
+        return value
+    for index, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred):
+            return None
+        if index == position:
+            return arg
+    return None
+
+
+def may_pass(call: ast.Call, name: str, position: int | None = None) -> bool:
+    """True when `name` is passed, or might be, through `**kwargs` or `*args`.
+
+    Rules about a *missing* argument must use this: unknown is never missing.
+    """
+    if argument(call, name, position) is not None:
+        return True
+    if any(kw.arg is None for kw in call.keywords):
+        return True
+    if position is not None and any(isinstance(arg, ast.Starred) for arg in call.args[: position + 1]):
+        return True
+    return False
+
+
+def literal(node: ast.expr | None) -> object:
+    """The value of a literal constant (with unary minus), else the `UNKNOWN` sentinel."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        value = node.operand.value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return -value
+    return UNKNOWN
+
+
+class _Unknown:
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN = _Unknown()

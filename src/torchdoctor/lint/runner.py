@@ -1,0 +1,200 @@
+"""Linting many files into one `Report`: discovery, reading, the engine, fixes, problems per file.
+
+A file that cannot be linted (unreadable, undecodable, a syntax error, a rule that crashed)
+becomes a TD00x finding for that file and the others are still linted; those rules are
+"fatal", so the command exits with status 2 when one is reported (see `cli.finish`).
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from torchdoctor.core import registry
+from torchdoctor.core.config import Config
+from torchdoctor.core.errors import UsageError
+from torchdoctor.core.finding import Finding
+from torchdoctor.core.report import Report
+from torchdoctor.core.suppress import is_suppressed
+from torchdoctor.lint.engine import Engine, describe, fixable, parse
+from torchdoctor.lint.files import Excluder, Patterns, Skipped, Target, discover
+from torchdoctor.lint.fixes import unified_diff
+from torchdoctor.lint.source import MAX_BYTES, Source, Unreadable, decode, read_bytes
+
+SYNTAX_ERROR, UNDECODABLE, UNREADABLE, INTERNAL = "TD001", "TD002", "TD003", "TD005"
+FATAL = (SYNTAX_ERROR, UNDECODABLE, UNREADABLE, INTERNAL)
+#: deep enough for any hand-written code; the walk is recursive
+RECURSION_LIMIT = 12000
+
+
+@dataclass
+class Options:
+    """How to lint, beyond which rules (that is the `Config`)."""
+
+    fix: bool = False
+    unsafe_fixes: bool = False
+    diff: bool = False
+    respect_gitignore: bool = True
+    exclude: Sequence[str] = ()
+    max_bytes: int = MAX_BYTES
+    stdin_text: str | None = None
+    stdin_filename: str = "<stdin>"
+
+
+@dataclass
+class Outcome:
+    """The report, plus the diffs `--diff` shows (written apart from the findings)."""
+
+    report: Report
+    diffs: list[str] = field(default_factory=list)
+
+
+def lint_paths(paths: Sequence[str], config: Config, options: Options) -> Outcome:
+    """Lint `paths` (files and folders; "-" reads stdin) with the rules `config` enables."""
+    enabled = {rule.code for rule in registry.all_rules() if config.enabled(rule)}
+    engine = Engine(enabled)
+    report = Report(command="lint", meta={"layout": "flat", "fatal_rules": list(FATAL)})
+    outcome = Outcome(report)
+    state = _Counts()
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, RECURSION_LIMIT))
+    try:
+        if options.stdin_text is not None:
+            source = Source(path=options.stdin_filename, text=options.stdin_text)
+            _lint_source(engine, source, None, options, outcome, state)
+        targets = _targets([p for p in paths if p != "-"], config, options)
+        for item in targets:
+            if isinstance(item, Skipped):
+                report.notices.append(f"skipped {display_path(str(item.path))}: {item.reason}")
+                continue
+            _lint_target(engine, item, options, outcome, state)
+    finally:
+        sys.setrecursionlimit(old_limit)
+    report.findings = [f for f in report.findings if f.rule in enabled]
+    _summarise(report, options, state)
+    return outcome
+
+
+@dataclass
+class _Counts:
+    files: int = 0
+    fixed: int = 0
+    fixed_files: int = 0
+    fixable: int = 0
+    unsafe: int = 0
+
+
+def _targets(paths: Sequence[str], config: Config, options: Options) -> list[Target | Skipped]:
+    missing = [p for p in paths if not Path(p).exists() and not Path(p).is_symlink()]
+    if missing:
+        raise UsageError(f"{missing[0]}: no such file or folder")
+    base = config.source.parent if config.source is not None else Path.cwd()
+    patterns = [*config.exclude, *options.exclude]
+    user = Patterns(patterns, base.absolute()) if patterns else None
+    return list(discover([Path(p) for p in paths], Excluder(user, options.respect_gitignore)))
+
+
+def _lint_target(engine: Engine, target: Target, options: Options, outcome: Outcome, state: _Counts) -> None:
+    path = display_path(str(target.path))
+    try:
+        data = read_bytes(target.path, options.max_bytes)
+        text, encoding = decode(data)
+    except Unreadable as problem:
+        if problem.kind == "too-large":
+            outcome.report.notices.append(f"skipped {path}: {problem.reason}")
+            return
+        code = UNREADABLE if problem.kind == "unreadable" else UNDECODABLE
+        outcome.report.add(registry.get(code).finding(file=path, line=problem.line or 1, error=problem.reason))
+        return
+    _lint_source(engine, Source(path=path, text=text, encoding=encoding), target, options, outcome, state)
+
+
+def _lint_source(
+    engine: Engine, source: Source, target: Target | None, options: Options, outcome: Outcome, state: _Counts
+) -> None:
+    report = outcome.report
+    state.files += 1
+    try:
+        tree = parse(source.text, source.path)
+    except SyntaxError as exc:
+        line = exc.lineno or 1
+        column = max((exc.offset or 1) - 1, 0)
+        finding = registry.get(SYNTAX_ERROR).finding(
+            file=source.path, line=line, column=column, error=f"{exc.msg} (line {line})", path=source.path,
+        )
+        if not is_suppressed(finding, source.line(line)):
+            report.add(finding)
+        return
+    except (RecursionError, MemoryError, ValueError) as exc:
+        report.add(registry.get(INTERNAL).finding(file=source.path, line=1, error=describe(exc), rule="the parser"))
+        return
+    if options.fix or options.diff:
+        result, fixed = engine.lint_and_fix(source, options.unsafe_fixes)
+        if fixed:
+            state.fixed += fixed
+            state.fixed_files += 1
+            if options.diff:
+                outcome.diffs.append(unified_diff(source.path, source.text, result.text))
+            elif target is not None:
+                _write(target.path, result.text, source.encoding)
+                linecache.checkcache(str(target.path))
+            else:
+                outcome.diffs.append(result.text)  # stdin: the fixed text goes to stdout
+    else:
+        result = engine.lint(source, tree)
+    report.findings.extend(result.findings)
+    for code, exc in _first_per_rule(result.errors):
+        report.add(registry.get(INTERNAL).finding(file=source.path, line=1, error=describe(exc), rule=code))
+    for finding in result.findings:
+        if fixable(finding.fix, True):
+            state.fixable += 1
+            state.unsafe += not finding.fix.safe  # type: ignore[union-attr]
+
+
+def display_path(path: str) -> str:
+    """The path relative to the working directory when below it; links are shown as walked,
+    not resolved (`core.locate.display_path` resolves them, and fails on a link loop)."""
+    absolute = os.path.abspath(path)
+    cwd = os.getcwd()
+    if absolute == cwd or absolute.startswith(cwd.rstrip(os.sep) + os.sep):
+        return os.path.relpath(absolute, cwd)
+    return path
+
+
+def _first_per_rule(errors: list[tuple[str, BaseException]]) -> list[tuple[str, BaseException]]:
+    seen: dict[str, BaseException] = {}
+    for code, exc in errors:
+        seen.setdefault(code, exc)
+    return list(seen.items())
+
+
+def _write(path: Path, text: str, encoding: str) -> None:
+    try:
+        with open(path, "w", encoding=encoding, newline="") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise UsageError(f"cannot write the fixed {path}: {exc.strerror}") from None
+
+
+def _summarise(report: Report, options: Options, state: _Counts) -> None:
+    report.meta["files"] = state.files
+    if options.fix and state.fixed and not options.diff:
+        report.notices.append(f"fixed {state.fixed} finding(s) in {state.fixed_files} file(s)")
+    if options.diff and state.fixed:
+        report.meta["exit_status"] = 1
+    if state.fixable and not options.fix and not options.diff:
+        safe = state.fixable - state.unsafe
+        if safe:
+            report.notices.append(f"{safe} finding(s) can be fixed with `torchdoctor lint --fix`")
+        if state.unsafe:
+            report.notices.append(f"{state.unsafe} more with `--fix --unsafe-fixes` (read each rule's 'Fix safety' first)")
+
+
+def lint_text(text: str, path: str = "<string>", config: Config | None = None) -> list[Finding]:
+    """Findings for one source text (for tests, editors and the doc proofs)."""
+    outcome = lint_paths([], config or Config(), Options(stdin_text=text, stdin_filename=path))
+    return outcome.report.findings

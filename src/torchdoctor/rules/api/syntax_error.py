@@ -1,0 +1,38 @@
+"""TD001 syntax-error."""
+
+from torchdoctor.core.finding import Category, Severity
+from torchdoctor.core.rule import Rule
+
+RULE = Rule(
+    code="TD001",
+    name="syntax-error",
+    category=Category.API,
+    severity=Severity.ERROR,
+    proof="lint",
+    message="not valid Python, so it was not linted: {error}",
+    hint="Fix the syntax error (run `python -m py_compile {path}` to see it), or exclude the file if it is not meant to be Python 3.",
+    doc="""
+## What it does
+Reports a file that `torchdoctor lint` could not parse, with the line and column of the
+syntax error, and goes on with the other files.
+
+## Why is this bad?
+Nothing in the file was checked. The command exits with status 2 (the tool could not do its
+whole job) so that CI does not pass silently over a file it never read. A file that is not
+meant to be Python 3 (a template, a Python 2 leftover) belongs in `exclude`.
+
+## Example
+```python
+def train(model, loader):
+    for x, y in loader
+        model(x)
+```
+
+Use instead:
+```python
+def train(model, loader):
+    for x, y in loader:
+        model(x)
+```
+""",
+)
