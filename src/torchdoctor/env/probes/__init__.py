@@ -23,7 +23,7 @@ def collect(host: Host | None = None, *, imports: bool = True) -> EnvFacts:
     build_facts = build.build_facts(host)
     dependents = packages.dependents()
     candidates = [(module, name) for name, _, modules in dependents for module in modules][: packages.MAX_EXTENSIONS]
-    torch_facts, gcc_range, results = torch_probe(host, build_facts.nvcc_version, candidates if imports else [])
+    torch_facts, gcc_range, results = probe_torch(host, build_facts.nvcc_version, candidates if imports else [])
     return EnvFacts(
         platform=system.platform_facts(),
         torch=torch_facts,
@@ -40,7 +40,7 @@ def collect(host: Host | None = None, *, imports: bool = True) -> EnvFacts:
     )
 
 
-def torch_probe(
+def probe_torch(
     host: Host, toolkit: str | None, candidates: list[tuple[str, str]]
 ) -> tuple[TorchFacts, list[str], list[ImportResult]]:
     """Import torch (and the extension modules) in a fresh interpreter and read what it printed."""

@@ -43,10 +43,11 @@ def captured_stderr() -> Iterator[list[str]]:
             sink.append(spool.read().decode(errors="replace"))
 
 
-def last_line(error: BaseException) -> str:
-    text = f"{type(error).__name__}: {error}".strip()
-    lines = [line for line in text.splitlines() if line.strip()]
-    return lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"[:500]
+def last_line(error: BaseException, limit: int = 300) -> str:
+    """The error as one line: its type and message, without C++ stack frames."""
+    text = str(error).split("Exception raised from", 1)[0]
+    text = " ".join(f"{type(error).__name__}: {text}".split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def torch_facts() -> dict[str, Any]:
