@@ -25,7 +25,7 @@ from torchdoctor.lint.files import Excluder, Patterns, Skipped, Target, discover
 from torchdoctor.lint.fixes import unified_diff
 from torchdoctor.lint.source import MAX_BYTES, Source, Unreadable, decode, read_bytes
 
-SYNTAX_ERROR, UNDECODABLE, UNREADABLE, INTERNAL = "TD001", "TD002", "TD003", "TD005"
+SYNTAX_ERROR, UNDECODABLE, UNREADABLE, INTERNAL = "TD000", "TD004", "TD003", "TD005"
 FATAL = (SYNTAX_ERROR, UNDECODABLE, UNREADABLE, INTERNAL)
 #: deep enough for any hand-written code; the walk is recursive
 RECURSION_LIMIT = 12000

@@ -1,10 +1,10 @@
-"""TD001 syntax-error."""
+"""TD000 syntax-error."""
 
 from torchdoctor.core.finding import Category, Severity
 from torchdoctor.core.rule import Rule
 
 RULE = Rule(
-    code="TD001",
+    code="TD000",
     name="syntax-error",
     category=Category.API,
     severity=Severity.ERROR,

@@ -1,10 +1,10 @@
-"""TD002 undecodable-source."""
+"""TD004 undecodable-source."""
 
 from torchdoctor.core.finding import Category, Severity
 from torchdoctor.core.rule import Rule
 
 RULE = Rule(
-    code="TD002",
+    code="TD004",
     name="undecodable-source",
     category=Category.API,
     severity=Severity.ERROR,
