@@ -73,6 +73,7 @@ class Context:
         self.enabled = enabled
         self.imports = ImportTable()
         self.findings: list[Finding] = []
+        self.memo: dict[str, Any] = {}  # per-file scratch space for checks, keyed by the check's name
         self.errors: list[tuple[str, BaseException]] = []
         self.classes: dict[str, ClassInfo] = {}
         self.module_scope = Scope(node=ast.Module(body=[], type_ignores=[]), name="<module>")
@@ -84,8 +85,7 @@ class Context:
         self.conditions: tuple[ast.If, ...] = ()
         self.parent: ast.AST | None = None
         self.statement: ast.stmt | None = None
-        self._block = 0
-        self._index = 0
+        self._path: list[tuple[int, int]] = []
         self._class_body: ClassInfo | None = None  # the class whose body (not a method) is being walked
         self._handlers = handlers
         self._call_handlers = call_handlers
@@ -267,14 +267,18 @@ class Context:
         self.parent = parent
 
     def _block_list(self, body: list[ast.stmt]) -> None:
-        saved = self._block, self._index, self.statement
-        self._block = id(body)
+        saved = self.statement
+        block = id(body)
+        path = self._path
+        path.append((block, 0))
+        depth = len(path) - 1
         visit = self.visit
         for index, statement in enumerate(body):
-            self._index = index
+            path[depth] = (block, index)
             self.statement = statement
             visit(statement)
-        self._block, self._index, self.statement = saved
+        path.pop()
+        self.statement = saved
 
     def _dispatch(self, handlers: list[tuple[Handler, tuple[str, ...]]], node: ast.AST) -> None:
         for handler, codes in handlers:
@@ -541,7 +545,8 @@ class Context:
                 elif name not in _BUILTINS:
                     self._event("call", node, name)
             elif name in self._tracked:
-                self._event(name, node, dotted(func.value))  # type: ignore[attr-defined]
+                value = func.value  # type: ignore[attr-defined]
+                self._event(name, node, dotted(value), flow.kind_of(value, self))
             elif func.value.__class__ is ast.Name and func.value.id == "self":  # type: ignore[attr-defined]
                 self._event("call", node, "self." + name)
             handlers = self._call_handlers.get(name)
@@ -552,8 +557,13 @@ class Context:
             self._dispatch(handlers, node)
         self._children(node, ast.Call)
 
-    def _event(self, name: str, node: ast.Call, receiver: str | None) -> None:
+    def _event(self, name: str, node: ast.AST, receiver: str | None, kind: Kind | None = None) -> None:
         self.scope.events.append(Event(
-            name=name, node=node, receiver=receiver, loops=self.loops, block=self._block, index=self._index,
-            grad_disabled=self.grad_disabled, conditions=self.conditions,
+            name=name, node=node, receiver=receiver, loops=self.loops, path=tuple(self._path),
+            grad_disabled=self.grad_disabled, conditions=self.conditions, scope=self.scope, kind=kind,
         ))
+
+    def record(self, name: str, node: ast.AST, receiver: str | None = None) -> None:
+        """Add an event of your own to the current scope (e.g. `grad_reset` for `p.grad = None`),
+        for FILE_END checks to find in `scope.events` with the calls."""
+        self._event(name, node, receiver)

@@ -82,6 +82,8 @@ def constructor_kind(qualified: str, call: ast.Call, ctx: Context) -> Kind | Non
             return Kind("model", "sigmoid", call)
         if last == "Sequential":
             return Kind("model", _sequential_output(call, ctx), call)
+        if last == "Parameter":
+            return Kind("parameter", "", call)
         if last[:1].isupper() and last not in _NOT_MODULES:
             return Kind("model", "", call)
         return None

@@ -16,7 +16,7 @@ class Kind:
     name), `loss` (a loss value; `detail` the loss), `optimizer`, `scheduler`, `scaler`,
     `dataloader`, `sampler`, `dataset`, `rng` (a random generator object), `probs` (softmax
     output), `sigmoid` (sigmoid output), `log_probs` (log_softmax output), `batch` (a value
-    drawn from a DataLoader), `output` (what a model returned).
+    drawn from a DataLoader), `output` (what a model returned), `parameter` (an nn.Parameter).
     `node` is where the value was made (the call), for messages and for reading its arguments.
     """
 
@@ -32,19 +32,21 @@ class Event:
     `name` is the callee's last name (`backward`, `step`, `zero_grad`, `eval`, ...) or, for
     calls of functions and methods defined in the same file, `call`. `receiver` is the dotted
     text of the object the method is called on (`optimizer`, `self.scaler`), when it is one.
-    `loops` are the enclosing loops of this scope (outermost first); `block` identifies the
-    statement list the call's statement sits in, `index` its position there, so two events
-    with the same `block` run one after the other, unconditionally relative to each other.
+    `loops` are the enclosing loops of this scope (outermost first). `path` locates the call's
+    statement: one `(statement list id, index)` pair per nesting level, outermost first, so
+    `steps.order(a, b)` can tell whether one call runs before the other in the same pass, or
+    whether they sit in exclusive branches. `scope` is the function (or module) it is in.
     """
 
     name: str
-    node: ast.Call
+    node: ast.AST
     receiver: str | None
     loops: tuple[ast.AST, ...]
-    block: int
-    index: int
+    path: tuple[tuple[int, int], ...]
     grad_disabled: bool
     conditions: tuple[ast.If, ...]
+    scope: Scope | None = None
+    kind: Kind | None = None  # what the receiver held when the call ran (method calls only)
 
     @property
     def line(self) -> int:

@@ -148,7 +148,8 @@ def _lint_source(
         result = engine.lint(source, tree)
     report.findings.extend(result.findings)
     for code, exc in _first_per_rule(result.errors):
-        report.add(registry.get(INTERNAL).finding(file=source.path, line=1, error=describe(exc), rule=code))
+        label = "every rule" if code == "*" else code
+        report.add(registry.get(INTERNAL).finding(file=source.path, line=1, error=describe(exc), rule=label))
     for finding in result.findings:
         if fixable(finding.fix, True):
             state.fixable += 1

@@ -1,0 +1,92 @@
+"""TD131: a training loop switches the model to eval() and never back to train().
+
+A loop that steps an optimizer (itself, or in the functions of this file it calls) and calls
+`model.eval()` (the same way) with no `model.train()` anywhere in it trains in eval mode from
+the second pass on. Only models that are trained count: a frozen teacher or an EMA copy put in
+eval() on purpose is not flagged.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.lint.api import FILE_END, Context, Event, check, literal
+from torchdoctor.lint.names import dotted
+from torchdoctor.lint.steps import TRACKED, inside, is_backward, reached, stepped_optimizer
+
+
+def _is_eval(event: Event) -> bool:
+    node = event.node
+    if event.receiver is None or not isinstance(node, ast.Call):
+        return False
+    if event.name == "eval":
+        return not node.args and not node.keywords
+    return event.name == "train" and bool(node.args) and literal(node.args[0]) is False
+
+
+def _is_train(event: Event) -> bool:
+    node = event.node
+    if event.name != "train" or not isinstance(node, ast.Call):
+        return False
+    return not node.args or literal(node.args[0]) is not False
+
+
+def _same_object(a: str | None, b: str | None) -> bool:
+    """`model` and `model.module` are one model (wrapped or not); `self.model` is not `model`."""
+    if a is None or b is None:
+        return False
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
+@check("TD131", FILE_END, tracks=TRACKED, needs_torch=False)
+def training_in_eval_mode(tree: ast.Module, ctx: Context) -> None:
+    optimized = _optimized_models(ctx)
+    restored_anywhere = {e.receiver for s in ctx.scopes for e in s.events if _is_train(e)}
+    reported: set[int] = set()
+    for scope in ctx.scopes:
+        for info in scope.loops.values():
+            loop = info.node
+            events = list(reached([e for e in scope.events if inside(e, loop)], ctx))
+            if not any(stepped_optimizer(e) for e, _ in events):
+                continue
+            backwards = [e for e, _ in events if is_backward(e)]
+            for event, via in events:
+                if not _is_eval(event) or id(event.node) in reported:
+                    continue
+                model = event.receiver
+                if any(_is_train(e) and _same_object(e.receiver, model) for e, _ in events):
+                    continue
+                trained = (any(_same_object(model, r) for r in restored_anywhere) or model in optimized
+                           or _called_with_backward(model, events, backwards))
+                if not trained:
+                    continue
+                reported.add(id(event.node))
+                where = f"`{model}.eval()` at line {event.node.lineno}"  # type: ignore[attr-defined]
+                if via is not event:
+                    where += f" (in {event.scope.name if event.scope else 'a function'}() called here)"
+                ctx.report("TD131", via.node, where=where + " is never undone in this loop")
+
+
+def _optimized_models(ctx: Context) -> set[str]:
+    """Models whose `.parameters()` an optimizer of this file was built from."""
+    models: set[str] = set()
+    for scope in ctx.scopes:
+        for event in scope.events:
+            kind = event.kind
+            made = kind.node if kind is not None and kind.tag == "optimizer" else None
+            if isinstance(made, ast.Call) and made.args:
+                first = made.args[0]
+                if isinstance(first, ast.Call) and isinstance(first.func, ast.Attribute) and first.func.attr == "parameters":
+                    name = dotted(first.func.value)
+                    if name:
+                        models.add(name)
+    return models
+
+
+def _called_with_backward(model: str | None, events: list[tuple[Event, Event]], backwards: list[Event]) -> bool:
+    """`model(x)` runs in the same loop (and function) as a backward(): it is the trained model."""
+    for event, _ in events:
+        if event.name == "call" and event.receiver == model:
+            if any(b.scope is event.scope and b.loops == event.loops for b in backwards):
+                return True
+    return False

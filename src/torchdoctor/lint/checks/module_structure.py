@@ -1,0 +1,207 @@
+"""How an nn.Module is built: layers hidden in plain containers (TD122), trainable tensors
+that are not parameters (TD123), a missing `super().__init__()` (TD158), layers created in
+`forward` (TD159)."""
+
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.core.finding import Fix
+from torchdoctor.lint.api import FILE_END, ClassInfo, Context, Kind, check, keyword, literal
+from torchdoctor.lint.names import dotted
+
+#: nn layers that own parameters: built in forward(), they are fresh and untrained every call
+LAYERS_WITH_WEIGHTS = frozenset({
+    "Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+    "ConvTranspose3d", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm", "RMSNorm",
+    "Embedding", "EmbeddingBag", "LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell", "MultiheadAttention",
+    "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer", "TransformerDecoderLayer",
+    "PReLU",
+})
+
+
+def _is_module_class(info: ClassInfo | None) -> bool:
+    """An nn.Module subclass, or a class with bases we cannot see that defines forward()."""
+    return info is not None and (info.is_module or (bool(info.bases) and "forward" in info.methods))
+
+
+def _self_attribute(target: ast.expr) -> str | None:
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+        return target.attr
+    return None
+
+
+def _registered(kind: Kind | None) -> str | None:
+    """"module" / "parameter" when the value is one nn.Module registers, else None."""
+    if kind is None:
+        return None
+    if kind.tag == "model":
+        return "module"
+    if kind.tag == "parameter":
+        return "parameter"
+    return None
+
+
+def _elements(value: ast.expr) -> tuple[str, list[ast.expr]] | None:
+    """(container name, element expressions) of a plain list/tuple/dict display or comprehension."""
+    if isinstance(value, (ast.List, ast.Tuple)):
+        return ("list" if isinstance(value, ast.List) else "tuple"), list(value.elts)
+    if isinstance(value, ast.ListComp):
+        return "list", [value.elt]
+    if isinstance(value, ast.Dict):
+        return "dict", [v for v in value.values if v is not None]
+    if isinstance(value, ast.DictComp):
+        return "dict", [value.value]
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in ("list", "tuple", "dict"):
+        if len(value.args) == 1 and isinstance(value.args[0], ast.GeneratorExp):
+            return value.func.id, [value.args[0].elt]
+    return None
+
+
+@check("TD122", ast.Assign)
+def module_in_plain_container(node: ast.Assign, ctx: Context) -> None:
+    if not _is_module_class(ctx.class_info) or ctx.scope.cls is None or len(node.targets) != 1:
+        return
+    attribute = _self_attribute(node.targets[0])
+    found = _elements(node.value) if attribute is not None else None
+    if found is None:
+        return
+    container, elements = found
+    registered = {_registered(ctx.kind(e)) for e in elements} - {None}
+    if registered:
+        pending = ctx.memo.setdefault("TD122", [])
+        pending.append((ctx.class_info, attribute, node, container, registered))
+
+
+@check("TD122", ast.Call, names={"append", "extend", "insert", "__setitem__"})
+def module_added_to_plain_container(node: ast.Call, ctx: Context) -> None:
+    func = node.func
+    if not _is_module_class(ctx.class_info) or not isinstance(func, ast.Attribute):
+        return
+    attribute = _self_attribute(func.value)
+    if attribute is None or not node.args:
+        return
+    added = node.args[-1]
+    registered = {_registered(ctx.kind(added))} - {None}
+    if registered and ctx.class_info.attributes.get(attribute) is None:  # type: ignore[union-attr]
+        ctx.memo.setdefault("TD122", []).append((ctx.class_info, attribute, node, "list", registered))
+
+
+@check("TD122", FILE_END)
+def report_plain_containers(tree: ast.Module, ctx: Context) -> None:
+    seen: set[tuple[int, str]] = set()
+    for info, attribute, node, container, registered in ctx.memo.get("TD122", []):
+        if _registered(info.attributes.get(attribute)) is not None or (id(info), attribute) in seen:
+            continue  # wrapped in nn.ModuleList/ModuleDict later, or reported already
+        seen.add((id(info), attribute))
+        what = "nn.Parameter objects" if registered == {"parameter"} else "submodules"
+        ctx.report("TD122", node, what=what, container=container,
+                   attribute=attribute, fix=_wrap_fix(node, container, registered, ctx))
+
+
+def _wrap_fix(node: ast.AST, container: str, registered: set[str], ctx: Context) -> Fix | None:
+    if not isinstance(node, ast.Assign) or len(registered) != 1:
+        return None
+    nn = _nn_alias(ctx)
+    if nn is None:
+        return None
+    value = node.value
+    kind = "Parameter" if registered == {"parameter"} else "Module"
+    if isinstance(value, (ast.List, ast.ListComp, ast.Tuple)):
+        wrapper = f"{nn}.{kind}List"
+        text = ctx.text(value)
+        content = f"{wrapper}({text})" if not isinstance(value, ast.Tuple) else f"{wrapper}([{text.strip('()')}])"
+    elif isinstance(value, (ast.Dict, ast.DictComp)):
+        if isinstance(value, ast.Dict) and not all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in value.keys):
+            return None
+        content = f"{nn}.{kind}Dict({ctx.text(value)})"
+    else:
+        return None
+    return Fix(title=f"Wrap in `{content.split('(')[0]}`", edits=(ctx.edit(value, content),), safe=False)
+
+
+def _nn_alias(ctx: Context) -> str | None:
+    for local, qualified in ctx.imports.names.items():
+        if qualified == "torch.nn":
+            return local
+    for local, qualified in ctx.imports.names.items():
+        if qualified == "torch":
+            return f"{local}.nn"
+    return None
+
+
+_FACTORIES_PREFIX = "torch."
+
+
+@check("TD123", ast.Assign)
+def tensor_attribute_not_parameter(node: ast.Assign, ctx: Context) -> None:
+    if not _is_module_class(ctx.class_info) or ctx.scope.cls is None or len(node.targets) != 1:
+        return
+    attribute = _self_attribute(node.targets[0])
+    value = node.value
+    if attribute is None or not isinstance(value, ast.Call):
+        return
+    trainable = False
+    if isinstance(value.func, ast.Attribute) and value.func.attr == "requires_grad_":
+        trainable = not value.args or literal(value.args[0]) is True
+        value = value.func.value  # type: ignore[assignment]
+    if not isinstance(value, ast.Call):
+        return
+    name = ctx.qualified(value.func) or ""
+    if not name.startswith(_FACTORIES_PREFIX) or name.startswith("torch.nn."):
+        return
+    if not trainable and literal(keyword(value, "requires_grad")) is not True:
+        return
+    ctx.memo.setdefault("TD123", []).append((ctx.class_info, attribute, node))
+
+
+@check("TD123", FILE_END)
+def report_tensor_attributes(tree: ast.Module, ctx: Context) -> None:
+    for info, attribute, node in ctx.memo.get("TD123", []):
+        if _registered(info.attributes.get(attribute)) is None and not _registered_by_name(info, attribute, ctx):
+            nn = _nn_alias(ctx)
+            fix = Fix(title="Wrap in `nn.Parameter`", edits=(ctx.edit(node.value, f"{nn}.Parameter({ctx.text(node.value)})"),),
+                      safe=False) if nn else None
+            ctx.report("TD123", node, attribute=attribute, fix=fix)
+
+
+def _registered_by_name(info: ClassInfo, attribute: str, ctx: Context) -> bool:
+    """`self.register_parameter("w", ...)` or `register_buffer("w", ...)` somewhere in the class."""
+    for scope in ctx.scopes:
+        if scope.cls is info:
+            for event in scope.events:
+                if event.name == "call" and event.receiver in ("self.register_parameter", "self.register_buffer"):
+                    args = event.node.args  # type: ignore[attr-defined]
+                    if args and literal(args[0]) == attribute:
+                        return True
+    return False
+
+
+@check("TD158", FILE_END, tracks=("__init__",))
+def missing_super_init(tree: ast.Module, ctx: Context) -> None:
+    for scope in ctx.scopes:
+        info = scope.cls
+        if info is None or not info.is_module or scope.name != f"{info.name}.__init__":
+            continue
+        if any(e.name == "__init__" for e in scope.events):
+            continue
+        if any(isinstance(s, ast.Raise) for s in scope.node.body):  # type: ignore[attr-defined]
+            continue
+        ctx.report("TD158", scope.node, cls=info.name)
+
+
+@check("TD159", ast.Call)
+def layer_created_in_forward(node: ast.Call, ctx: Context) -> None:
+    if not ctx.in_forward:
+        return
+    name = ctx.qualified(node.func)
+    if name is None or not name.startswith("torch.nn.") or name.rpartition(".")[2] not in LAYERS_WITH_WEIGHTS:
+        return
+    statement = ctx.statement
+    if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        if any(_self_attribute(t) is not None or isinstance(t, ast.Subscript) for t in targets):
+            return  # stored on the module (lazy initialisation): registered from then on
+    if isinstance(ctx.parent, ast.Call) and dotted(ctx.parent.func) in ("self.add_module", "self.register_module", "setattr"):
+        return
+    ctx.report("TD159", node, layer=name.rpartition(".")[2])

@@ -1,0 +1,228 @@
+"""The order of a training step: backward, reset, clip, unscale, step (TD110-TD113, TD148,
+TD155-TD157).
+
+All of these read the events of each function (see `lint.steps`): calls in source order with
+where they sit, so "A runs before B in the same iteration" is a comparison of paths, not a
+second walk over the tree.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.lint.api import FILE_END, Context, Event, check, literal
+from torchdoctor.lint.names import dotted, keyword
+from torchdoctor.lint.steps import (
+    TRACKED,
+    has_closure,
+    inside,
+    is_backward,
+    is_clip,
+    is_grad_reset,
+    is_gradient_computation,
+    is_scaled_backward,
+    is_scaler,
+    is_scaler_step,
+    order,
+    reached,
+    stepped_optimizer,
+)
+
+
+@check("TD110", FILE_END, tracks=TRACKED, needs_torch=False)
+def missing_zero_grad(tree: ast.Module, ctx: Context) -> None:
+    for scope in ctx.scopes:
+        flagged: set[int] = set()
+        for step in scope.events:
+            if not step.loops or stepped_optimizer(step) is None or has_closure(step):
+                continue
+            for loop in reversed(step.loops):
+                events = [e for e, _ in reached([e for e in scope.events if inside(e, loop)], ctx)]
+                if not any(is_backward(e) for e in events):
+                    continue
+                if id(loop) not in flagged and not any(is_grad_reset(e) for e in events):
+                    flagged.add(id(loop))
+                    ctx.report("TD110", step.node)
+                break
+
+
+@check(("TD110", "TD111"), ast.Assign, needs_torch=False)
+def gradient_assigned(node: ast.Assign, ctx: Context) -> None:
+    """`p.grad = None` (or any assignment to `.grad`) resets a gradient like zero_grad()."""
+    for target in node.targets:
+        if isinstance(target, ast.Attribute) and target.attr == "grad":
+            ctx.record("grad_reset", node, dotted(target.value))
+
+
+@check(("TD110", "TD111"), ast.Delete, needs_torch=False)
+def gradient_deleted(node: ast.Delete, ctx: Context) -> None:
+    for target in node.targets:
+        if isinstance(target, ast.Attribute) and target.attr == "grad":
+            ctx.record("grad_reset", node, dotted(target.value))
+
+
+@check("TD111", FILE_END, tracks=TRACKED, needs_torch=False)
+def zero_grad_before_step(tree: ast.Module, ctx: Context) -> None:
+    for scope in ctx.scopes:
+        events = scope.events
+        for reset in events:
+            if reset.name != "zero_grad":
+                continue
+            for step in events:
+                optimizer = stepped_optimizer(step)
+                if optimizer is None or order(reset, step) != -1 or not _resets(reset, step, optimizer):
+                    continue
+                if any(is_backward(e) and order(reset, e) == -1 and order(e, step) == -1 for e in events):
+                    continue  # gradients are computed again before the step
+                backward = any(is_backward(e) and order(e, reset) == -1 and _same_pass(e, reset) for e in events)
+                after = any(is_backward(e) and order(step, e) == -1 and _same_pass(e, step) for e in events)
+                if backward:
+                    ctx.report("TD111", reset.node)
+                elif after and step.loops:
+                    ctx.report("TD111", reset.node, message=(
+                        "zero_grad() runs right before step(), and backward() only after it: every step "
+                        "sees gradients that were just erased, so the model never learns"))
+                break
+
+
+def _resets(reset: Event, step: Event, optimizer: str) -> bool:
+    """Does this zero_grad() clear the gradients this step applies?"""
+    if reset.receiver == optimizer:
+        return True
+    made = step.kind.node if step.kind is not None and step.kind.tag == "optimizer" else None
+    if isinstance(made, ast.Call) and made.args and reset.receiver is not None:
+        first = made.args[0]
+        if isinstance(first, ast.Call) and isinstance(first.func, ast.Attribute) and first.func.attr == "parameters":
+            return dotted(first.func.value) == reset.receiver
+    return False
+
+
+def _same_pass(a: Event, b: Event) -> bool:
+    """`a` and `b` run in the same iteration: the same loops, or `a` in a loop nested in b's."""
+    return a.loops[: len(b.loops)] == b.loops
+
+
+@check("TD112", FILE_END, tracks=TRACKED, needs_torch=False)
+def clip_grad_before_backward(tree: ast.Module, ctx: Context) -> None:
+    for scope in ctx.scopes:
+        events = scope.events
+        for clip in events:
+            if not is_clip(clip):
+                continue
+            if any(is_backward(e) and order(e, clip) == -1 and _same_pass(e, clip) for e in events):
+                continue
+            backward = next((e for e in events if is_backward(e) and order(clip, e) == -1 and _same_pass(e, clip)), None)
+            if backward is None:
+                continue
+            if any(stepped_optimizer(s) and order(backward, s) == -1 and s.loops == clip.loops for s in events):
+                ctx.report("TD112", clip.node)
+
+
+@check("TD113", FILE_END, tracks=TRACKED)
+def clip_grad_on_scaled_gradients(tree: ast.Module, ctx: Context) -> None:
+    for scope in ctx.scopes:
+        events = scope.events
+        for clip in events:
+            if not is_clip(clip) or not (ctx.qualified(clip.node.func) or "").startswith("torch.nn.utils."):  # type: ignore[attr-defined]
+                continue
+            backward = _last_before(events, clip, is_scaled_backward)
+            if backward is None:
+                continue
+            if any(e.name == "unscale_" and order(backward, e) == -1 and order(e, clip) == -1 for e in events):
+                continue
+            if any(is_scaler_step(s) and order(clip, s) == -1 for s in events):
+                ctx.report("TD113", clip.node)
+
+
+def _last_before(events: list[Event], event: Event, test: object) -> Event | None:
+    found = None
+    for candidate in events:
+        if test(candidate) and order(candidate, event) == -1 and _same_pass(candidate, event):  # type: ignore[operator]
+            found = candidate
+    return found
+
+
+@check("TD148", FILE_END, tracks=TRACKED, needs_torch=False)
+def retain_graph_in_loop(tree: ast.Module, ctx: Context) -> None:
+    for scope in ctx.scopes:
+        for backward in scope.events:
+            if not is_backward(backward) or not backward.loops:
+                continue
+            if literal(keyword(backward.node, "retain_graph")) is not True:  # type: ignore[arg-type]
+                continue
+            loop = backward.loops[-1]
+            later = [
+                e for e, via in reached([e for e in scope.events if inside(e, loop)], ctx)
+                if e is not backward and is_gradient_computation(e, ctx) and order(backward, via) in (-1, 0)
+            ]
+            if not later:
+                ctx.report("TD148", backward.node)
+
+
+@check("TD155", FILE_END, tracks=TRACKED)
+def step_on_scaled_gradients(tree: ast.Module, ctx: Context) -> None:
+    for scope in ctx.scopes:
+        events = scope.events
+        for backward in events:
+            if not is_scaled_backward(backward):
+                continue
+            if any(is_scaler(e) and e.name == "step" or e.name == "unscale_" for e in _around(events, backward)):
+                continue
+            for step in events:
+                if stepped_optimizer(step) and not is_scaler_step(step) and order(backward, step) == -1:
+                    ctx.report("TD155", step.node, scaler=_scaler_name(backward))
+                    break
+
+
+def _around(events: list[Event], event: Event) -> list[Event]:
+    """Events of the same function in the same loop as `event` (all of them outside loops)."""
+    if not event.loops:
+        return events
+    return [e for e in events if inside(e, event.loops[-1])]
+
+
+def _scaler_name(backward: Event) -> str:
+    inner = backward.node.func.value  # type: ignore[attr-defined]
+    return dotted(inner.func.value) or "scaler"
+
+
+@check("TD156", FILE_END, tracks=TRACKED, needs_torch=False)
+def scheduler_before_optimizer(tree: ast.Module, ctx: Context) -> None:
+    for scope in ctx.scopes:
+        events = scope.events
+        for sched in events:
+            if sched.name != "step" or not _is_scheduler(sched):
+                continue
+            steps = [s for s in events if stepped_optimizer(s) and s.loops[: len(sched.loops)] == sched.loops]
+            if not steps or any(order(s, sched) == -1 for s in steps):
+                continue
+            if any(order(sched, s) == -1 for s in steps):
+                ctx.report("TD156", sched.node, scheduler=sched.receiver or "scheduler")
+
+
+def _is_scheduler(event: Event) -> bool:
+    if event.kind is not None:
+        return event.kind.tag == "scheduler"
+    name = (event.receiver or "").rpartition(".")[2].lower()
+    return "sched" in name and "step" not in name
+
+
+@check("TD157", ast.Assign)
+def optimizer_created_in_loop(node: ast.Assign, ctx: Context) -> None:
+    if not ctx.loops or not isinstance(node.value, ast.Call) or len(node.targets) != 1:
+        return
+    kind = ctx.kind(node.value)
+    target = dotted(node.targets[0])
+    if kind is not None and kind.tag == "optimizer" and target is not None:
+        ctx.record("optimizer_created", node, target)
+
+
+@check("TD157", FILE_END, tracks=TRACKED)
+def optimizer_stepped_in_creation_loop(tree: ast.Module, ctx: Context) -> None:
+    for scope in ctx.scopes:
+        for made in scope.events:
+            if made.name != "optimizer_created":
+                continue
+            if any(stepped_optimizer(s) == made.receiver and s.loops == made.loops and order(made, s) == -1
+                   for s in scope.events):
+                ctx.report("TD157", made.node, optimizer=made.receiver)

@@ -1,0 +1,172 @@
+"""The training step as the source shows it: which recorded calls are a backward, an optimizer
+step, a gradient reset, a clip; in which order they run; what a loop does, through the
+functions of the same file that it calls.
+
+Shared by the optimizer, mode and memory checks (and open to new ones): FILE_END checks read
+`Scope.events` through these helpers instead of walking the tree again.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchdoctor.lint.context import Context
+from torchdoctor.lint.flow import looks_like_optimizer
+from torchdoctor.lint.model import Event, Scope
+from torchdoctor.lint.names import dotted, keyword
+
+#: method names the training-step checks need recorded as events
+TRACKED = frozenset({
+    "backward", "manual_backward", "step", "zero_grad", "zero_", "clip_grad_norm_", "clip_grad_value_",
+    "clip_grad_norm", "unscale_", "eval", "train", "update", "set_epoch", "grad",
+})
+CLIPS = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"})
+_NOT_OPTIMIZERS = ("sched", "scaler", "env", "lr_", "warmup", "ema", "swa", "progress", "bar", "pbar", "timer")
+
+
+def is_backward(event: Event) -> bool:
+    """`loss.backward()`, `scaler.scale(loss).backward()`, `accelerator.backward(loss)`,
+    `self.manual_backward(loss)`, `torch.autograd.backward(...)`."""
+    return event.name in ("backward", "manual_backward")
+
+
+def is_scaled_backward(event: Event) -> bool:
+    """`scaler.scale(loss).backward()`."""
+    node = event.node
+    if event.name != "backward" or not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return False
+    inner = node.func.value
+    return isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "scale"
+
+
+def is_gradient_computation(event: Event, ctx: Context) -> bool:
+    """A backward, or `torch.autograd.grad(...)` (which also consumes the graph)."""
+    if is_backward(event):
+        return True
+    return event.name == "grad" and isinstance(event.node, ast.Call) and ctx.qualified(event.node.func) == "torch.autograd.grad"
+
+
+def stepped_optimizer(event: Event) -> str | None:
+    """The optimizer an event steps (`optimizer` for `optimizer.step()` and for
+    `scaler.step(optimizer)`), or None when the event is no optimizer step."""
+    node = event.node
+    if event.name != "step" or not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return None
+    receiver = event.receiver
+    if is_scaler_step(event):
+        return dotted(node.args[0]) if node.args else None
+    kind = event.kind
+    if kind is not None:
+        return receiver if kind.tag == "optimizer" else None
+    if receiver is None or any(part in receiver.lower() for part in _NOT_OPTIMIZERS):
+        return None
+    return receiver if looks_like_optimizer(receiver) else None
+
+
+def is_scaler_step(event: Event) -> bool:
+    """`scaler.step(optimizer)` (a GradScaler by construction, or by name)."""
+    return event.name == "step" and is_scaler(event)
+
+
+def is_scaler(event: Event) -> bool:
+    """The event's receiver is a GradScaler (by construction, or by name)."""
+    if event.kind is not None:
+        return event.kind.tag == "scaler"
+    return event.receiver is not None and "scaler" in event.receiver.rpartition(".")[2].lower()
+
+
+def has_closure(event: Event) -> bool:
+    """`optimizer.step(closure)`: the closure computes the gradients (LBFGS style)."""
+    node = event.node
+    if not isinstance(node, ast.Call) or is_scaler(event):
+        return False
+    return bool(node.args) or keyword(node, "closure") is not None
+
+
+def is_grad_reset(event: Event) -> bool:
+    """`zero_grad()` on anything, `p.grad = None`, `p.grad.zero_()`, `p.grad.data.zero_()`."""
+    if event.name in ("zero_grad", "grad_reset"):
+        return True
+    return event.name == "zero_" and (event.receiver or "").endswith((".grad", ".grad.data"))
+
+
+def is_clip(event: Event) -> bool:
+    return event.name in CLIPS
+
+
+def order(a: Event, b: Event) -> int | None:
+    """-1 when `a` runs before `b` in the same pass, 1 when after, None when they are in
+    exclusive branches (`if`/`else`, `try`/`except`) or cannot be compared."""
+    for (block_a, index_a), (block_b, index_b) in zip(a.path, b.path):
+        if block_a != block_b:
+            return None
+        if index_a != index_b:
+            return -1 if index_a < index_b else 1
+    key_a = (a.node.lineno, a.node.col_offset)  # type: ignore[attr-defined]
+    key_b = (b.node.lineno, b.node.col_offset)  # type: ignore[attr-defined]
+    # the same statement: evaluation order is inner first, which for chained calls is source order
+    return 0 if key_a == key_b else (-1 if key_a < key_b else 1)
+
+
+def inside(event: Event, loop: ast.AST) -> bool:
+    return any(node is loop for node in event.loops)
+
+
+def callees(event: Event, ctx: Context) -> list[Scope]:
+    """The functions of this file that a `call` event may run (by name; methods via `self.`)."""
+    if event.name != "call" or event.receiver is None:
+        return []
+    receiver = event.receiver
+    if receiver.startswith("self."):
+        owner = event.scope.cls if event.scope is not None else None
+        return ctx.scopes_named(receiver[5:], owner) if owner is not None else []
+    return ctx.scopes_named(receiver)
+
+
+def reached(events: list[Event], ctx: Context, depth: int = 3) -> Iterator[tuple[Event, Event]]:
+    """Each event, and every event of the same-file functions it calls (to `depth` levels),
+    as `(event, the call in `events` that led to it)`. Receivers of callee events are renamed
+    to the caller's argument when they are one of the callee's parameters, so `model.eval()`
+    inside `def evaluate(net): net.eval()` called as `evaluate(model)` reads `model`."""
+    for event in events:
+        yield event, event
+        if event.name == "call" and depth > 0:
+            for scope in callees(event, ctx):
+                renames = _renames(event.node, scope)  # type: ignore[arg-type]
+                for inner, _ in reached(scope.events, ctx, depth - 1):
+                    yield _renamed(inner, renames), event
+
+
+def _renames(call: ast.Call, scope: Scope) -> dict[str, str]:
+    params = [p for p in scope.params if p not in ("self", "cls")]
+    renames: dict[str, str] = {}
+    for param, arg in zip(params, call.args):
+        name = dotted(arg)
+        if name is not None:
+            renames[param] = name
+    for kw in call.keywords:
+        name = dotted(kw.value) if kw.arg else None
+        if name is not None and kw.arg in scope.params:
+            renames[kw.arg] = name  # type: ignore[index]
+    return renames
+
+
+def _renamed(event: Event, renames: dict[str, str]) -> Event:
+    receiver = event.receiver
+    if not renames or receiver is None:
+        return event
+    root, dot, rest = receiver.partition(".")
+    if root not in renames:
+        return event
+    return Event(event.name, event.node, renames[root] + dot + rest, event.loops, event.path,
+                 event.grad_disabled, event.conditions, event.scope)
+
+
+def loop_events(scope: Scope, loop: ast.AST) -> list[Event]:
+    """The events of `scope` inside `loop` (nested loops included)."""
+    return [e for e in scope.events if inside(e, loop)]
+
+
+def innermost_loop(event: Event) -> ast.AST | None:
+    return event.loops[-1] if event.loops else None
