@@ -421,9 +421,13 @@ class Context:
             if isinstance(target, ast.Tuple) and len(target.elts) == 2:
                 self._bind_targets(target.elts[0], None, None)
                 target = target.elts[1]
-        for node in ast.walk(target) if not isinstance(target, ast.Name) else (target,):
+        if isinstance(target, ast.Name):
+            bindings[target.id] = kind
+            return
+        item = Kind(kind.tag, "item", kind.node) if kind is not None else None  # one tensor of the batch
+        for node in ast.walk(target):
             if isinstance(node, ast.Name):
-                bindings[node.id] = kind
+                bindings[node.id] = item
 
     def _while(self, node: ast.While) -> None:
         handlers = self._handlers.get(ast.While)
@@ -512,7 +516,9 @@ class Context:
                 for element, item in zip(elements, value.elts):  # type: ignore[attr-defined]
                     self._bind(element, flow.kind_of(item, self), item)
                 return
-            element_kind = kind if kind is not None and kind.tag in ("batch", "output") else None
+            element_kind = None
+            if kind is not None and kind.tag in ("batch", "output"):
+                element_kind = Kind(kind.tag, "item", kind.node) if kind.tag == "batch" else kind
             for element in elements:
                 self._bind(element, element_kind, None)
         elif cls is ast.Starred:

@@ -1,0 +1,53 @@
+"""Grad mode misuse: a loss computed and backpropagated under no_grad (TD151), a grad-mode
+context manager called as a plain statement, which does nothing (TD153)."""
+
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.lint.api import Context, check
+
+#: context managers that only act inside `with`; as a bare statement they are no-ops
+_CONTEXT_ONLY = {
+    "torch.no_grad": "torch.no_grad()",
+    "torch.enable_grad": "torch.enable_grad()",
+    "torch.inference_mode": "torch.inference_mode()",
+    "torch.autograd.no_grad": "torch.no_grad()",
+    "torch.autocast": "torch.autocast(...)",
+    "torch.amp.autocast": "torch.autocast(...)",
+    "torch.cuda.amp.autocast": "torch.autocast(\"cuda\")",
+    "torch.cpu.amp.autocast": "torch.autocast(\"cpu\")",
+}
+
+
+def _made_without_grad(ctx: Context) -> set[str]:
+    """Names assigned while grad mode was off, in the current function."""
+    store: dict[int, set[str]] = ctx.memo.setdefault("TD151", {})
+    return store.setdefault(id(ctx.scope), set())
+
+
+@check("TD151", ast.Assign)
+def remember_values_made_without_grad(node: ast.Assign, ctx: Context) -> None:
+    names = _made_without_grad(ctx)
+    for target in node.targets:
+        if isinstance(target, ast.Name):
+            (names.add if ctx.grad_disabled else names.discard)(target.id)
+
+
+@check("TD151", ast.Call, names={"backward"})
+def backward_under_no_grad(node: ast.Call, ctx: Context) -> None:
+    if not ctx.grad_disabled or not isinstance(node.func, ast.Attribute):
+        return
+    loss = node.func.value
+    made_here = isinstance(loss, ast.Call) or isinstance(loss, ast.Name) and loss.id in _made_without_grad(ctx)
+    if made_here:
+        ctx.report("TD151", node, loss=ctx.text(loss))
+
+
+@check("TD153", ast.Expr)
+def context_manager_as_statement(node: ast.Expr, ctx: Context) -> None:
+    call = node.value
+    if isinstance(call, ast.Call):
+        name = ctx.qualified(call.func)
+        if name in _CONTEXT_ONLY:
+            ctx.report("TD153", node, call=ctx.text(call), manager=_CONTEXT_ONLY[name])
