@@ -1,0 +1,301 @@
+"""Verdicts on a preflight: facts in, findings out (each finding says which rank, when one)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+
+from torchdoctor.core.finding import Finding
+from torchdoctor.dist.facts import DistFacts, RankFacts
+from torchdoctor.dist.launch import REQUIRED, integer, is_loopback
+from torchdoctor.rules.distributed.collective_timeout import RULE as COLLECTIVE_TIMEOUT
+from torchdoctor.rules.distributed.collective_wrong_result import RULE as WRONG_RESULT
+from torchdoctor.rules.distributed.gpu_shared_by_ranks import RULE as GPU_SHARED
+from torchdoctor.rules.distributed.launch_environment_invalid import RULE as LAUNCH_INVALID
+from torchdoctor.rules.distributed.launch_variables_disagree import RULE as VARIABLES_DISAGREE
+from torchdoctor.rules.distributed.local_rank_layout_invalid import RULE as LOCAL_LAYOUT
+from torchdoctor.rules.distributed.loopback_master_addr_multi_node import RULE as LOOPBACK
+from torchdoctor.rules.distributed.master_port_in_use import RULE as PORT_IN_USE
+from torchdoctor.rules.distributed.master_unreachable import RULE as UNREACHABLE
+from torchdoctor.rules.distributed.rank_never_arrived import RULE as NEVER_ARRIVED
+from torchdoctor.rules.distributed.rank_process_failed import RULE as RANK_FAILED
+from torchdoctor.rules.distributed.same_rng_state_across_ranks import RULE as SAME_RNG
+from torchdoctor.rules.distributed.socket_interface_missing import RULE as SOCKET_INTERFACE
+from torchdoctor.rules.distributed.versions_differ_across_ranks import RULE as VERSIONS_DIFFER
+
+Verdict = Callable[[DistFacts], Iterable[Finding]]
+
+
+def ranks_text(ranks: Iterable[int]) -> str:
+    """[0, 1, 2, 5] -> "0-2, 5"."""
+    numbers = sorted(set(ranks))
+    spans: list[str] = []
+    start = prev = None
+    for n in numbers + [None]:  # type: ignore[list-item]
+        if start is not None and (n is None or n != prev + 1):  # type: ignore[operator]
+            spans.append(f"{start}" if start == prev else f"{start}-{prev}")
+            start = None
+        if n is not None and start is None:
+            start = n
+        prev = n
+    return ", ".join(spans)
+
+
+def _plural(ranks: Iterable[int]) -> str:
+    numbers = sorted(set(ranks))
+    return f"rank{'s' if len(numbers) != 1 else ''} {ranks_text(numbers)}"
+
+
+# -- before any process starts ---------------------------------------------------------------
+def launch_problems(facts: DistFacts) -> list[str]:
+    env = facts.launch
+    if facts.mode == "standalone":
+        return []
+    problems = []
+    missing = [name for name in REQUIRED if not env.get(name)]
+    if missing:
+        problems.append(f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set")
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_PORT"):
+        if env.get(name) and integer(env[name]) is None:
+            problems.append(f"{name}={env[name]!r} is not an integer")
+    rank, world = integer(env.get("RANK")), integer(env.get("WORLD_SIZE"))
+    local, local_world = integer(env.get("LOCAL_RANK")), integer(env.get("LOCAL_WORLD_SIZE"))
+    port = integer(env.get("MASTER_PORT"))
+    if world is not None and world < 1:
+        problems.append(f"WORLD_SIZE={world} must be at least 1")
+    elif rank is not None and world is not None and not 0 <= rank < world:
+        problems.append(f"RANK={rank} is outside 0..{world - 1} (WORLD_SIZE={world})")
+    if local is not None and local_world is not None and not 0 <= local < local_world:
+        problems.append(f"LOCAL_RANK={local} is outside 0..{local_world - 1} (LOCAL_WORLD_SIZE={local_world})")
+    if local_world is not None and world is not None and local_world > world:
+        problems.append(f"LOCAL_WORLD_SIZE={local_world} is larger than WORLD_SIZE={world}")
+    if port is not None and not 1 <= port <= 65535:
+        problems.append(f"MASTER_PORT={port} is not a TCP port (1-65535)")
+    if env.get("MASTER_ADDR") and facts.master_resolves is False:
+        problems.append(f"MASTER_ADDR={env['MASTER_ADDR']!r} does not resolve to an address on this host")
+    return problems
+
+
+def launch_invalid(facts: DistFacts) -> Iterator[Finding]:
+    problems = launch_problems(facts)
+    if problems:
+        yield LAUNCH_INVALID.finding(problems="; ".join(problems), rank=integer(facts.launch.get("RANK")),
+                                     evidence={"launch": facts.launch})
+
+
+def loopback_master(facts: DistFacts) -> Iterator[Finding]:
+    env = facts.launch
+    world, local_world = integer(env.get("WORLD_SIZE")), integer(env.get("LOCAL_WORLD_SIZE"))
+    hosts = {r.hostname for r in facts.ranks if r.hostname}
+    multi_node = (world is not None and local_world is not None and world > local_world) or len(hosts) > 1
+    if facts.mode == "standalone" or not multi_node or not facts.master_ips:
+        return
+    if all(is_loopback(ip) for ip in facts.master_ips):
+        yield LOOPBACK.finding(addr=env.get("MASTER_ADDR"), ips=", ".join(facts.master_ips), world=world,
+                               local_world=local_world, rank=integer(env.get("RANK")))
+
+
+# -- rendezvous ------------------------------------------------------------------------------
+def port_in_use(facts: DistFacts) -> Iterator[Finding]:
+    for r in facts.ranks:
+        if r.connect == "in use":
+            yield PORT_IN_USE.finding(master=r.master, error=r.store_error, host=r.hostname or "the master", rank=r.rank)
+
+
+def unreachable(facts: DistFacts) -> Iterator[Finding]:
+    for r in facts.ranks:
+        if r.connect is not None and r.connect != "in use":
+            yield UNREACHABLE.finding(error=r.store_error, host=r.hostname or "?", master=r.master, rank=r.rank, rank_=r.rank,
+                                      evidence={"connect": r.connect})
+
+
+def never_arrived(facts: DistFacts) -> Iterator[Finding]:
+    explained = {r.rank for r in facts.ranks if r.connect or r.exit or r.error}
+    missing = [m for m in facts.missing if m not in explained]
+    if not missing:
+        return
+    master = facts.rank(0).master if facts.rank(0) else facts.launch.get("MASTER_ADDR")
+    arrived = (facts.world_size or 0) - len(facts.missing)
+    yield NEVER_ARRIVED.finding(
+        which=_plural(missing), arrived=arrived, world=facts.world_size, master=master, seconds=f"{facts.timeout:g}",
+        evidence={"missing": missing},
+    )
+
+
+def variables_disagree(facts: DistFacts) -> Iterator[Finding]:
+    arrived = [r for r in facts.ranks if r.arrived]
+    for field, name in (("world_size", "WORLD_SIZE"), ("master", "MASTER_ADDR:MASTER_PORT"), ("local_world_size", "LOCAL_WORLD_SIZE")):
+        values: dict[object, list[int]] = defaultdict(list)
+        for r in arrived:
+            if getattr(r, field) is not None:
+                values[getattr(r, field)].append(r.rank)
+        if field == "local_world_size":
+            values = _per_host_disagreement(arrived)
+        if len(values) > 1:
+            said = "; ".join(f"{_plural(ranks)}: {value}" for value, ranks in sorted(values.items(), key=lambda kv: kv[1]))
+            yield VARIABLES_DISAGREE.finding(what=f"{name} differs between ranks ({said})")
+    for r in facts.ranks:
+        if r.duplicates > 1:
+            yield VARIABLES_DISAGREE.finding(what=f"{r.duplicates} processes claimed RANK={r.rank}", rank=r.rank)
+
+
+def _per_host_disagreement(ranks: list[RankFacts]) -> dict[object, list[int]]:
+    """LOCAL_WORLD_SIZE only has to agree among the ranks of one host."""
+    by_host: dict[str, dict[object, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for r in ranks:
+        if r.local_world_size is not None and r.hostname:
+            by_host[r.hostname][r.local_world_size].append(r.rank)
+    return next((values for values in by_host.values() if len(values) > 1), {})
+
+
+# -- collectives -----------------------------------------------------------------------------
+def wrong_results(facts: DistFacts) -> Iterator[Finding]:
+    by_label: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    for r in facts.ranks:
+        for c in r.collectives:
+            if c.problem == "wrong":
+                by_label[c.label].append((r.rank, c.detail or ""))
+    for label, wrong in by_label.items():
+        yield WRONG_RESULT.finding(label=label, which=_plural(rank for rank, _ in wrong), detail=wrong[0][1],
+                                   rank=wrong[0][0] if len(wrong) == 1 else None)
+
+
+def stuck_collective(facts: DistFacts) -> Finding | None:
+    """The collective that did not complete, with where every rank was."""
+    timed_out = [(r, c) for r in facts.ranks for c in r.collectives if c.problem == "timeout"]
+    stuck = [r for r in facts.ranks if r.position]
+    if not timed_out and not stuck:
+        return None
+    label = timed_out[0][1].label if timed_out else stuck[0].position
+    inside = sorted({r.rank for r, c in timed_out if c.label == label} | {r.rank for r in stuck if r.position == label})
+    others = []
+    for r in facts.ranks:
+        if r.rank in inside or r.arrived is False:
+            continue
+        if r.position:
+            where = f"was in {r.position}"
+        elif r.last_completed:
+            where = f"never entered it (last completed: {r.last_completed})"
+        else:
+            where = "never entered any collective"
+        if r.exit:
+            where += f", {r.exit.split(':')[0]}"
+        others.append(f"rank {r.rank} {where}")
+    elsewhere = "; ".join(others) if others else "every rank was in it"
+    return COLLECTIVE_TIMEOUT.finding(
+        label=label, seconds=f"{facts.timeout:g}", inside=_plural(inside), elsewhere=elsewhere,
+        evidence={"collective": label, "ranks_in_it": inside, "elsewhere": others},
+    )
+
+
+def collective_timeout(facts: DistFacts) -> Iterator[Finding]:
+    finding = stuck_collective(facts)
+    if finding is not None:
+        yield finding
+
+
+def rank_failed(facts: DistFacts) -> Iterator[Finding]:
+    stuck = stuck_collective(facts) is not None
+    for r in facts.ranks:
+        if r.error:
+            yield RANK_FAILED.finding(what=f"failed in {r.error}", rank=r.rank, rank_=r.rank)
+        elif r.exit and not (stuck and r.exit.startswith("stopped")) and not r.connect:
+            yield RANK_FAILED.finding(what=r.exit, rank=r.rank, rank_=r.rank)
+
+
+# -- consistency -----------------------------------------------------------------------------
+def versions_differ(facts: DistFacts) -> Iterator[Finding]:
+    for field, name in (("torch", "torch"), ("cuda", "CUDA"), ("nccl", "NCCL"), ("python", "Python")):
+        values: dict[str, list[int]] = defaultdict(list)
+        for r in facts.ranks:
+            if r.arrived is not False and r.torch is not None:
+                values[str(getattr(r, field))].append(r.rank)
+        if len(values) > 1:
+            said = "; ".join(f"{_plural(ranks)}: {value}" for value, ranks in sorted(values.items(), key=lambda kv: kv[1]))
+            yield VERSIONS_DIFFER.finding(what=name, said=said)
+
+
+def local_layout(facts: DistFacts) -> Iterator[Finding]:
+    by_host: dict[str, list[RankFacts]] = defaultdict(list)
+    for r in facts.ranks:
+        if r.hostname and r.local_rank is not None:
+            by_host[r.hostname].append(r)
+    for host, ranks in sorted(by_host.items()):
+        seen: dict[int, list[int]] = defaultdict(list)
+        for r in ranks:
+            seen[r.local_rank].append(r.rank)  # type: ignore[index]
+        for local, claimed in sorted(seen.items()):
+            if len(claimed) > 1:
+                yield LOCAL_LAYOUT.finding(problem=f"{_plural(claimed)} on {host} all have LOCAL_RANK={local}")
+        sizes = {r.local_world_size for r in ranks if r.local_world_size is not None}
+        if len(sizes) == 1 and not facts.missing and len(ranks) != next(iter(sizes)):
+            yield LOCAL_LAYOUT.finding(problem=f"{host} runs {len(ranks)} ranks ({_plural(r.rank for r in ranks)}) but they have LOCAL_WORLD_SIZE={next(iter(sizes))}")
+
+
+def gpu_mapping(facts: DistFacts) -> Iterator[Finding]:
+    by_device: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for r in facts.ranks:
+        if r.hostname and r.device:
+            by_device[(r.hostname, r.device)].append(r.rank)
+        if r.gpu_count and r.gpu_count > 1 and r.local_rank is not None and r.local_rank >= r.gpu_count:
+            yield GPU_SHARED.finding(
+                problem=f"rank {r.rank} has LOCAL_RANK={r.local_rank} but sees only {r.gpu_count} GPUs: cuda:{r.local_rank} does not exist",
+                rank=r.rank)
+    for (host, device), ranks in sorted(by_device.items()):
+        if len(ranks) > 1:
+            yield GPU_SHARED.finding(problem=f"{_plural(ranks)} on {host} would all use the same GPU ({device})")
+
+
+def same_rng(facts: DistFacts) -> Iterator[Finding]:
+    states = [r.rng for r in facts.ranks if r.arrived is not False]
+    if len(states) >= 2 and all(states) and len(set(states)) == 1:
+        yield SAME_RNG.finding(count_ranks=len(states))
+
+
+def socket_interfaces(facts: DistFacts) -> Iterator[Finding]:
+    for r in facts.ranks:
+        if not r.interfaces:
+            continue
+        for variable, value in sorted(r.socket_ifname.items()):
+            problem = interface_problem(variable, value, r.interfaces)
+            if problem:
+                yield SOCKET_INTERFACE.finding(variable=variable, value=value, host=r.hostname or "?",
+                                               problem=problem, interfaces=", ".join(r.interfaces), rank=r.rank)
+
+
+def interface_problem(variable: str, value: str, interfaces: list[str]) -> str | None:
+    """GLOO_SOCKET_IFNAME lists exact names; NCCL_SOCKET_IFNAME prefixes, `=` exact names, `^` exclusions."""
+    names = [v.strip() for v in value.lstrip("=^").split(",") if v.strip()]
+    if not names or value.startswith("^"):
+        return None
+    if variable.startswith("GLOO") or value.startswith("="):
+        absent = [n for n in names if n not in interfaces]
+        return f"{', '.join(absent)} {'does' if len(absent) == 1 else 'do'} not exist" if absent else None
+    if not any(i.startswith(n) for n in names for i in interfaces):
+        return "no interface starts with " + " or ".join(repr(n) for n in names)
+    return None
+
+
+#: probe group -> verdicts; the text report lists the groups in this order
+VERDICTS: dict[str, tuple[Verdict, ...]] = {
+    "launch": (launch_invalid, loopback_master, socket_interfaces),
+    "rendezvous": (port_in_use, unreachable, never_arrived, variables_disagree),
+    "consistency": (versions_differ, local_layout, same_rng),
+    "gpus": (gpu_mapping,),
+    "collectives": (wrong_results, collective_timeout, rank_failed),
+}
+RULES: dict[str, tuple[str, ...]] = {
+    "launch": ("TD700", "TD701", "TD713"),
+    "rendezvous": ("TD702", "TD703", "TD704", "TD705"),
+    "consistency": ("TD708", "TD709", "TD711"),
+    "gpus": ("TD710",),
+    "collectives": ("TD706", "TD707", "TD712"),
+}
+
+
+def judge_by_group(facts: DistFacts) -> dict[str, list[Finding]]:
+    return {group: [f for verdict in verdicts for f in verdict(facts)] for group, verdicts in VERDICTS.items()}
+
+
+def judge(facts: DistFacts) -> list[Finding]:
+    return [f for found in judge_by_group(facts).values() for f in found]

@@ -1,0 +1,378 @@
+"""One rank of the preflight: `python -m torchdoctor.dist.worker [options]`, started by
+`torchdoctor dist` with the launch variables of that rank.
+
+It reports what it does as events (one JSON object per line on stdout, prefixed with `TDEV `),
+so the process that started it knows where it was even if it hangs or dies. Every wait has a
+deadline; the collectives run under the process group's own timeout.
+
+Store keys (under `torchdoctor/<run>/`): `count/<rank>` (how many processes claimed the rank),
+`facts/<rank>/<n>`, `go` (rank 0's verdict on the rendezvous), `pos/<rank>` (the collective a
+rank is in), `result/<rank>` (its collectives).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import errno
+import hashlib
+import json
+import os
+import platform
+import socket
+import statistics
+import sys
+import time
+from typing import Any
+
+from torchdoctor.dist import launch
+from torchdoctor.dist.facts import Collective, human_size
+from torchdoctor.env.redact import redact_text
+
+PREFIX = "TDEV "
+OPS = ("all_reduce", "broadcast", "all_gather", "barrier")
+POLL = 0.05
+#: non-zero ranks wait this much longer than rank 0, so that rank 0, which sees the whole job, speaks first
+FOLLOWER_MARGIN = 2.0
+
+
+def emit(event: str, **data: Any) -> None:
+    sys.stdout.write(PREFIX + json.dumps({"ev": event, **data}, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def one_line(error: BaseException) -> str:
+    text = str(error).split("Exception raised from", 1)[0]
+    text = " ".join(f"{type(error).__name__}: {text}".split())
+    return redact_text(text[:400])
+
+
+class Worker:
+    def __init__(self, args: argparse.Namespace, environ: dict[str, str]) -> None:
+        self.args = args
+        self.rank = int(environ["RANK"])
+        self.world = int(environ["WORLD_SIZE"])
+        self.addr = environ["MASTER_ADDR"]
+        self.port = int(environ["MASTER_PORT"])
+        self.local_rank = launch.integer(environ.get("LOCAL_RANK"))
+        self.agent_store = environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+        self.deadline = args.deadline + (FOLLOWER_MARGIN if self.rank else 0.0)
+        run = environ.get("TORCHELASTIC_RUN_ID", "") + "-" + environ.get("TORCHELASTIC_RESTART_COUNT", "")
+        self.prefix = f"torchdoctor/{run}/"
+        self.environ = environ
+        self.store: Any = None
+        self.timeout = datetime.timedelta(seconds=args.timeout)
+
+    # -- facts -------------------------------------------------------------------------------
+    def facts(self) -> dict[str, Any]:
+        import torch
+
+        facts: dict[str, Any] = {
+            "rank": self.rank, "hostname": socket.gethostname(), "pid": os.getpid(),
+            "local_rank": self.local_rank, "local_world_size": launch.integer(self.environ.get("LOCAL_WORLD_SIZE")),
+            "world_size": self.world, "master": f"{self.addr}:{self.port}", "torch": torch.__version__,
+            "cuda": torch.version.cuda, "python": platform.python_version(),
+            "rng": hashlib.sha1(torch.get_rng_state().numpy().tobytes()).hexdigest()[:16],
+            "interfaces": sorted(name for _, name in socket.if_nameindex()) if hasattr(socket, "if_nameindex") else [],
+            "socket_ifname": {k: self.environ[k] for k in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME") if k in self.environ},
+        }
+        if torch.cuda.is_available():
+            count = torch.cuda.device_count()
+            facts["gpu_count"] = count
+            index = self.local_rank if self.local_rank is not None and self.local_rank < count else None
+            if index is None and count == 1:
+                index = 0
+            if index is not None:
+                props = torch.cuda.get_device_properties(index)
+                facts["device"] = str(getattr(props, "uuid", "") or props.name)
+            try:
+                facts["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
+            except Exception:  # noqa: BLE001 - built without NCCL
+                pass
+        else:
+            facts["gpu_count"] = 0
+        return facts
+
+    # -- store ------------------------------------------------------------------------------
+    def remaining(self) -> float:
+        return max(0.1, self.deadline - time.time())
+
+    def connect(self) -> bool:
+        """Host the store (rank 0, unless the launcher does) or reach it; False after reporting why not."""
+        from torch.distributed import TCPStore
+
+        host = self.rank == 0 and not self.agent_store
+        if not host:
+            kind = wait_for_port(self.addr, self.port, self.deadline)
+            if kind is not None:
+                emit("store_failed", connect=kind, error=describe_connect(kind, self.addr, self.port, self.deadline - self.args.deadline + self.args.rendezvous))
+                return False
+        try:
+            self.store = TCPStore(self.addr, self.port, self.world, host,
+                                  timeout=datetime.timedelta(seconds=self.remaining()), wait_for_workers=False)
+        except Exception as exc:  # noqa: BLE001 - the store's own error is the fact
+            text = one_line(exc)
+            emit("store_failed", connect="in use" if "EADDRINUSE" in text else "no answer", error=text)
+            return False
+        return True
+
+    def key(self, *parts: object) -> str:
+        return self.prefix + "/".join(map(str, parts))
+
+    def arrive(self, facts: dict[str, Any]) -> dict[str, Any] | None:
+        """Announce this rank; rank 0 waits for all and says go (or who is missing). None: no go."""
+        count = self.store.add(self.key("count", self.rank), 1)
+        self.store.set(self.key("facts", self.rank, count), json.dumps(facts))
+        if count > 1:
+            emit("duplicate", count=count)
+        if self.rank == 0:
+            return self.lead(facts)
+        try:
+            self.store.wait([self.key("go")], datetime.timedelta(seconds=self.remaining() + self.args.timeout))
+            go = json.loads(self.store.get(self.key("go")))
+        except Exception as exc:  # noqa: BLE001
+            emit("store_failed", connect="no answer", error=f"rank 0 never answered at {self.addr}:{self.port}: {one_line(exc)}")
+            return None
+        if not go["ok"]:
+            emit("aborted", missing=go["missing"])
+            return None
+        return go
+
+    def lead(self, facts: dict[str, Any]) -> dict[str, Any]:
+        waiting = set(range(self.world))
+        while waiting and time.time() < self.deadline:
+            waiting = {r for r in waiting if not self.store.check([self.key("count", r)])}
+            if waiting:
+                time.sleep(POLL)
+        backends = ["gloo"]
+        if self.args.backend in ("auto", "nccl") and not waiting:
+            gpus = [self.peer_facts(r).get("gpu_count") or 0 for r in range(self.world)]
+            if all(gpus) and facts.get("nccl") or self.args.backend == "nccl":
+                backends.append("nccl")
+        go = {"ok": not waiting, "missing": sorted(waiting), "backends": backends}
+        self.store.set(self.key("go"), json.dumps(go))
+        since_start = time.time() - (self.args.deadline - self.args.rendezvous)
+        emit("rendezvous", missing=sorted(waiting), seconds=round(since_start, 3), backends=backends)
+        return go
+
+    def peer_facts(self, rank: int) -> dict[str, Any]:
+        if not self.store.check([self.key("count", rank)]):
+            return {"rank": rank, "arrived": False}
+        count = int(self.store.get(self.key("count", rank)))
+        facts = json.loads(self.store.get(self.key("facts", rank, 1)))
+        facts.update(arrived=True, duplicates=count)
+        return facts
+
+    # -- collectives --------------------------------------------------------------------------
+    def run_collectives(self, backends: list[str]) -> None:
+        import torch.distributed as dist
+
+        groups: dict[str, Any] = {}
+        try:
+            dist.init_process_group("gloo", store=_prefix_store(self.store, self.key("pg")), rank=self.rank,
+                                    world_size=self.world, timeout=self.timeout)
+            groups["gloo"] = None
+            if "nccl" in backends:
+                import torch
+
+                torch.cuda.set_device((self.local_rank or 0) % max(1, torch.cuda.device_count()))
+                groups["nccl"] = dist.new_group(backend="nccl", timeout=self.timeout)
+        except Exception as exc:  # noqa: BLE001
+            emit("error", stage="process group", error=one_line(exc))
+            return
+        results: list[dict[str, Any]] = []
+        for backend, group in groups.items():
+            for op in OPS:
+                for size in (self.args.sizes if op != "barrier" else [0]):
+                    if self.args.hang_rank == self.rank:
+                        emit("hang", before=f"{op} ({backend})")
+                        time.sleep(3600)
+                    result = self.measure(op, backend, group, size)
+                    results.append(result)
+                    if result["problem"] in ("timeout", "error"):
+                        self.publish(results)
+                        return
+        self.publish(results)
+
+    def measure(self, op: str, backend: str, group: Any, size: int) -> dict[str, Any]:
+        label = Collective(op=op, backend=backend, bytes=size).label
+        self.store.set(self.key("pos", self.rank), json.dumps({"in": label}))
+        emit("enter", label=label)
+        times: list[float] = []
+        problem = detail = None
+        started = time.perf_counter()
+        try:
+            for iteration in range(self.args.iterations + 1):
+                seconds, wrong = run_once(op, backend, group, size, self.rank, self.world)
+                if wrong:
+                    problem, detail = "wrong", wrong
+                    break
+                if iteration:
+                    times.append(seconds)
+                if time.perf_counter() - started > self.args.budget and len(times) >= 2:
+                    break
+        except Exception as exc:  # noqa: BLE001
+            waited = time.perf_counter() - started
+            timed_out = "timed out" in str(exc).lower() or "timeout" in str(exc).lower() or waited >= self.timeout.total_seconds() * 0.9
+            problem, detail = ("timeout" if timed_out else "error"), one_line(exc)
+        result = {"op": op, "backend": backend, "bytes": size, "ok": problem is None, "problem": problem,
+                  "detail": detail, "seconds": statistics.median(times) if times else None}
+        self.store.set(self.key("pos", self.rank), json.dumps({"done": label}))
+        emit("collective", **result)
+        return result
+
+    def publish(self, results: list[dict[str, Any]]) -> None:
+        self.store.set(self.key("result", self.rank), json.dumps(results))
+        if self.rank == 0:
+            self.gather()
+
+    def gather(self) -> None:
+        """Rank 0: collect every rank's facts and results (or where it is stuck) for the report."""
+        limit = time.time() + self.args.timeout + 2
+        pending = set(range(1, self.world))
+        while pending and time.time() < limit:
+            pending = {r for r in pending if not self.store.check([self.key("result", r)])}
+            if pending:
+                time.sleep(POLL)
+        peers = []
+        for rank in range(1, self.world):
+            facts = self.peer_facts(rank)
+            if self.store.check([self.key("result", rank)]):
+                facts["collectives"] = json.loads(self.store.get(self.key("result", rank)))
+            if self.store.check([self.key("pos", rank)]):
+                position = json.loads(self.store.get(self.key("pos", rank)))
+                facts["position"] = position.get("in") if rank in pending else None
+                facts["last_completed"] = position.get("done")
+            peers.append(facts)
+        emit("peers", ranks=peers)
+
+
+def run_once(op: str, backend: str, group: Any, size: int, rank: int, world: int) -> tuple[float, str | None]:
+    """One call of `op`, timed; the second value says what was wrong with its result, if anything."""
+    import torch
+    import torch.distributed as dist
+
+    device = torch.device("cuda", torch.cuda.current_device()) if backend == "nccl" else torch.device("cpu")
+    count = max(1, size // 4)
+    if op == "all_reduce":
+        tensor = torch.full((count,), float(rank + 1), device=device)
+        start = _now(device)
+        dist.all_reduce(tensor, group=group)
+        seconds = _now(device) - start
+        expected = world * (world + 1) / 2
+        return seconds, _compare(tensor, expected, rank, op)
+    if op == "broadcast":
+        tensor = (torch.arange(count, device=device) % 251).float() if rank == 0 else torch.zeros(count, device=device)
+        start = _now(device)
+        dist.broadcast(tensor, src=0, group=group)
+        seconds = _now(device) - start
+        expected = (torch.arange(count, device=device) % 251).float()
+        bad = (tensor != expected).nonzero()
+        return seconds, (f"rank {rank} got {tensor[bad[0, 0]].item():g} at element {bad[0, 0].item()}, expected "
+                         f"{expected[bad[0, 0]].item():g}" if len(bad) else None)
+    if op == "all_gather":
+        chunk = max(1, count // world)
+        tensor = torch.full((chunk,), float(rank), device=device)
+        out = [torch.empty(chunk, device=device) for _ in range(world)]
+        start = _now(device)
+        dist.all_gather(out, tensor, group=group)
+        seconds = _now(device) - start
+        for source, received in enumerate(out):
+            wrong = _compare(received, float(source), rank, f"{op} (the part from rank {source})")
+            if wrong:
+                return seconds, wrong
+        return seconds, None
+    start = _now(device)
+    dist.barrier(group=group)
+    return _now(device) - start, None
+
+
+def _compare(tensor: Any, expected: float, rank: int, what: str) -> str | None:
+    bad = (tensor != expected).nonzero()
+    if not len(bad):
+        return None
+    index = int(bad[0, 0])
+    return f"rank {rank} got {tensor[index].item():g} from {what} at element {index}, expected {expected:g}"
+
+
+def _now(device: Any) -> float:
+    if device.type == "cuda":
+        import torch
+
+        torch.cuda.synchronize(device)
+    return time.perf_counter()
+
+
+def _prefix_store(store: Any, prefix: str) -> Any:
+    from torch.distributed import PrefixStore
+
+    return PrefixStore(prefix, store)
+
+
+def wait_for_port(addr: str, port: int, deadline: float) -> str | None:
+    """Connect to addr:port until it answers or `deadline`; None when it does, else why not."""
+    kind = "refused"
+    while True:
+        left = deadline - time.time()
+        if left <= 0:
+            return kind
+        try:
+            with socket.create_connection((addr, port), timeout=min(1.0, left)):
+                return None
+        except socket.gaierror:
+            return "unresolvable"
+        except (socket.timeout, TimeoutError):
+            kind = "timeout"
+        except ConnectionRefusedError:
+            kind = "refused"
+        except OSError as exc:
+            kind = "unreachable" if exc.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH) else "refused"
+        time.sleep(min(0.2, max(0.0, deadline - time.time())))
+
+
+def describe_connect(kind: str, addr: str, port: int, waited: float) -> str:
+    said = {
+        "refused": "the connection was refused: nothing listens there",
+        "timeout": "connection attempts timed out: no answer (a firewall, or the wrong address)",
+        "unreachable": "there is no route to that host",
+        "unresolvable": f"{addr!r} does not resolve to an address",
+    }[kind]
+    return f"could not reach the store at {addr}:{port} within {waited:.0f} s: {said}"
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="torchdoctor.dist.worker")
+    parser.add_argument("--deadline", type=float, required=True, help="epoch seconds by which rank 0 must see every rank")
+    parser.add_argument("--rendezvous", type=float, required=True, help="seconds the rendezvous may take")
+    parser.add_argument("--timeout", type=float, required=True)
+    parser.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], required=True)
+    parser.add_argument("--iterations", type=int, default=5)
+    parser.add_argument("--budget", type=float, default=0.5, help="seconds of timing per size at most")
+    parser.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto")
+    parser.add_argument("--hang-rank", type=int, default=None)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str]) -> None:
+    args = parse_args(argv)
+    worker = Worker(args, dict(os.environ))
+    try:
+        facts = worker.facts()
+        emit("facts", facts=facts)
+        if not worker.connect():
+            return
+        emit("connected")
+        go = worker.arrive(facts)
+        if go is None:
+            return
+        worker.run_collectives(go["backends"])
+    except Exception as exc:  # noqa: BLE001 - reported, never a traceback
+        emit("error", stage="preflight", error=one_line(exc))
+    finally:
+        emit("done")
+        sys.stdout.flush()
+        os._exit(0)  # never hang in process-group teardown after a timeout
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
