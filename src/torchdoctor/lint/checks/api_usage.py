@@ -1,0 +1,103 @@
+"""Easy-to-miss API slips: an implicit softmax dimension (TD150), deprecated torch.cuda.amp
+entry points (TD167), a misspelt `requires_grad` (TD168), a trainable tensor turned into a
+non-leaf copy (TD169)."""
+
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.core.finding import Edit, Fix
+from torchdoctor.lint.api import Context, check, keyword, literal, may_pass
+
+_FUNCTIONAL_SOFTMAX = frozenset({"torch.nn.functional.softmax", "torch.nn.functional.log_softmax",
+                                 "torch.nn.functional.softmin"})
+_MODULE_SOFTMAX = frozenset({"torch.nn.Softmax", "torch.nn.LogSoftmax", "torch.nn.Softmin"})
+
+
+@check("TD150", ast.Call, names={"softmax", "log_softmax", "softmin", "Softmax", "LogSoftmax", "Softmin"})
+def softmax_implicit_dim(node: ast.Call, ctx: Context) -> None:
+    name = ctx.qualified(node.func)
+    if name in _FUNCTIONAL_SOFTMAX and not may_pass(node, "dim", 1):
+        ctx.report("TD150", node, call=ctx.text(node.func))
+    elif name in _MODULE_SOFTMAX and not may_pass(node, "dim", 0):
+        ctx.report("TD150", node, call=ctx.text(node.func))
+
+
+_DEPRECATED_AMP = {
+    "torch.cuda.amp.GradScaler": ("torch.amp.GradScaler", "cuda"),
+    "torch.cuda.amp.autocast": ("torch.amp.autocast", "cuda"),
+    "torch.cpu.amp.GradScaler": ("torch.amp.GradScaler", "cpu"),
+    "torch.cpu.amp.autocast": ("torch.amp.autocast", "cpu"),
+    "torch.cuda.amp.custom_fwd": ("torch.amp.custom_fwd", "cuda"),
+    "torch.cuda.amp.custom_bwd": ("torch.amp.custom_bwd", "cuda"),
+}
+
+
+@check("TD167", ast.Call, names={"GradScaler", "autocast", "custom_fwd", "custom_bwd"})
+def deprecated_amp_call(node: ast.Call, ctx: Context) -> None:
+    _deprecated_amp(node.func, node, ctx)
+
+
+@check("TD167", ast.FunctionDef)
+def deprecated_amp_decorator(node: ast.FunctionDef, ctx: Context) -> None:
+    for decorator in node.decorator_list:
+        if not isinstance(decorator, ast.Call):
+            _deprecated_amp(decorator, None, ctx)
+
+
+def _deprecated_amp(func: ast.expr, call: ast.Call | None, ctx: Context) -> None:
+    name = ctx.qualified(func)
+    if name not in _DEPRECATED_AMP:
+        return
+    replacement, device = _DEPRECATED_AMP[name]
+    text = ctx.text(func)
+    fix = None
+    old = name.rpartition(".")[0]  # torch.cuda.amp
+    if call is not None and text.endswith(name.rpartition(".")[2]) and "custom_" not in name:
+        prefix = text[: len(text) - len(name) + len("torch")] if text.endswith(name[len("torch"):]) else None
+        if prefix is not None and isinstance(func, ast.Attribute):
+            new_func = prefix + replacement[len("torch"):]
+            edits = [ctx.edit(func, new_func)]
+            first = (call.args[0] if call.args else None) or (call.keywords[0] if call.keywords else None)
+            if first is not None:
+                start = ctx.source.char_column(first.lineno, first.col_offset)
+                edits.append(Edit(first.lineno, start, first.lineno, start, f'"{device}", '))
+            else:
+                edits.append(ctx.add_keyword(call, f'"{device}"'))
+            fix = Fix(title=f'Use `{replacement}("{device}", ...)`', edits=tuple(edits), safe=False)
+    ctx.report("TD167", call or func, old=f"{old}.{name.rpartition('.')[2]}", new=replacement, device=device, fix=fix)
+
+
+_TYPOS = frozenset({"require_grad", "requires_grads", "require_grads", "required_grad", "requries_grad",
+                    "requires_gard", "requiers_grad", "requieres_grad", "requires_grad_", "reqires_grad"})
+
+
+@check("TD168", ast.Assign, needs_torch=False)
+def requires_grad_typo(node: ast.Assign, ctx: Context) -> None:
+    for target in node.targets:
+        if isinstance(target, ast.Attribute) and target.attr in _TYPOS:
+            end = ctx.source.char_column(target.end_lineno, target.end_col_offset)  # type: ignore[arg-type]
+            edit = Edit(target.end_lineno, end - len(target.attr), target.end_lineno, end, "requires_grad")  # type: ignore[arg-type]
+            ctx.report("TD168", target, attribute=target.attr, target=ctx.text(target.value),
+                       fix=Fix(title="Rename to `requires_grad`", edits=(edit,)))
+
+
+_COPIES = frozenset({"to", "cuda", "double", "float", "half", "bfloat16", "type"})
+
+
+@check("TD169", ast.Call, names=_COPIES)
+def requires_grad_then_copied(node: ast.Call, ctx: Context) -> None:
+    func = node.func
+    if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Call):
+        return
+    made = func.value
+    if isinstance(made.func, ast.Attribute) and made.func.attr == "requires_grad_":
+        made = made.func.value  # type: ignore[assignment]
+        trainable = True
+    else:
+        trainable = literal(keyword(made, "requires_grad")) is True
+    if not trainable or not isinstance(made, ast.Call):
+        return
+    name = ctx.qualified(made.func) or ""
+    if name.startswith("torch.") and not name.startswith("torch.nn."):
+        ctx.report("TD169", node, call=ctx.text(node), method=func.attr)

@@ -1,0 +1,158 @@
+"""DataLoader set-ups that go wrong with worker processes or with DistributedSampler:
+functions that cannot be pickled (TD142), random generators copied into every worker (TD140),
+a sampler whose epoch is never set (TD141)."""
+
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.lint.api import FILE_END, Context, Scope, argument, check, keyword, literal
+from torchdoctor.lint.names import dotted
+
+_DATALOADER = "torch.utils.data.DataLoader"
+_WORKER_FUNCTIONS = (("collate_fn", 6), ("worker_init_fn", 10))
+
+
+def uses_workers(call: ast.Call) -> bool:
+    """`num_workers` is given and is not the literal 0 (unknown values count as workers)."""
+    workers = argument(call, "num_workers", 5)
+    if workers is None:
+        return False
+    value = literal(workers)
+    return not (isinstance(value, int) and value <= 0)
+
+
+def _is_dataloader(node: ast.Call, ctx: Context) -> bool:
+    return ctx.qualified(node.func) == _DATALOADER
+
+
+@check("TD142", ast.Call, names={"DataLoader"}, needs_torch=True)
+def unpicklable_worker_function(node: ast.Call, ctx: Context) -> None:
+    if not _is_dataloader(node, ctx) or not uses_workers(node) or keyword(node, "multiprocessing_context") is not None:
+        return
+    for name, position in _WORKER_FUNCTIONS:
+        value = argument(node, name, position)
+        what = _unpicklable(value, ctx) if value is not None else None
+        if what is not None:
+            ctx.report("TD142", value, argument=name, what=what)  # type: ignore[arg-type]
+
+
+def _unpicklable(value: ast.expr, ctx: Context) -> str | None:
+    """"a lambda" / "the nested function `f`" when pickle cannot send `value` to a worker."""
+    if isinstance(value, ast.Lambda):
+        return "a lambda"
+    if isinstance(value, ast.Call) and ctx.qualified(value.func) in ("functools.partial", "partial") and value.args:
+        inner = _unpicklable(value.args[0], ctx)
+        return f"a partial of {inner}" if inner else None
+    if not isinstance(value, ast.Name):
+        return None
+    if value.id in ctx.memo.get("lambdas", {}).get(id(ctx.scope), set()) | ctx.memo.get("lambdas", {}).get(
+            id(ctx.module_scope), set()):
+        return f"`{value.id}` (a lambda)"
+    scope: Scope | None = ctx.scope
+    while scope is not None and scope is not ctx.module_scope:
+        if any(s.name == value.id and s.parent is scope for s in ctx.scopes):
+            return f"`{value.id}` (a function defined inside `{scope.name}`)"
+        scope = scope.parent
+    return None
+
+
+@check("TD142", ast.Assign, needs_torch=True)
+def remember_lambdas(node: ast.Assign, ctx: Context) -> None:
+    if isinstance(node.value, ast.Lambda):
+        names = ctx.memo.setdefault("lambdas", {}).setdefault(id(ctx.scope), set())
+        names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+
+
+# ---------------------------------------------------------------- TD140
+
+
+@check("TD140", ast.Assign)
+def rng_stored_on_dataset(node: ast.Assign, ctx: Context) -> None:
+    info = ctx.class_info
+    if info is None or not info.is_dataset or ctx.function is None or ctx.function.name != "__init__":
+        return
+    kind = ctx.kind(node.value)
+    if kind is None or kind.tag != "rng":
+        return
+    for target in node.targets:
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+            ctx.memo.setdefault("TD140", []).append((info, target.attr, node, kind.detail))
+
+
+@check("TD140", ast.Attribute)
+def rng_read_by_dataset(node: ast.Attribute, ctx: Context) -> None:
+    info = ctx.class_info
+    if info is None or not info.is_dataset or ctx.function is None or ctx.function.name == "__init__":
+        return
+    if isinstance(node.value, ast.Name) and node.value.id == "self" and isinstance(node.ctx, ast.Load):
+        ctx.memo.setdefault("TD140-read", set()).add((id(info), node.attr))
+
+
+@check("TD140", ast.Call, names={"DataLoader"})
+def dataloader_with_workers(node: ast.Call, ctx: Context) -> None:
+    if not _is_dataloader(node, ctx) or not uses_workers(node) or argument(node, "worker_init_fn", 10) is not None:
+        return
+    dataset = argument(node, "dataset", 0)
+    kind = ctx.kind(dataset) if dataset is not None else None
+    if kind is not None and kind.tag == "dataset":
+        ctx.memo.setdefault("TD140-loaded", set()).add(kind.detail)
+
+
+@check("TD140", FILE_END, tracks=("get_worker_info", "seed", "manual_seed"))
+def report_rng_in_workers(tree: ast.Module, ctx: Context) -> None:
+    loaded = ctx.memo.get("TD140-loaded", set())
+    read = ctx.memo.get("TD140-read", set())
+    for info, attribute, node, what in ctx.memo.get("TD140", []):
+        if info.name not in loaded or (id(info), attribute) not in read or _reseeds(info, ctx):
+            continue
+        ctx.report("TD140", node, what=f"`self.{attribute} = {what}(...)`", dataset=info.name)
+
+
+def _reseeds(info: object, ctx: Context) -> bool:
+    """The dataset reseeds itself per worker (`get_worker_info()` or a `seed` call in a method)."""
+    return any(s.cls is info and any(e.name in ("get_worker_info", "seed", "manual_seed") for e in s.events)
+               for s in ctx.scopes)
+
+
+# ---------------------------------------------------------------- TD141
+
+
+@check("TD141", ast.Call, names={"DataLoader"})
+def loader_with_distributed_sampler(node: ast.Call, ctx: Context) -> None:
+    if not _is_dataloader(node, ctx):
+        return
+    sampler = argument(node, "sampler", 3)
+    kind = ctx.kind(sampler) if sampler is not None else None
+    if kind is None or kind.tag != "sampler" or not isinstance(kind.node, ast.Call):
+        return
+    if literal(keyword(kind.node, "shuffle")) is False:
+        return  # no shuffling, so no epoch to set
+    statement = ctx.statement
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+        loader = dotted(statement.targets[0])
+        if loader is not None:
+            ctx.memo.setdefault("TD141", []).append((ctx.scope, loader, dotted(sampler) or "sampler", node))  # type: ignore[arg-type]
+
+
+@check("TD141", FILE_END, tracks=("set_epoch",))
+def report_sampler_without_epoch(tree: ast.Module, ctx: Context) -> None:
+    if any(e.name == "set_epoch" for s in ctx.scopes for e in s.events):
+        return
+    for scope, loader, sampler, node in ctx.memo.get("TD141", []):
+        epoch_loop = _epoch_loop(scope, loader)
+        if epoch_loop is not None:
+            ctx.report("TD141", epoch_loop, sampler=f"`{sampler}`")
+
+
+def _epoch_loop(scope: Scope, loader: str) -> ast.AST | None:
+    """The outer loop that goes over `loader` once per pass (directly, or by handing it to a call)."""
+    for info in scope.loops.values():
+        if info.iter_name == loader and info.parent is not None:
+            return info.parent
+    for event in scope.events:
+        if event.name == "call" and event.loops and isinstance(event.node, ast.Call):
+            if any(dotted(a) == loader for a in event.node.args) or any(dotted(k.value) == loader for k in event.node.keywords):
+                return event.loops[0]
+    return None
+

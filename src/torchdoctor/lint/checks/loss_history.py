@@ -1,0 +1,54 @@
+"""TD147: a running total of loss tensors that keeps every step's autograd graph alive."""
+
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.core.finding import Fix
+from torchdoctor.lint.api import FILE_END, Context, check
+from torchdoctor.lint.names import dotted
+from torchdoctor.lint.steps import TRACKED, is_backward
+
+
+@check("TD147", ast.AugAssign, needs_torch=False)
+def loss_accumulated(node: ast.AugAssign, ctx: Context) -> None:
+    if not isinstance(node.op, ast.Add) or not ctx.loops or ctx.grad_disabled:
+        return
+    _remember(node, node.target, node.value, ctx)
+
+
+@check("TD147", ast.Assign, needs_torch=False)
+def loss_summed(node: ast.Assign, ctx: Context) -> None:
+    value = node.value
+    if (not ctx.loops or ctx.grad_disabled or len(node.targets) != 1 or not isinstance(value, ast.BinOp)
+            or not isinstance(value.op, ast.Add)):
+        return
+    target = dotted(node.targets[0])
+    if target is not None and dotted(value.left) == target:
+        _remember(node, node.targets[0], value.right, ctx)
+
+
+def _remember(node: ast.AST, target: ast.expr, value: ast.expr, ctx: Context) -> None:
+    name = dotted(target)
+    if name is None or not isinstance(value, (ast.Name, ast.Attribute)):
+        return
+    kind = ctx.kind(value)
+    if kind is None or kind.tag != "loss":
+        looks = isinstance(value, ast.Name) and "loss" in value.id.lower()
+        if not looks:
+            return
+    ctx.memo.setdefault("TD147", []).append((ctx.scope, ctx.loops, node, name, value))
+
+
+@check("TD147", FILE_END, tracks=TRACKED, needs_torch=False)
+def report_accumulated_losses(tree: ast.Module, ctx: Context) -> None:
+    for scope, loops, node, total, value in ctx.memo.get("TD147", []):
+        loop = loops[-1]
+        term = dotted(value)
+        backwards = [e for e in scope.events if is_backward(e)]
+        if any(e.receiver == total for e in backwards):
+            continue  # the total is what gets backpropagated: gradient accumulation on purpose
+        if not any(e.receiver == term and any(n is loop for n in e.loops) for e in backwards):
+            continue  # only when the term is a training loss, backpropagated on its own in this loop
+        fix = Fix(title=f"Accumulate `{term}.item()`", edits=(ctx.insert_after(value, ".item()"),), safe=False)
+        ctx.report("TD147", node, target=total, value=term, fix=fix)

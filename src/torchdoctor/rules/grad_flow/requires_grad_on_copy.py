@@ -1,0 +1,44 @@
+"""TD169 requires-grad-on-copy."""
+
+from torchdoctor.core.finding import Category, Severity
+from torchdoctor.core.rule import Rule
+
+RULE = Rule(
+    code="TD169",
+    name="requires-grad-on-copy",
+    category=Category.GRAD_FLOW,
+    severity=Severity.WARNING,
+    proof="lint",
+    message="`{call}`: requires_grad is set before `.{method}()`, which returns a copy; the copy is not a leaf, so its .grad stays None and optimizers reject it",
+    hint="Create the tensor where it should live and then ask for gradients: `torch.zeros(n, device=device, dtype=dtype, requires_grad=True)`.",
+    doc="""
+## What it does
+Flags a tensor created with `requires_grad=True` (or `.requires_grad_()`) and then moved or
+converted in the same expression: `torch.randn(3, requires_grad=True).cuda()`,
+`.to(device)`, `.double()`, ...
+
+## Why is this bad?
+A move or a dtype conversion returns a new tensor computed *from* the trainable one, so the
+variable holds a non-leaf: `.grad` stays `None` after backward() (with a warning about
+"a Tensor that is not a leaf"), and `torch.optim.SGD([w])` raises "can't optimize a non-leaf
+Tensor". (On a CPU-only run `.to("cpu")` returns the same tensor, which hides the bug until the
+code runs on a GPU.) Verified on torch 2.13: `torch.randn(3, requires_grad=True).double().is_leaf`
+is `False`.
+
+## Example
+```python
+import torch
+
+def make_weights(n, device):
+    return torch.randn(n, requires_grad=True).to(device)
+```
+
+Use instead:
+```python
+import torch
+
+def make_weights(n, device):
+    return torch.randn(n, device=device, requires_grad=True)
+```
+""",
+)
