@@ -62,8 +62,9 @@ def checks(facts: DistFacts, by_group: dict[str, list[Finding]]) -> list[CheckRe
         reason = "not run: the ranks never formed a group" if not any(r.arrived for r in facts.ranks) else "not run"
         out.append(CheckResult(name="collectives", title="Collectives", status=Status.SKIPPED, detail=reason, rules=RULES["collectives"]))
     elif found:
+        codes = ", ".join(sorted({f.rule for f in found}))
         out.append(CheckResult(name="collectives", title="Collectives", status=_status(found, True),
-                               detail=found[0].message, rules=RULES["collectives"]))
+                               detail=f"see {codes} below", rules=RULES["collectives"]))
     return out
 
 

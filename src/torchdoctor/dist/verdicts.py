@@ -179,7 +179,7 @@ def stuck_collective(facts: DistFacts) -> Finding | None:
         else:
             where = "never entered any collective"
         if r.exit:
-            where += f", {r.exit.split(':')[0]}"
+            where += f" ({r.exit})"
         others.append(f"rank {r.rank} {where}")
     elsewhere = "; ".join(others) if others else "every rank was in it"
     return COLLECTIVE_TIMEOUT.finding(

@@ -228,7 +228,7 @@ class Worker:
 
     def gather(self) -> None:
         """Rank 0: collect every rank's facts and results (or where it is stuck) for the report."""
-        limit = time.time() + self.args.timeout + 2
+        limit = time.time() + min(self.args.timeout, 5.0) + 1.0
         pending = set(range(1, self.world))
         while pending and time.time() < limit:
             pending = {r for r in pending if not self.store.check([self.key("result", r)])}
@@ -363,7 +363,7 @@ def main(argv: list[str]) -> None:
             return
         emit("connected")
         go = worker.arrive(facts)
-        if go is None:
+        if go is None or not go["ok"]:
             return
         worker.run_collectives(go["backends"])
     except Exception as exc:  # noqa: BLE001 - reported, never a traceback
