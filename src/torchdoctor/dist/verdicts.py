@@ -195,12 +195,17 @@ def collective_timeout(facts: DistFacts) -> Iterator[Finding]:
 
 
 def rank_failed(facts: DistFacts) -> Iterator[Finding]:
+    """One finding per distinct failure, naming every rank that had it."""
     stuck = stuck_collective(facts) is not None
+    explained = {r.rank for r in facts.ranks if _interface_problems(r)}
+    failures: dict[str, list[int]] = defaultdict(list)
     for r in facts.ranks:
-        if r.error:
-            yield RANK_FAILED.finding(what=f"failed in {r.error}", rank=r.rank, rank_=r.rank)
+        if r.error and r.rank not in explained:
+            failures[f"failed in {r.error}"].append(r.rank)
         elif r.exit and not (stuck and r.exit.startswith("stopped")) and not r.connect:
-            yield RANK_FAILED.finding(what=r.exit, rank=r.rank, rank_=r.rank)
+            failures[r.exit].append(r.rank)
+    for what, ranks in failures.items():
+        yield RANK_FAILED.finding(what=what, who=_plural(ranks), rank=ranks[0] if len(ranks) == 1 else None)
 
 
 # -- consistency -----------------------------------------------------------------------------
@@ -252,15 +257,21 @@ def same_rng(facts: DistFacts) -> Iterator[Finding]:
         yield SAME_RNG.finding(count_ranks=len(states))
 
 
+def _interface_problems(r: RankFacts) -> list[tuple[str, str, str]]:
+    if not r.interfaces:
+        return []
+    found = [(variable, value, interface_problem(variable, value, r.interfaces)) for variable, value in sorted(r.socket_ifname.items())]
+    return [(variable, value, problem) for variable, value, problem in found if problem]
+
+
 def socket_interfaces(facts: DistFacts) -> Iterator[Finding]:
+    seen: dict[tuple[str, str, str, str, str], list[int]] = defaultdict(list)
     for r in facts.ranks:
-        if not r.interfaces:
-            continue
-        for variable, value in sorted(r.socket_ifname.items()):
-            problem = interface_problem(variable, value, r.interfaces)
-            if problem:
-                yield SOCKET_INTERFACE.finding(variable=variable, value=value, host=r.hostname or "?",
-                                               problem=problem, interfaces=", ".join(r.interfaces), rank=r.rank)
+        for variable, value, problem in _interface_problems(r):
+            seen[(r.hostname or "?", variable, value, problem, ", ".join(r.interfaces))].append(r.rank)
+    for (host, variable, value, problem, interfaces), ranks in seen.items():
+        yield SOCKET_INTERFACE.finding(variable=variable, value=value, host=host, problem=problem,
+                                       interfaces=interfaces, rank=ranks[0] if len(ranks) == 1 else None)
 
 
 def interface_problem(variable: str, value: str, interfaces: list[str]) -> str | None:

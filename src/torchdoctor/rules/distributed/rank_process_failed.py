@@ -9,7 +9,7 @@ RULE = Rule(
     category=Category.DISTRIBUTED,
     severity=Severity.ERROR,
     proof="dist",
-    message='rank {rank_} {what}',
+    message='{who} {what}',
     hint="Read that rank's own error above; run the same launch with TORCH_DISTRIBUTED_DEBUG=DETAIL (and NCCL_DEBUG=INFO for NCCL) to see its last words.",
     doc="""
 ## What it does
