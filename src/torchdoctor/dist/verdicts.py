@@ -49,7 +49,7 @@ def _plural(ranks: Iterable[int]) -> str:
 # -- before any process starts ---------------------------------------------------------------
 def launch_problems(facts: DistFacts) -> list[str]:
     env = facts.launch
-    if facts.mode == "standalone":
+    if facts.mode == "standalone" or not env:  # no launch variables collected: nothing to judge
         return []
     problems = []
     missing = [name for name in REQUIRED if not env.get(name)]
