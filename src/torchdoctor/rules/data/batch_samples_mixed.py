@@ -1,0 +1,73 @@
+"""TD302 batch-samples-mixed."""
+
+from torchdoctor.core.finding import Category, Severity
+from torchdoctor.core.rule import Rule
+
+RULE = Rule(
+    code="TD302",
+    name="batch-samples-mixed",
+    category=Category.DATA,
+    severity=Severity.WARNING,
+    proof="check",
+    message="in eval mode, the output for sample {sample} depends on the other samples of the batch (gradient {ratio:.2g} times its own): forward() mixes the batch",
+    hint="Look for view()/reshape() that moves the batch dimension (use transpose()/permute() to swap dimensions), reductions over dim 0, or an RNN fed (batch, seq, ...) without batch_first=True.",
+    doc="""
+## What it does
+Puts the model in eval mode, runs one batch, and takes the gradient of one sample's output
+with respect to every sample's input. In a model that treats samples independently, the
+gradient with respect to the *other* samples is exactly zero. (Batch norm in training mode
+mixes the batch on purpose, which is why the check runs in eval mode.)
+
+## Why is this bad?
+`x.view(seq, batch, features)` on a `(batch, seq, features)` tensor has the right shape and
+raises nothing, but each "sequence" is now made of pieces of several samples. So is a
+`reshape` that moves the batch dimension, or a softmax/mean over dim 0. Predictions then
+depend on which other samples share the batch: the model trains to poor accuracy and
+evaluates differently with another batch size. A model whose samples are meant to interact
+(a graph of nodes, a set) is the exception, hence a warning.
+
+## Example
+```python
+import torch
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(8, 16)
+        self.head = nn.Linear(16, 3)
+
+    def forward(self, x):  # (batch, seq, features)
+        batch, seq, features = x.shape
+        out, _ = self.rnn(x.view(seq, batch, features))
+        return self.head(out[-1])
+
+def make():
+    x, y = torch.randn(8, 5, 8), torch.arange(8) % 3
+    return {"model": Net(), "data": (x, y), "loss_fn": nn.CrossEntropyLoss()}
+```
+
+Use instead:
+```python
+import torch
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(8, 16)
+        self.head = nn.Linear(16, 3)
+
+    def forward(self, x):  # (batch, seq, features)
+        out, _ = self.rnn(x.transpose(0, 1))
+        return self.head(out[-1])
+
+def make():
+    x, y = torch.randn(8, 5, 8), torch.arange(8) % 3
+    return {"model": Net(), "data": (x, y), "loss_fn": nn.CrossEntropyLoss()}
+```
+
+## References
+- A. Karpathy, [A Recipe for Training Neural Networks](https://karpathy.github.io/2019/04/25/recipe/): "use backprop to chart dependencies"
+""",
+)

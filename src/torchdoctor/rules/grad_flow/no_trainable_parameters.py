@@ -1,0 +1,55 @@
+"""TD315 no-trainable-parameters."""
+
+from torchdoctor.core.finding import Category, Severity
+from torchdoctor.core.rule import Rule
+
+RULE = Rule(
+    code="TD315",
+    name="no-trainable-parameters",
+    category=Category.GRAD_FLOW,
+    severity=Severity.ERROR,
+    proof="check",
+    message="{what}: nothing can train",
+    hint="Freeze only what you mean to (freeze the backbone before attaching the new head, or `model.backbone.requires_grad_(False)`), and register layers as submodules.",
+    doc="""
+## What it does
+Flags a model with no trainable parameter at all: every parameter has `requires_grad=False`,
+or the model has no registered parameters.
+
+## Why is this bad?
+`loss.backward()` then fails with "element 0 of tensors does not require grad and does not have
+a grad_fn", and the tempting fix, `loss.requires_grad = True`, silences the error and trains
+nothing. The usual cause is a freezing loop that runs after the new head was attached, so it
+freezes the head too. An optimizer built over frozen parameters raises nothing either.
+
+## Example
+```python
+import torch
+from torch import nn
+
+def make():
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 10))
+    model[2] = nn.Linear(16, 3)  # new head
+    for parameter in model.parameters():
+        parameter.requires_grad = False
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(16, 8), torch.arange(16) % 3
+    return {"model": model, "data": (x, y), "loss_fn": nn.CrossEntropyLoss(), "optimizer": optimizer}
+```
+
+Use instead:
+```python
+import torch
+from torch import nn
+
+def make():
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 10))
+    for parameter in model.parameters():
+        parameter.requires_grad = False
+    model[2] = nn.Linear(16, 3)  # new head, trainable
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(16, 8), torch.arange(16) % 3
+    return {"model": model, "data": (x, y), "loss_fn": nn.CrossEntropyLoss(), "optimizer": optimizer}
+```
+""",
+)

@@ -1,0 +1,57 @@
+"""TD304 cannot-overfit-batch."""
+
+from torchdoctor.core.finding import Category, Severity
+from torchdoctor.core.rule import Rule
+
+RULE = Rule(
+    code="TD304",
+    name="cannot-overfit-batch",
+    category=Category.OPTIMIZER,
+    severity=Severity.WARNING,
+    proof="check",
+    message="the loss on one batch of {samples} samples does not halve in {steps} steps with {optimizer}: {curve}",
+    hint="A model that cannot memorise a handful of samples has a bug between output and loss, or an optimizer that barely moves it: see the other findings, and check the learning rate.",
+    doc="""
+## What it does
+Trains a copy of the model on one small batch (up to 8 samples) for a bounded number of steps
+with your optimizer, and reports when the loss does not fall to half its first value, with the
+loss curve. When your optimizer fails, it retries with `Adam(lr=1e-3)`: if that succeeds the
+finding is `info` and blames the optimizer settings (a learning rate far too small, a huge
+weight decay); if it fails too, something between the model and the loss is broken.
+
+## Why is this bad?
+Any working model can memorise a handful of samples. When it cannot, full training will not
+work either, and hours of compute later the symptom is only "the loss does not go down".
+This check turns that into a result within seconds. (A learning-rate warm-up that starts
+near zero also trips it: then the finding is expected.)
+
+## Example
+```python
+import torch
+from torch import nn
+
+def make():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-5)
+    x, y = torch.randn(16, 16), torch.arange(16) % 4
+    return {"model": model, "data": (x, y), "loss_fn": nn.CrossEntropyLoss(), "optimizer": optimizer}
+```
+
+Use instead:
+```python
+import torch
+from torch import nn
+
+def make():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    x, y = torch.randn(16, 16), torch.arange(16) % 4
+    return {"model": model, "data": (x, y), "loss_fn": nn.CrossEntropyLoss(), "optimizer": optimizer}
+```
+
+## References
+- A. Karpathy, [A Recipe for Training Neural Networks](https://karpathy.github.io/2019/04/25/recipe/): "overfit one batch"
+""",
+)

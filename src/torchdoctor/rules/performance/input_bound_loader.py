@@ -1,0 +1,67 @@
+"""TD314 input-bound-loader."""
+
+from torchdoctor.core.finding import Category, Severity
+from torchdoctor.core.rule import Rule
+
+RULE = Rule(
+    code="TD314",
+    name="input-bound-loader",
+    category=Category.PERFORMANCE,
+    severity=Severity.WARNING,
+    proof="check",
+    message="the DataLoader takes {load} per batch, {ratio:.1f} times one training step ({step}): training will wait for data{advice}",
+    hint="Move expensive work out of __getitem__ (decode or precompute once, cache), use worker processes (num_workers > 0) with pin_memory=True for a GPU, or make the transforms cheaper.",
+    doc="""
+## What it does
+Times the DataLoader for a few batches after the first and compares the time per batch with
+one training step (forward, backward and optimizer step on the same batch), measured in the
+same run. It reports a loader that is more than 1.5 times slower than the step.
+
+## Why is this bad?
+The step waits for the next batch: the GPU (or CPU) sits idle for most of the time, and a
+faster model, a bigger GPU or mixed precision change nothing. The usual causes are decoding or
+augmenting in the main process (`num_workers=0`), Python loops in `__getitem__`, and reading
+many small files.
+
+## Example
+```python
+import time
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+class Slow(Dataset):
+    def __len__(self):
+        return 128
+
+    def __getitem__(self, i):
+        time.sleep(0.003)  # decoding an image, say
+        return torch.full((8,), float(i % 7)), i % 3
+
+def make():
+    loader = DataLoader(Slow(), batch_size=16)
+    return {"model": nn.Linear(8, 3), "data": loader, "loss_fn": nn.CrossEntropyLoss()}
+```
+
+Use instead:
+```python
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+class Cached(Dataset):
+    def __init__(self):
+        self.items = [(torch.full((8,), float(i % 7)), i % 3) for i in range(128)]  # decoded once
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+def make():
+    loader = DataLoader(Cached(), batch_size=16)
+    return {"model": nn.Linear(8, 3), "data": loader, "loss_fn": nn.CrossEntropyLoss()}
+```
+""",
+)
