@@ -1,0 +1,47 @@
+"""TD411 dtype-mismatch."""
+
+from torchdoctor.core.finding import Category, Severity
+from torchdoctor.core.rule import Rule
+
+RULE = Rule(
+    code="TD411",
+    name="dtype-mismatch",
+    category=Category.DTYPE,
+    severity=Severity.ERROR,
+    proof="run",
+    message="{first} is {first_dtype} but {second} is {second_dtype}{where}",
+    hint="Convert the odd one out where it is created: `.float()` for float64 data that comes from NumPy or from Python floats.",
+    doc="""
+## What it does
+Explains crashes such as "mat1 and mat2 must have the same dtype, but got Double and Float"
+or "Input type (double) and bias type (float) should be the same" at the line of your code
+that made the call, naming both tensors and their dtypes, and where float64 usually comes from.
+
+## Why is this bad?
+Layers keep their weights in float32; data from NumPy (`torch.from_numpy`) or from Python
+floats batched by the default collate is float64, so the first layer fails. (Older PyTorch
+said "expected scalar type Float but found Double".)
+
+## Example
+```python
+import numpy as np
+import torch
+from torch import nn
+
+features = np.random.rand(16, 8)  # NumPy arrays are float64
+model = nn.Linear(8, 1)
+out = model(torch.from_numpy(features))
+```
+
+Use instead:
+```python
+import numpy as np
+import torch
+from torch import nn
+
+features = np.random.rand(16, 8)
+model = nn.Linear(8, 1)
+out = model(torch.from_numpy(features).float())
+```
+""",
+)

@@ -1,0 +1,61 @@
+"""TD415 backward-through-freed-graph."""
+
+from torchdoctor.core.finding import Category, Severity
+from torchdoctor.core.rule import Rule
+
+RULE = Rule(
+    code="TD415",
+    name="backward-through-freed-graph",
+    category=Category.GRAD_FLOW,
+    severity=Severity.ERROR,
+    proof="run",
+    message="backward() reaches a graph whose saved tensors were already freed: {cause}",
+    hint="Detach what you carry from one step to the next (`h = h.detach()`); for two losses, call backward() once on their sum.",
+    doc="""
+## What it does
+Explains the crash "Trying to backward through the graph a second time" and tells its two
+usual causes apart from what the run did before: a tensor carried over from an earlier step
+(an optimizer step happened since the last backward), or two backward() calls over a shared
+graph within one step.
+
+## Why is this bad?
+backward() frees the graph's saved tensors as it goes. A recurrent hidden state or a cached
+tensor that is not detached links the new step's graph to the old one. Adding
+`retain_graph=True` silences the error but keeps every old graph in memory and makes each step
+slower than the last.
+
+## Example
+```python
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+cell = nn.RNNCell(4, 8)
+optimizer = torch.optim.SGD(cell.parameters(), lr=0.1)
+h = torch.zeros(2, 8)
+for step in range(3):
+    h = cell(torch.randn(2, 4), h)
+    loss = h.pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+```
+
+Use instead:
+```python
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+cell = nn.RNNCell(4, 8)
+optimizer = torch.optim.SGD(cell.parameters(), lr=0.1)
+h = torch.zeros(2, 8)
+for step in range(3):
+    h = cell(torch.randn(2, 4), h.detach())
+    loss = h.pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+```
+""",
+)

@@ -1,0 +1,48 @@
+"""TD412 saved-tensor-modified-in-place."""
+
+from torchdoctor.core.finding import Category, Severity
+from torchdoctor.core.rule import Rule
+
+RULE = Rule(
+    code="TD412",
+    name="saved-tensor-modified-in-place",
+    category=Category.GRAD_FLOW,
+    severity=Severity.ERROR,
+    proof="run",
+    message="the output of {op} (shape {shape}) was changed in place {changes} {times} after the forward pass saved it for backward()",
+    hint="Replace the in-place operation applied after {op} with its out-of-place form: `x = x + 1` instead of `x += 1`, `torch.relu(x)` instead of `inplace=True` or `relu_()`, and `x = x.clone()` before assigning into a slice.",
+    doc="""
+## What it does
+Explains the crash "one of the variables needed for gradient computation has been modified by
+an inplace operation", naming the forward operation whose output was changed (from PyTorch's
+message: "which is output 0 of Sigmoid"). It is reported at the `backward()` call; the line
+to change is the in-place operation that follows that forward operation.
+
+## Why is this bad?
+Many operations save their output or input for the backward pass (sigmoid, tanh, exp, relu,
+matrix products). Changing that tensor in place afterwards (`+=`, `*=`, `x[...] = ...`,
+`inplace=True`, `relu_()`) makes the saved value wrong, so backward() refuses to run.
+
+## Example
+```python
+import torch
+from torch import nn
+
+layer = nn.Linear(8, 8)
+h = torch.sigmoid(layer(torch.randn(4, 8)))
+h += 1
+h.sum().backward()
+```
+
+Use instead:
+```python
+import torch
+from torch import nn
+
+layer = nn.Linear(8, 8)
+h = torch.sigmoid(layer(torch.randn(4, 8)))
+h = h + 1
+h.sum().backward()
+```
+""",
+)

@@ -1,0 +1,89 @@
+"""Crashes of the data pipeline: workers killed by a signal, functions workers cannot receive."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import re
+from typing import TYPE_CHECKING, Any
+
+from torchdoctor.rules.data.dataloader_worker_killed import RULE as WORKER_KILLED
+from torchdoctor.rules.data.unpicklable_worker_function import RULE as UNPICKLABLE
+from torchdoctor.run.crash.describe import size_text, torch_module
+from torchdoctor.run.crash.explain import Explanation
+from torchdoctor.run.crash.model import Crash
+
+if TYPE_CHECKING:
+    from torchdoctor.run.session import Session
+
+_KILLED = re.compile(r"DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal: (?P<signal>[^.]+)\.")
+_PICKLE = re.compile(r"Can't (?:pickle|get) (?:local object )?'?(?P<what><[^>]+>|[\w.<>]+)'?")
+SHM = "/dev/shm"
+
+
+def worker_killed(crash: Crash, session: Session | None) -> Explanation | None:
+    match = _KILLED.search(crash.message)
+    if match is None:
+        return None
+    signal = match["signal"].strip()
+    shm = _shared_memory()
+    if signal.lower().startswith("bus"):
+        cause = f"a Bus error: the workers ran out of shared memory ({SHM}{shm}), which carries every batch to the main process"
+        hint = "Give the container more shared memory (`docker run --shm-size=8g ...` or `--ipc=host`; Kubernetes: an emptyDir with medium Memory on /dev/shm), or use fewer workers / smaller batches."
+    elif signal.lower().startswith("kill"):
+        cause = "SIGKILL, usually the kernel's out-of-memory killer: every worker holds a copy of what the dataset keeps in memory"
+        hint = "Use fewer workers, keep large arrays out of the Dataset object (memory-map them, or load per item), and check the job's memory limit."
+    else:
+        cause = f"{signal} (a crash in native code run by the worker: an image decoder, a compiled extension)"
+        hint = "Run the loader with `num_workers=0` to see the error in the main process, and check the libraries the dataset calls."
+    return Explanation(WORKER_KILLED, {"pid": match["pid"], "cause": cause, "hint": hint})
+
+
+def unpicklable(crash: Crash, session: Session | None) -> Explanation | None:
+    if crash.exc_type not in ("PicklingError", "AttributeError", "TypeError") or not ("pickle" in crash.message or "local object" in crash.message):
+        return None
+    loader = _loader(crash)
+    if loader is None:
+        return None
+    for argument in ("collate_fn", "worker_init_fn", "dataset", "sampler", "batch_sampler"):
+        value = getattr(loader, argument, None)
+        if value is None or _picklable(value):
+            continue
+        what = _describe(value)
+        code = getattr(value, "__code__", None)
+        at = (code.co_filename, code.co_firstlineno) if code is not None and not code.co_filename.startswith("<") else None
+        return Explanation(UNPICKLABLE, {"argument": argument, "what": what}, at=at)
+    return None
+
+
+def _loader(crash: Crash) -> Any:
+    torch = torch_module()
+    if torch is None:
+        return None
+    from torch.utils.data import DataLoader
+
+    return crash.find_local(DataLoader)
+
+
+def _picklable(value: Any) -> bool:
+    try:
+        pickle.dumps(value)
+    except Exception:  # noqa: BLE001 - any failure to pickle is the answer
+        return False
+    return True
+
+
+def _describe(value: Any) -> str:
+    name = getattr(value, "__qualname__", None) or type(value).__name__
+    return "a lambda" if name == "<lambda>" else f"`{name}`"
+
+
+def _shared_memory() -> str:
+    try:
+        stats = os.statvfs(SHM)
+    except (OSError, AttributeError):
+        return ""
+    return f" is {size_text(stats.f_blocks * stats.f_frsize)} here"
+
+
+EXPLAINERS = (worker_killed, unpicklable)

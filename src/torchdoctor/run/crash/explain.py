@@ -1,0 +1,94 @@
+"""From an uncaught exception to one finding: the first explainer that recognises it wins.
+
+An explainer is a function `(crash, session) -> Explanation | SILENT | None`. It matches the
+exception's message (stable fragments, never whole texts: PyTorch rewords them), and may use
+the live locals of the failing frames and what the session observed (module names,
+DataLoaders, optimizers) to name things. `session` is None when torch was never imported.
+Unrecognised crashes become TD001 at the innermost line of user code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from torchdoctor.core.finding import Finding, Severity
+from torchdoctor.core.rule import Rule
+from torchdoctor.rules.api.script_crashed import RULE as CRASHED
+from torchdoctor.run.crash.model import Crash, Frame
+from torchdoctor.run.events import Location
+
+if TYPE_CHECKING:
+    from torchdoctor.run.session import Session
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What an explainer says: the rule, its template fields, and where (default: the crash's
+    innermost user line)."""
+
+    rule: Rule
+    fields: dict[str, Any]
+    at: Location | None = None
+    evidence: dict[str, Any] | None = None
+
+
+#: returned by an explainer when the crash is reported by the process where it happened
+SILENT = object()
+
+Explainer = Callable[[Crash, "Session | None"], "Explanation | object | None"]
+
+
+def explainers() -> tuple[Explainer, ...]:
+    from torchdoctor.run.crash import autograd, data, loss, misc, tensors
+
+    return (*misc.EXPLAINERS, *data.EXPLAINERS, *autograd.EXPLAINERS, *loss.EXPLAINERS, *tensors.EXPLAINERS)
+
+
+def explain(exception: BaseException, session: Session | None = None) -> list[tuple[Finding, str]]:
+    """The finding (with its record key) for an uncaught exception; none for Ctrl-C and exit()."""
+    if isinstance(exception, (KeyboardInterrupt, SystemExit, GeneratorExit)):
+        return []
+    finding = explain_crash(Crash.from_exception(exception), session)
+    if finding is None:
+        return []
+    return [(finding, f"crash:{finding.rule}:{finding.file}:{finding.line}")]
+
+
+def explain_crash(crash: Crash, session: Session | None) -> Finding | None:
+    inner = crash.inner()
+    candidates = [c for c in (inner, crash, *crash.causes) if c is not None]
+    for candidate in candidates:
+        for explainer in explainers():
+            try:
+                said = explainer(candidate, session)
+            except Exception:  # noqa: BLE001 - a failed explanation falls back to the plain one
+                continue
+            if said is SILENT:
+                return None
+            if isinstance(said, Explanation):
+                return _finding(said, candidate)
+    origin = inner or crash
+    where = f" (raised in {origin.origin})" if origin.origin else ""
+    return _at(CRASHED, origin, origin.user_frame(), exception=origin.headline + where)
+
+
+def _finding(said: Explanation, crash: Crash) -> Finding:
+    frame = crash.user_frame()
+    location = said.at if said.at is not None else ((frame.file, frame.line) if frame else None)
+    evidence = {"exception": crash.headline, **({"raised_in": crash.origin} if crash.origin else {}), **(said.evidence or {})}
+    file, line = location if location else (None, None)
+    return said.rule.finding(file=file, line=line, severity=Severity.ERROR, evidence=evidence, rank=crash.rank, **said.fields)
+
+
+def _at(rule: Rule, crash: Crash, frame: Frame | None, **fields: Any) -> Finding:
+    evidence = {"exception": crash.headline, **({"raised_in": crash.origin} if crash.origin else {})}
+    return rule.finding(
+        file=frame.file if frame else None,
+        line=frame.line if frame else None,
+        severity=Severity.ERROR,
+        evidence=evidence,
+        rank=crash.rank,
+        **fields,
+    )

@@ -1,0 +1,150 @@
+"""Crashes about what a loss (or a batch-norm layer) is given: targets and batch sizes."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from torchdoctor.rules.data.batchnorm_batch_of_one import RULE as BATCH_OF_ONE
+from torchdoctor.rules.dtype.class_target_not_integer import RULE as TARGET_DTYPE
+from torchdoctor.rules.loss.class_target_out_of_range import RULE as OUT_OF_RANGE
+from torchdoctor.rules.loss.class_target_shape_mismatch import RULE as TARGET_SHAPE
+from torchdoctor.run.crash.describe import dtype_name, innermost_module, module_label, torch_module
+from torchdoctor.run.crash.explain import Explanation
+from torchdoctor.run.crash.model import Crash
+
+if TYPE_CHECKING:
+    from torchdoctor.run.session import Session
+
+_OUT_OF_BOUNDS = re.compile(r"Target (?P<label>-?\d+) is out of bounds")
+_TARGET_DTYPE = re.compile(r"expected target dtype to be Long or Byte, but got (?P<dtype>\w+)|expected scalar type Long but found (?P<old>\w+)")
+_TARGET_SIZE = re.compile(r"Expected target size \[(?P<want>[\d, ]+)\], got \[(?P<got>[\d, ]+)\]")
+_BATCH_SIZE = re.compile(r"Expected input batch_size \((?P<input>\d+)\) to match target batch_size \((?P<target>\d+)\)")
+_BATCH_OF_ONE = re.compile(r"Expected more than 1 value per channel when training, got input size torch\.Size\(\[(?P<shape>[\d, ]+)\]\)")
+
+
+def target_out_of_range(crash: Crash, session: Session | None) -> Explanation | None:
+    match = _OUT_OF_BOUNDS.search(crash.message)
+    device_assert = "t >= 0 && t < n_classes" in crash.message
+    if match is None and not device_assert:
+        return None
+    logits, target = _loss_arguments(crash)
+    classes = int(logits.shape[1] if logits.dim() > 1 else logits.shape[0]) if logits is not None else None
+    label = int(match["label"]) if match else None
+    if target is not None and target.numel():
+        label = int(target.max()) if classes is None or int(target.max()) >= classes else int(target.min())
+    hint = None
+    if label is not None and label < 0:
+        hint = f"Label {label} is a padding/ignore label: pass `ignore_index={label}` to the loss (the default ignores only -100)."
+    fields: dict[str, Any] = {
+        "max_label": label if label is not None else "a label",
+        "num_classes": classes if classes is not None else "fewer",
+        "last": classes - 1 if classes is not None else "C-1",
+    }
+    if hint:
+        fields["hint"] = hint
+    return Explanation(OUT_OF_RANGE, fields)
+
+
+def target_dtype(crash: Crash, session: Session | None) -> Explanation | None:
+    match = _TARGET_DTYPE.search(crash.message)
+    if match is None:
+        return None
+    dtype = dtype_name(match["dtype"] or match["old"])
+    return Explanation(TARGET_DTYPE, {"loss": _loss_name(crash), "dtype": dtype})
+
+
+def target_shape(crash: Crash, session: Session | None) -> Explanation | None:
+    match = _TARGET_SIZE.search(crash.message)
+    if match:
+        want = [int(d) for d in match["want"].split(",")]
+        got = [int(d) for d in match["got"].split(",")]
+        logits, _ = _loss_arguments(crash)
+        shape = list(logits.shape) if logits is not None else None
+        if shape is not None and len(shape) == 3 and got == [shape[0], shape[1]]:
+            return Explanation(
+                TARGET_SHAPE,
+                {
+                    "loss": _loss_name(crash),
+                    "detail": f"the logits are {shape} = (batch, positions, classes) but the loss reads classes from dim 1",
+                    "hint": "Move the classes to dim 1 with `logits.transpose(1, 2)`, or flatten both: `loss(logits.reshape(-1, C), target.reshape(-1))`.",
+                },
+            )
+        return Explanation(TARGET_SHAPE, {"loss": _loss_name(crash), "detail": f"the target has shape {got} but the input implies {want}"})
+    match = _BATCH_SIZE.search(crash.message)
+    if match:
+        return Explanation(
+            TARGET_SHAPE,
+            {
+                "loss": _loss_name(crash),
+                "detail": f"the input has {match['input']} rows but the target {match['target']}",
+                "hint": "A reshape in the model mixes samples: flatten with `x.flatten(1)` or `x.view(x.size(0), -1)` instead of `x.view(-1, features)`, and check the input size the model was built for.",
+            },
+        )
+    if "Expected floating point type for target with class probabilities" in crash.message:
+        return Explanation(
+            TARGET_SHAPE,
+            {
+                "loss": _loss_name(crash),
+                "detail": "the target has the input's shape, so it is read as class probabilities, but it holds integers (one-hot labels?)",
+                "hint": "Pass class indices instead (`target.argmax(dim=1)`), or one-hot probabilities as floats (`target.float()`).",
+            },
+        )
+    return None
+
+
+def batch_of_one(crash: Crash, session: Session | None) -> Explanation | None:
+    match = _BATCH_OF_ONE.search(crash.message)
+    if match is None:
+        return None
+    torch = torch_module()
+    layer = innermost_module(crash, torch.nn.modules.batchnorm._BatchNorm) if torch is not None else None
+    label = module_label(layer, session) if layer is not None else "a batch-norm layer"
+    cause, hint = _short_last_batch(session)
+    return Explanation(BATCH_OF_ONE, {"layer": label, "shape": f"[{match['shape']}]", "cause": cause, "hint": hint})
+
+
+def _short_last_batch(session: Session | None) -> tuple[str, str]:
+    if session is not None:
+        for loader in list(session.loaders.iterations.keys()):
+            size = _length(loader)
+            batch = getattr(loader, "batch_size", None)
+            if size and batch and size % batch == 1 and not getattr(loader, "drop_last", False):
+                return (
+                    f": the last batch of a DataLoader has one sample ({size} samples, batch_size={batch})",
+                    "Pass `drop_last=True` to the training DataLoader (or pick a batch size that does not leave one sample).",
+                )
+    return (
+        ": a batch of one sample reached it in training mode",
+        "Use batches of at least 2 in training (`drop_last=True` drops a last batch of one); for single-sample inference call `model.eval()` first.",
+    )
+
+
+def _length(loader: Any) -> int | None:
+    try:
+        return len(loader.dataset)
+    except TypeError:
+        return None
+
+
+def _loss_arguments(crash: Crash) -> tuple[Any, Any]:
+    """(input, target) of the failing loss function call, from the live frames."""
+    torch = torch_module()
+    if torch is None:
+        return None, None
+    for frame in crash.deepest():
+        local = frame.locals
+        if isinstance(local.get("input"), torch.Tensor) and isinstance(local.get("target"), torch.Tensor):
+            return local["input"], local["target"]
+    return None, None
+
+
+def _loss_name(crash: Crash) -> str:
+    names = {"cross_entropy": "CrossEntropyLoss", "nll_loss": "NLLLoss"}
+    for frame in crash.deepest():
+        if frame.function in names:
+            return names[frame.function]
+    return "the loss"
+
+
+EXPLAINERS = (target_out_of_range, target_dtype, target_shape, batch_of_one)

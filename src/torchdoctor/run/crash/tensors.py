@@ -1,0 +1,213 @@
+"""Crashes about tensors meeting each other: devices, dtypes, shapes, strides, indices."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from torchdoctor.rules.api.layer_input_shape_mismatch import RULE as SHAPE
+from torchdoctor.rules.api.view_of_non_contiguous import RULE as VIEW
+from torchdoctor.rules.data.embedding_index_out_of_range import RULE as EMBEDDING
+from torchdoctor.rules.device.device_mismatch import RULE as DEVICE
+from torchdoctor.rules.dtype.dtype_mismatch import RULE as DTYPE
+from torchdoctor.run.crash.describe import (
+    describe,
+    dtype_name,
+    innermost_module,
+    module_label,
+    tensor_dtype,
+    tensors_near,
+    torch_module,
+    user_names,
+)
+from torchdoctor.run.crash.explain import Explanation
+from torchdoctor.run.crash.model import Crash
+
+if TYPE_CHECKING:
+    from torchdoctor.run.session import Session
+
+_DEVICES = (
+    re.compile(r"Expected all tensors to be on the same device, but found at least two devices, (?P<a>[\w:]+) and (?P<b>[\w:]+)"),
+    re.compile(r"Expected all tensors to be on the same device, but got \w+ is on (?P<a>[\w:]+), different from other tensors on (?P<b>[\w:]+)"),
+    re.compile(r"Tensor on device (?P<a>[\w:]+) is not on the expected device (?P<b>[\w:]+)"),
+    re.compile(r"Expected object of device type (?P<b>\w+) but got device type (?P<a>\w+)"),
+    re.compile(r"Input type \(torch\.(?P<a>cuda\.)?\w+\) and weight type \(torch\.(?P<b>cuda\.)?\w+\) should be the same"),
+)
+_DTYPES = (
+    re.compile(r"mat1 and mat2 must have the same dtype, but got (?P<a>\w+) and (?P<b>\w+)"),
+    re.compile(r"expected m1 and m2 to have the same dtype, but got: (?P<a>\w+) != (?P<b>\w+)"),
+    re.compile(r"Input type \((?P<a>\w+)\) and (?:weight|bias) type \((?P<b>\w+)\) should be the same"),
+    re.compile(r"expected scalar type (?P<b>\w+) but found (?P<a>\w+)"),
+    re.compile(r"Found dtype (?P<a>\w+) but expected (?P<b>\w+)"),
+    re.compile(r"expected (?:mat1|input) and (?:mat2|weight) to have the same dtype, but got: (?P<a>\w+) != (?P<b>\w+)"),
+)
+_MATMUL = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((?P<n>\d+)x(?P<got>\d+) and (?P<k>\d+)x(?P<m>\d+)\)")
+_CHANNELS = re.compile(
+    r"weight of size \[(?P<weight>[\d, ]+)\], expected input\[(?P<input>[\d, ]+)\] to have (?P<want>\d+) channels, but got (?P<got>\d+) channels"
+)
+
+
+def device_mismatch(crash: Crash, session: Session | None) -> Explanation | None:
+    for pattern in _DEVICES:
+        match = pattern.search(crash.message)
+        if match:
+            break
+    else:
+        return None
+    first, second = _device(match["a"]), _device(match["b"])
+    a = _pick(crash, session, lambda t: str(t.device) == first or t.device.type == first)
+    b = _pick(crash, session, lambda t: str(t.device) == second or t.device.type == second)
+    names = (a[0] if a else "one tensor", b[0] if b else "another")
+    where = _where(crash, session)
+    param_side = _is_param(a[1]) if a else False, _is_param(b[1]) if b else False
+    if param_side[1] and not param_side[0]:
+        hint = f"Move {names[0]} to the model's device before the call: `.to({second!r})` (or create it there with `device=`)."
+    elif param_side[0] and not param_side[1]:
+        hint = f"Move {names[1]} to the model's device before the call: `.to({first!r})` (or create it there with `device=`)."
+    else:
+        hint = "Put both on one device: move the model once with `model.to(device)` after building it, and every batch with `.to(device)`; create new tensors with `device=`."
+    return Explanation(DEVICE, {"first": names[0], "first_device": first, "second": names[1], "second_device": second, "where": where, "hint": hint})
+
+
+def dtype_mismatch(crash: Crash, session: Session | None) -> Explanation | None:
+    for pattern in _DTYPES:
+        match = pattern.search(crash.message)
+        if match:
+            break
+    else:
+        return None
+    first, second = dtype_name(match["a"]), dtype_name(match["b"])
+    if first == second:
+        return None
+    a = _pick(crash, session, lambda t: tensor_dtype(t) == first)
+    b = _pick(crash, session, lambda t: tensor_dtype(t) == second and (a is None or t is not a[1]))
+    names = (a[0] if a else f"a {first} tensor", b[0] if b else f"a {second} tensor")
+    wide = first if first == "float64" else second if second == "float64" else None
+    if wide is not None:
+        culprit = names[0] if wide == first else names[1]
+        hint = (
+            f"Convert {culprit} with `.float()` where it is created: float64 comes from NumPy arrays "
+            "(`torch.from_numpy`), Python floats batched by the default collate, or `torch.tensor(list_of_floats, dtype=torch.float64)`."
+        )
+    else:
+        hint = "Convert one side so both match (`.to(other.dtype)`), or run the mixed-precision region under `torch.autocast`."
+    return Explanation(DTYPE, {"first": names[0], "first_dtype": first, "second": names[1], "second_dtype": second, "where": _where(crash, session), "hint": hint})
+
+
+def view_of_non_contiguous(crash: Crash, session: Session | None) -> Explanation | None:
+    if "view size is not compatible with input tensor's size and stride" not in crash.message:
+        return None
+    frame = crash.user_frame()
+    torch = torch_module()
+    name, producer = "the tensor", ""
+    if frame is not None and torch is not None:
+        for key, value in frame.locals.items():
+            if isinstance(value, torch.Tensor) and not value.is_contiguous():
+                name = f"`{key}`"
+                producer = _producer(value)
+                break
+    origin = f" (it comes from {producer})" if producer else " (after a transpose, permute, expand or slicing)"
+    return Explanation(VIEW, {"tensor": name, "origin": origin})
+
+
+def shape_mismatch(crash: Crash, session: Session | None) -> Explanation | None:
+    torch = torch_module()
+    match = _MATMUL.search(crash.message)
+    if match:
+        linear = innermost_module(crash, torch.nn.Linear) if torch is not None else None
+        got = int(match["got"])
+        if linear is not None:
+            layer = module_label(linear, session)
+            return Explanation(
+                SHAPE,
+                {
+                    "layer": layer,
+                    "expected": f"in_features={linear.in_features}",
+                    "got": f"{got} features per sample (input {match['n']}x{got})",
+                    "hint": f"Set `in_features={got}` for {layer} (what the layer before it produces), or use `nn.LazyLinear` to infer it.",
+                },
+            )
+        return Explanation(
+            SHAPE,
+            {
+                "layer": "a matrix multiplication",
+                "expected": f"{match['k']} rows in the second operand",
+                "got": f"{got} columns in the first ({match['n']}x{got} @ {match['k']}x{match['m']})",
+                "hint": "The inner dimensions must match: check the shapes of both operands (print `.shape`) and transpose or reshape the one that is wrong.",
+            },
+        )
+    match = _CHANNELS.search(crash.message)
+    if match:
+        conv = innermost_module(crash, torch.nn.modules.conv._ConvNd) if torch is not None else None
+        layer = module_label(conv, session) if conv is not None else "a convolution"
+        dims = [int(d) for d in match["input"].split(",")]
+        want = int(match["want"])
+        if dims and dims[-1] == want:
+            hint = "The input is channels-last (N, H, W, C): permute it to (N, C, H, W) with `x.permute(0, 3, 1, 2)` (images from PIL/NumPy are HWC)."
+        else:
+            hint = f"Give {layer} `in_channels={match['got']}`, or fix the layer before it so it produces {want} channels."
+        return Explanation(
+            SHAPE,
+            {"layer": layer, "expected": f"{want} input channels", "got": f"{match['got']} channels (input shape [{match['input']}])", "hint": hint},
+        )
+    return None
+
+
+def embedding_index(crash: Crash, session: Session | None) -> Explanation | None:
+    if crash.exc_type != "IndexError" or "index out of range in self" not in crash.message:
+        return None
+    torch = torch_module()
+    embedding = innermost_module(crash, torch.nn.Embedding) if torch is not None else None
+    if embedding is None:
+        return None
+    ids = crash.find_local(torch.Tensor, "input")
+    largest = int(ids.max()) if ids is not None and ids.numel() else None
+    smallest = int(ids.min()) if ids is not None and ids.numel() else None
+    bad = largest if largest is not None and largest >= embedding.num_embeddings else smallest
+    return Explanation(
+        EMBEDDING,
+        {"layer": module_label(embedding, session), "index": bad if bad is not None else "an id", "size": embedding.num_embeddings, "last": embedding.num_embeddings - 1},
+    )
+
+
+def _device(text: str | None) -> str:
+    if text is None:
+        return "cpu"
+    return "cuda" if text == "cuda." else text
+
+
+def _pick(crash: Crash, session: Session | None, wanted: Any) -> tuple[str, Any] | None:
+    """The first tensor near the failure that satisfies `wanted`, with its best name; tensors
+    the user's own frame names come first."""
+    known = user_names(crash)
+    candidates = list(tensors_near(crash))
+    candidates.sort(key=lambda item: id(item[1]) not in known)
+    for name, tensor, _frame in candidates:
+        try:
+            if wanted(tensor):
+                return describe(name, tensor, crash, session), tensor
+        except Exception:  # noqa: BLE001, S112 - an odd tensor subclass: try the next one
+            continue
+    return None
+
+
+def _where(crash: Crash, session: Session | None) -> str:
+    module = innermost_module(crash)
+    return f" in {module_label(module, session)}" if module is not None else ""
+
+
+def _is_param(tensor: Any) -> bool:
+    torch = torch_module()
+    return torch is not None and isinstance(tensor, torch.nn.Parameter)
+
+
+def _producer(tensor: Any) -> str:
+    node = getattr(tensor, "grad_fn", None)
+    name = type(node).__name__ if node is not None else ""
+    for op in ("Transpose", "Permute", "Expand", "T", "Slice", "AsStrided", "Unfold", "Diagonal"):
+        if name.startswith(op + "Backward"):
+            return {"T": "transpose"}.get(op, op.lower())
+    return ""
+
+
+EXPLAINERS = (device_mismatch, dtype_mismatch, view_of_non_contiguous, shape_mismatch, embedding_index)

@@ -1,0 +1,87 @@
+"""The detector API: how a runtime check plugs into `torchdoctor run` and `torchdoctor.watch()`.
+
+A detector is a class with the rules it may report and the `on_*` methods it needs. The
+session wires only the methods a detector overrides, so an event nobody listens to costs
+nothing. Detectors receive the session as `self.ctx` and report through `self.ctx.report`.
+See docs/run-detectors-dev.md for the contract (cost, no side effects, precision).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from torchdoctor.core.rule import Rule
+from torchdoctor.run.events import Backward, Batch, LoaderIter, LossCall, ModuleCall, Step, ZeroGrad
+from torchdoctor.run.outcome import Outcome
+
+if TYPE_CHECKING:
+    from torchdoctor.run.session import Session
+
+#: the event methods a detector may override (the session dispatches these by name)
+EVENTS = (
+    "on_module_call",
+    "on_loss",
+    "on_backward",
+    "on_backward_end",
+    "on_zero_grad",
+    "on_step",
+    "on_step_end",
+    "on_loader_iter",
+    "on_batch",
+    "on_warmup_end",
+    "on_finish",
+)
+
+
+class Detector:
+    """One runtime check. Subclass it, list `rules`, override the `on_*` methods you need.
+
+    Every method runs inside the user's training step: keep it cheap, never synchronise
+    with the device on every step, never draw random numbers, never change a tensor, a
+    module, the grad mode or the RNG state. Do expensive work only during warm-up
+    (`self.ctx.warmup`), or once something looks wrong.
+    """
+
+    #: the rules this detector may report; it is not installed when all of them are disabled
+    rules: ClassVar[tuple[Rule, ...]] = ()
+
+    def __init__(self, ctx: Session) -> None:
+        self.ctx = ctx
+
+    def on_module_call(self, event: ModuleCall) -> None:
+        """A module's forward returned (warm-up only: global module hooks are removed after it)."""
+
+    def on_loss(self, event: LossCall) -> None:
+        """A loss function is about to run (every call)."""
+
+    def on_backward(self, event: Backward) -> None:
+        """backward() is about to run (every call)."""
+
+    def on_backward_end(self, event: Backward) -> None:
+        """backward() returned without raising (every call)."""
+
+    def on_zero_grad(self, event: ZeroGrad) -> None:
+        """zero_grad() of an optimizer or a module was called (every call)."""
+
+    def on_step(self, event: Step) -> None:
+        """An optimizer is about to step (every step)."""
+
+    def on_step_end(self, event: Step) -> None:
+        """An optimizer has stepped (every step)."""
+
+    def on_loader_iter(self, event: LoaderIter) -> None:
+        """A DataLoader is iterated (each epoch)."""
+
+    def on_batch(self, event: Batch) -> None:
+        """A DataLoader produced a batch (every batch; only wired for detectors that override it)."""
+
+    def on_warmup_end(self) -> None:
+        """The warm-up steps are over (or the run ended first): conclude what needed them."""
+
+    def on_finish(self, outcome: Outcome) -> None:
+        """The run (or the `watch()` block) ended; `outcome` says how."""
+
+
+def overridden(detector: Detector, event: str) -> bool:
+    """True when the detector's class defines its own `event` method."""
+    return getattr(type(detector), event) is not getattr(Detector, event)

@@ -1,0 +1,67 @@
+"""DataLoaders: which loaders the script iterates, each epoch, and (on request) each batch.
+
+`DataLoader.__iter__` gets an observing stand-in (once per epoch). The per-batch stand-in on
+the loader iterators is installed only when a detector listens to batches.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from torch.utils.data import DataLoader
+from torch.utils.data.dataloader import _BaseDataLoaderIter
+
+from torchdoctor.run.events import Batch, LoaderIter
+from torchdoctor.run.patching import Patches
+
+_LOADER = "_torchdoctor_loader"
+
+
+class LoaderIndex:
+    """Loaders iterated so far, with how many times each was."""
+
+    def __init__(self) -> None:
+        self.iterations: weakref.WeakKeyDictionary[DataLoader[Any], int] = weakref.WeakKeyDictionary()
+
+    def install(
+        self,
+        patches: Patches,
+        on_iter: Callable[[LoaderIter], None],
+        on_batch: Callable[[Batch], None] | None,
+    ) -> None:
+        index = self
+        original_iter = DataLoader.__iter__
+
+        def __iter__(self: DataLoader[Any]) -> Any:
+            iterator = original_iter(self)
+            try:
+                count = index.iterations.get(self, 0) + 1
+                index.iterations[self] = count
+                if on_batch is not None:
+                    vars(iterator)[_LOADER] = weakref.ref(self)
+                on_iter(LoaderIter(self, count))
+            except Exception:  # noqa: BLE001, S110 - observing must never change the data
+                pass
+            return iterator
+
+        __iter__.__wrapped__ = original_iter  # type: ignore[attr-defined]
+        patches.set(DataLoader, "__iter__", __iter__)
+        if on_batch is None:
+            return
+        original_next = _BaseDataLoaderIter.__next__
+
+        def __next__(self: _BaseDataLoaderIter) -> Any:
+            batch = original_next(self)
+            try:
+                ref = vars(self).get(_LOADER)
+                loader = ref() if ref is not None else None
+                if loader is not None:
+                    on_batch(Batch(loader, batch))
+            except Exception:  # noqa: BLE001, S110 - same as above
+                pass
+            return batch
+
+        __next__.__wrapped__ = original_next  # type: ignore[attr-defined]
+        patches.set(_BaseDataLoaderIter, "__next__", __next__)

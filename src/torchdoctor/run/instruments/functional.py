@@ -1,0 +1,50 @@
+"""Loss functions: an observing stand-in for each `torch.nn.functional` loss.
+
+The `nn` loss modules call these functions through `torch.nn.functional`, so one stand-in
+covers `F.cross_entropy(...)` and `nn.CrossEntropyLoss()(...)` alike. The stand-in hands the
+detectors the input and target before the loss runs and changes nothing; under
+torch.compile it steps aside.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from torchdoctor.run.events import LossCall
+from torchdoctor.run.patching import Patches, observed
+
+#: the losses observed: every one takes (input, target, ...) first
+LOSSES = (
+    "cross_entropy",
+    "nll_loss",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "mse_loss",
+    "l1_loss",
+    "smooth_l1_loss",
+    "huber_loss",
+    "kl_div",
+    "poisson_nll_loss",
+)
+
+
+def install(patches: Patches, on_loss: Callable[[LossCall], None]) -> None:
+    for name in LOSSES:
+        original = getattr(F, name, None)
+        if original is None:
+            continue
+        patches.set(F, name, observed(original, _caller(name, on_loss), skip=torch.compiler.is_compiling))
+
+
+def _caller(name: str, on_loss: Callable[[LossCall], None]) -> Callable[[tuple[Any, ...], dict[str, Any]], None]:
+    def before(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        input_ = args[0] if args else kwargs.get("input")
+        target = args[1] if len(args) > 1 else kwargs.get("target")
+        if isinstance(input_, torch.Tensor):
+            on_loss(LossCall(name, input_, target, args, kwargs))
+
+    return before

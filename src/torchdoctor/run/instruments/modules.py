@@ -1,0 +1,139 @@
+"""Which modules run, which of them are models (top-level calls), and what everything is called.
+
+Global module forward hooks are on only while the session observes closely (warm-up): a
+Python call per module call is cheap but not free, so they are removed once the training
+loop's shape is known. What was learnt (the models, the modules that ran and in which grad
+mode) stays available to the detectors for the whole run.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn.modules import module as module_hooks
+
+from torchdoctor.core.locate import caller_in_user_code
+from torchdoctor.run.events import Location, ModuleCall
+
+#: wrappers whose parameter names start with this prefix, which users do not write
+WRAPPER_PREFIXES = ("module.", "_orig_mod.", "_fsdp_wrapped_module.")
+
+
+@dataclass
+class ModuleUse:
+    """How a module was called while the hooks were on."""
+
+    grad_calls: int = 0
+    no_grad_calls: int = 0
+
+
+class ModuleIndex:
+    """Models seen (root modules, with where they were first called), modules that ran, names."""
+
+    def __init__(self, on_call: Callable[[ModuleCall], None] | None, on_root: Callable[[], None]) -> None:
+        self.roots: weakref.WeakKeyDictionary[nn.Module, Location | None] = weakref.WeakKeyDictionary()
+        self.ran: weakref.WeakKeyDictionary[nn.Module, ModuleUse] = weakref.WeakKeyDictionary()
+        self._on_call = on_call
+        self._on_root = on_root
+        self._local = threading.local()
+        self._handles: list[Any] = []
+        self._names: weakref.WeakKeyDictionary[nn.Module, str] = weakref.WeakKeyDictionary()
+        self._param_names: dict[int, tuple[weakref.ref[Any], str]] = {}
+
+    @property
+    def active(self) -> bool:
+        return bool(self._handles)
+
+    def start(self) -> None:
+        if self._handles:
+            return
+        self._handles = [
+            module_hooks.register_module_forward_pre_hook(self._pre),
+            module_hooks.register_module_forward_hook(self._post, always_call=True),
+        ]
+
+    def stop(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+
+    def _pre(self, module: nn.Module, args: tuple[Any, ...]) -> None:
+        if torch.compiler.is_compiling():
+            return
+        depth = getattr(self._local, "depth", 0)
+        self._local.depth = depth + 1
+        use = self.ran.get(module)
+        if use is None:
+            use = self.ran[module] = ModuleUse()
+        if torch.is_grad_enabled():
+            use.grad_calls += 1
+        else:
+            use.no_grad_calls += 1
+        if depth == 0:
+            if module not in self.roots:
+                self.roots[module] = caller_in_user_code()
+                self._names.clear()
+            self._on_root()
+
+    def _post(self, module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
+        if torch.compiler.is_compiling():
+            return
+        depth = getattr(self._local, "depth", 1) - 1
+        self._local.depth = max(depth, 0)
+        if self._on_call is not None:
+            self._on_call(ModuleCall(module, args, output, root=depth == 0, grad_enabled=torch.is_grad_enabled()))
+
+    def add_root(self, module: nn.Module, location: Location | None = None) -> None:
+        """Make a model known without having seen it called (e.g. from an optimizer's owner)."""
+        if module not in self.roots:
+            self.roots[module] = location
+            self._names.clear()
+
+    def live_roots(self) -> list[nn.Module]:
+        """Top-level models, outermost first: a root inside another root is not listed."""
+        roots = list(self.roots.keys())
+        inner = {id(child) for root in roots for child in root.modules() if child is not root}
+        return [root for root in roots if id(root) not in inner]
+
+    def name_of(self, module: nn.Module) -> str:
+        """`fc1`, `encoder.layers.0.attn`; a model itself is named by its class."""
+        if not self._names:
+            for root in self.live_roots():
+                for name, child in root.named_modules():
+                    self._names.setdefault(child, _strip(name) or type(root).__name__)
+        return self._names.get(module) or type(module).__name__
+
+    def param_name(self, param: torch.Tensor) -> str | None:
+        """The parameter's qualified name in its model, when it belongs to a known model."""
+        entry = self._param_names.get(id(param))
+        if entry is None or entry[0]() is not param:
+            self._param_names = {
+                id(p): (weakref.ref(p), _strip(name)) for root in self.live_roots() for name, p in root.named_parameters()
+            }
+            entry = self._param_names.get(id(param))
+        return entry[1] if entry is not None and entry[0]() is param else None
+
+    def owner_of(self, param: torch.Tensor) -> nn.Module | None:
+        """The module that holds `param` directly (its `_parameters`)."""
+        for root in self.live_roots():
+            for module in root.modules():
+                if any(p is param for p in module._parameters.values()):
+                    return module
+        return None
+
+    def modules(self) -> Iterator[nn.Module]:
+        for root in self.live_roots():
+            yield from root.modules()
+
+
+def _strip(name: str) -> str:
+    for prefix in WRAPPER_PREFIXES:
+        while name.startswith(prefix):
+            name = name[len(prefix):]
+    return name

@@ -1,0 +1,157 @@
+"""Start the script as `python SCRIPT ARGS...` (or `python -m MODULE ARGS...`) would, observed.
+
+The script runs in a child process of the real interpreter, not in an emulation: its
+`__main__`, `__spec__`, `sys.argv`, `sys.path[0]`, stdin/stdout/stderr and exit status are
+Python's own. Observation comes from the environment: the bootstrap folder first on
+PYTHONPATH (its `sitecustomize` starts `torchdoctor.run.boot`) and the run folder where every
+process writes its records. Children of the script inherit both, so DataLoader workers,
+`torch.multiprocessing.spawn` children and torchrun's ranks are observed too. A separate
+runner process also means the report is written even when the script dies from a signal.
+
+No torch here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import time
+import tokenize
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from torchdoctor.core.errors import UsageError
+from torchdoctor.run.records import ENV_DIR, ENV_PARENT
+
+BOOTSTRAP = Path(__file__).resolve().parent / "_bootstrap"
+#: signals the runner passes on to the script (Ctrl-C reaches the script from the terminal itself)
+FORWARDED = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name))
+
+
+@dataclass(frozen=True)
+class Target:
+    """What to run: a script (file, folder or zip with `__main__.py`) or a module, and its arguments."""
+
+    script: str | None
+    module: str | None
+    args: tuple[str, ...] = ()
+
+    def command(self) -> list[str]:
+        if self.module is not None:
+            return [sys.executable, "-m", self.module, *self.args]
+        assert self.script is not None
+        return [sys.executable, self.script, *self.args]
+
+    def display(self) -> str:
+        head = f"-m {self.module}" if self.module is not None else str(self.script)
+        return " ".join([head, *self.args])
+
+    def check(self) -> None:
+        """Refuse, with one line, what `python` could not even start (exit 2, nothing run)."""
+        if self.module is not None:
+            _check_module(self.module)
+        else:
+            assert self.script is not None
+            _check_script(Path(self.script))
+
+
+def _check_script(path: Path) -> None:
+    if path.is_dir():
+        if not (path / "__main__.py").is_file():
+            raise UsageError(f"cannot run {str(path)!r}: it is a folder without a __main__.py")
+        return
+    if not path.is_file():
+        raise UsageError(f"no file to run: {str(path)!r}")
+    if path.suffix in (".zip", ".pyz"):
+        return  # a zip application: Python checks it
+    try:
+        with tokenize.open(path) as handle:
+            source = handle.read()
+        compile(source, str(path), "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        raise UsageError(f"cannot run {path}: {exc.msg} at line {exc.lineno}; fix the syntax error first") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"cannot read {str(path)!r}: {exc}") from None
+
+
+def _check_module(module: str) -> None:
+    if not module or not all(part.isidentifier() for part in module.split(".")):
+        raise UsageError(f"-m {module!r}: not a module name")
+    top = module.split(".")[0]
+    saved = list(sys.path)
+    sys.path.insert(0, os.getcwd())  # what `python -m` puts first
+    try:
+        found = importlib.util.find_spec(top) is not None  # a top-level name: nothing is imported
+    except (ImportError, ValueError):
+        found = False
+    finally:
+        sys.path[:] = saved
+    if not found:
+        raise UsageError(f"no module named {top!r} (for -m {module})")
+
+
+def child_environment(folder: Path) -> dict[str, str]:
+    """The script's environment: ours, plus the bootstrap folder on PYTHONPATH and the run folder."""
+    env = dict(os.environ)
+    existing = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = os.pathsep.join([str(BOOTSTRAP), existing]) if existing else str(BOOTSTRAP)
+    env[ENV_DIR] = str(folder)
+    env[ENV_PARENT] = str(os.getpid())
+    return env
+
+
+@dataclass(frozen=True)
+class Finished:
+    """How the script's process ended: its return code (negative: killed by that signal)."""
+
+    returncode: int
+    seconds: float
+
+    @property
+    def signal(self) -> int | None:
+        return -self.returncode if self.returncode < 0 else None
+
+    @property
+    def exit_status(self) -> int:
+        """What a shell reports for `python SCRIPT`: the exit code, or 128 + the signal number."""
+        return 128 + -self.returncode if self.returncode < 0 else self.returncode
+
+
+def run(target: Target, folder: Path) -> Finished:
+    """Run the target to its end, passing on termination signals; Ctrl-C reaches it directly."""
+    started = time.monotonic()
+    try:
+        process = subprocess.Popen(target.command(), env=child_environment(folder))
+    except OSError as exc:
+        raise UsageError(f"cannot start {sys.executable}: {exc.strerror}") from None
+    with _forwarding(process):
+        returncode = process.wait()
+    return Finished(returncode=returncode, seconds=time.monotonic() - started)
+
+
+@contextmanager
+def _forwarding(process: subprocess.Popen[bytes]) -> Iterator[None]:
+    """While the script runs: ignore Ctrl-C here (the terminal sends it to the script as well,
+    which reports and exits) and pass SIGTERM/SIGHUP/SIGQUIT on to the script."""
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        if process.poll() is None:
+            process.send_signal(signum)
+
+    def ignore(_signum: int, _frame: FrameType | None) -> None:
+        pass
+
+    previous = {signal.SIGINT: signal.signal(signal.SIGINT, ignore)}
+    for signum in FORWARDED:
+        previous[signum] = signal.signal(signum, forward)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

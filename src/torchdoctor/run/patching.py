@@ -1,0 +1,93 @@
+"""Reversible interventions: attribute stand-ins and hook handles, all undone in reverse order.
+
+Every change torchdoctor makes to torch while it observes is recorded here, so that
+`watch()` leaves the process exactly as it found it (the anomaly_mode pattern: every
+intervention is a handle that puts things back).
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from typing import Any, Protocol
+
+_MISSING = object()
+
+
+class Removable(Protocol):
+    def remove(self) -> None: ...
+
+
+class Patches:
+    """Attribute replacements and hook handles that can all be undone."""
+
+    def __init__(self) -> None:
+        self._undo: list[Callable[[], None]] = []
+
+    def set(self, owner: Any, name: str, value: Any) -> None:
+        """`setattr(owner, name, value)`, remembering whether `owner` itself had the attribute."""
+        old = vars(owner).get(name, _MISSING)
+        setattr(owner, name, value)
+
+        def undo() -> None:
+            if old is _MISSING:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, old)
+
+        self._undo.append(undo)
+
+    def hold(self, handle: Removable) -> None:
+        self._undo.append(handle.remove)
+
+    def undo(self) -> None:
+        while self._undo:
+            self._undo.pop()()
+
+
+def observed(
+    original: Callable[..., Any],
+    before: Callable[[tuple[Any, ...], dict[str, Any]], None],
+    after: Callable[[], None] | None = None,
+    *,
+    skip: Callable[[], bool] = lambda: False,
+) -> Callable[..., Any]:
+    """A stand-in for `original` that calls `before(args, kwargs)` (and `after()`) around it.
+
+    The observation callbacks never change the arguments or the result; when `skip()` is true
+    (e.g. while torch.compile traces) the original is called directly. The stand-in keeps the
+    original's name, docstring, `__wrapped__` and, for Python functions, its module globals:
+    TorchScript then compiles the original's source unchanged (it follows `__wrapped__` and
+    resolves names through the function's globals).
+    """
+
+    def stand_in(*args: Any, **kwargs: Any) -> Any:
+        if skip():
+            return original(*args, **kwargs)
+        try:
+            before(args, kwargs)
+        except Exception:  # noqa: BLE001, S110 - observing must never change what the call does
+            pass
+        if after is None:
+            return original(*args, **kwargs)
+        try:
+            return original(*args, **kwargs)
+        finally:
+            try:
+                after()
+            except Exception:  # noqa: BLE001, S110 - same as above
+                pass
+
+    globals_ = getattr(original, "__globals__", None)
+    if isinstance(globals_, dict):
+        stand_in = types.FunctionType(  # type: ignore[assignment]
+            stand_in.__code__, globals_, getattr(original, "__name__", "stand_in"), None, stand_in.__closure__
+        )
+    for attribute in ("__module__", "__name__", "__qualname__", "__doc__"):
+        try:
+            setattr(stand_in, attribute, getattr(original, attribute))
+        except (AttributeError, TypeError):
+            pass
+    stand_in.__wrapped__ = original  # type: ignore[attr-defined]
+    stand_in.__torchdoctor_original__ = original  # type: ignore[attr-defined]
+    return stand_in

@@ -1,0 +1,144 @@
+"""Per-process record files: every observed process appends what it finds, the runner merges.
+
+Why files, one JSON object per line, written as soon as a finding is made: a DataLoader
+worker, a torchrun rank or the script itself may end abruptly (`os._exit`, a signal, the
+kernel's out-of-memory killer). Whatever was written before the end still reaches the report.
+
+No torch here: the runner (which never imports torch) reads these files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from torchdoctor.core.finding import Category, Finding, Severity
+
+#: the folder the runner gives every observed process (environment variable)
+ENV_DIR = "TORCHDOCTOR_RUN_DIR"
+#: the pid of the `torchdoctor run` process, so the script's own process knows it is the main one
+ENV_PARENT = "TORCHDOCTOR_RUN_PARENT"
+CONFIG_FILE = "config.json"
+
+
+class ProcessLog:
+    """Appends records of one process to `<folder>/p<pid>-<start>.jsonl` (opened on first write)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.path = folder / f"p{os.getpid()}-{time.monotonic_ns()}.jsonl"
+        self._file: Any = None
+
+    def write(self, record: dict[str, Any]) -> None:
+        try:
+            if self._file is None:
+                self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open on purpose
+            self._file.write(json.dumps(record, default=str) + "\n")
+            self._file.flush()
+        except OSError:
+            pass  # the run folder vanished (the runner was killed): nothing left to report to
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def finding_record(finding: Finding, *, key: str, pid: int) -> dict[str, Any]:
+    """A finding as written by a process: the contract's JSON plus the dedup key and the pid."""
+    return {"type": "finding", "key": key, "pid": pid, "finding": finding.to_dict()}
+
+
+def finding_from_dict(data: dict[str, Any]) -> Finding:
+    """The inverse of `Finding.to_dict` (columns there are 1-based, here 0-based)."""
+    column = data.get("column")
+    end_column = data.get("end_column")
+    return Finding(
+        rule=data["rule"],
+        name=data["name"],
+        category=Category(data["category"]),
+        severity=Severity(data["severity"]),
+        message=data["message"],
+        hint=data["hint"],
+        file=data.get("file"),
+        line=data.get("line"),
+        column=column - 1 if isinstance(column, int) else None,
+        end_line=data.get("end_line"),
+        end_column=end_column - 1 if isinstance(end_column, int) else None,
+        evidence=data.get("evidence"),
+        count=int(data.get("count", 1)),
+        rank=data.get("rank"),
+    )
+
+
+@dataclass
+class RunRecords:
+    """Everything the observed processes wrote, merged."""
+
+    findings: list[Finding] = field(default_factory=list)
+    processes: list[dict[str, Any]] = field(default_factory=list)
+
+    def total(self, stat: str, role: str | None = None) -> int:
+        """The sum of one statistic (`steps`, `backward`, ...) over the processes (of one role)."""
+        return sum(int(p.get("stats", {}).get(stat, 0)) for p in self.processes if role is None or p.get("role") == role)
+
+
+def read_folder(folder: Path) -> RunRecords:
+    """Read and merge every process's records (unreadable lines are skipped, never fatal)."""
+    per_process: dict[str, dict[str, Finding]] = {}
+    processes: list[dict[str, Any]] = []
+    for path in sorted(folder.glob("p*.jsonl")):
+        latest: dict[str, Finding] = {}
+        for record in _records(path):
+            if record.get("type") == "finding":
+                try:
+                    latest[str(record["key"])] = finding_from_dict(record["finding"])
+                except (KeyError, ValueError, TypeError):
+                    continue
+            elif record.get("type") == "process":
+                processes.append(record)
+        per_process[path.name] = latest
+    return RunRecords(findings=merge(f for found in per_process.values() for f in found.values()), processes=processes)
+
+
+def _records(path: Path) -> Iterable[dict[str, Any]]:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # a line cut short by a process that died while writing it
+        if isinstance(record, dict):
+            yield record
+
+
+def merge(findings: Iterable[Finding]) -> list[Finding]:
+    """One finding per (rule, place, message) across processes: ranks seen are kept as evidence.
+
+    The same bug in every rank of a distributed job is one finding, not one per rank; a
+    finding seen on a single rank keeps that rank.
+    """
+    groups: dict[tuple[Any, ...], list[Finding]] = {}
+    for finding in findings:
+        groups.setdefault((finding.rule, finding.file, finding.line, finding.message), []).append(finding)
+    merged: list[Finding] = []
+    for group in groups.values():
+        first = group[0]
+        ranks = sorted({f.rank for f in group if f.rank is not None})
+        count = max(f.count for f in group)
+        if len(group) == 1:
+            merged.append(first)
+            continue
+        evidence = dict(first.evidence or {})
+        if len(ranks) > 1:
+            evidence["ranks"] = ranks
+        merged.append(replace(first, count=count, rank=ranks[0] if len(ranks) == 1 else None, evidence=evidence or None))
+    return merged

@@ -1,0 +1,296 @@
+"""The observation session of one process: instruments in, detectors told, findings out.
+
+One session per process (PyTorch's hooks are global). It installs the instruments, wires each
+detector's `on_*` methods to the events, runs the warm-up (close observation during the first
+optimizer steps, then only the cheap per-step hooks stay), schedules one-step traces that
+detectors ask for, de-duplicates findings and hands each new one to `emit` at once.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+from torch.optim.optimizer import Optimizer
+
+from torchdoctor.core.finding import Finding
+from torchdoctor.core.locate import caller_in_user_code
+from torchdoctor.core.rule import Rule
+from torchdoctor.run.detector import EVENTS, Detector, overridden
+from torchdoctor.run.events import Backward, Batch, LoaderIter, Location, LossCall, ModuleCall, Step, ZeroGrad
+from torchdoctor.run.instruments import functional
+from torchdoctor.run.instruments.autograd import BackwardWatch, GradTracker
+from torchdoctor.run.instruments.data import LoaderIndex
+from torchdoctor.run.instruments.modules import ModuleIndex
+from torchdoctor.run.instruments.optim import OptimizerIndex, params_of
+from torchdoctor.run.instruments.trace import OpTrace, Watcher
+from torchdoctor.run.outcome import Outcome
+from torchdoctor.run.patching import Patches
+
+Emit = Callable[[Finding, str], None]
+
+
+class Session:
+    """What the detectors see of the run (`self.ctx` in a detector); see docs/run-detectors-dev.md."""
+
+    #: optimizer steps (of every optimizer that steps) observed closely before the hooks go
+    WARMUP_STEPS: ClassVar[int] = 3
+    #: top-level module calls without any backward() after which module hooks pause (inference)
+    IDLE_FORWARDS: ClassVar[int] = 200
+
+    _current: ClassVar[Session | None] = None
+
+    def __init__(self, emit: Emit, enabled: frozenset[str] | None = None, detectors: Iterable[type[Detector]] | None = None) -> None:
+        self._emit = emit
+        self._enabled = enabled
+        self._found: dict[tuple[Any, ...], Finding] = {}
+        self._listeners: list[Emit] = []
+        self._patches = Patches()
+        self._pending_traces: list[Watcher] = []
+        self._trace: OpTrace | None = None
+        self._forwards_since_backward = 0
+        self._finished = False
+        self.notes: list[str] = []
+        #: True while the session observes closely (the first optimizer steps)
+        self.warmup = True
+        self.modules = ModuleIndex(on_call=None, on_root=self._on_root_call)
+        self.optimizers = OptimizerIndex(on_step=self._on_step, on_step_end=self._on_step_end, on_zero_grad=self._on_zero_grad)
+        self.backward = BackwardWatch(before=self._on_backward, after=self._on_backward_end)
+        self.grads = GradTracker()
+        self.loaders = LoaderIndex()
+        #: sequence numbers of the last events, to tell their order (see `seq`)
+        self.seq = 0
+        self.last_backward_seq = 0
+        #: optimizer steps completed when the last backward() returned
+        self.steps_at_last_backward = 0
+        self.last_zero_grad: dict[int, int] = {}  # id(optimizer or module) -> seq
+        self.zero_grad_calls: weakref.WeakKeyDictionary[Any, Location | None] = weakref.WeakKeyDictionary()
+        self.detectors = [cls(self) for cls in (detectors if detectors is not None else _builtin()) if self._wanted(cls)]
+        self._wire()
+
+    # -- life cycle -------------------------------------------------------------------------
+
+    @classmethod
+    def start(cls, emit: Emit, enabled: frozenset[str] | None = None, detectors: Iterable[type[Detector]] | None = None) -> Session:
+        """Create the process's session and install it (the previous one, if any, is stopped)."""
+        if cls._current is not None:
+            cls._current.uninstall()
+        session = cls(emit, enabled, detectors)
+        session.install()
+        cls._current = session
+        return session
+
+    @classmethod
+    def current(cls) -> Session | None:
+        return cls._current
+
+    def install(self) -> None:
+        patches = self._patches
+        self.optimizers.install(patches)
+        self.backward.install(patches)
+        functional.install(patches, self._on_loss)
+        self.loaders.install(patches, self._on_loader_iter, self._on_batch if self._has("on_batch") else None)
+        if self._has("on_module_call"):
+            self.modules._on_call = self._on_module_call
+        self.modules.start()
+
+    def uninstall(self) -> None:
+        self._end_trace()
+        self.modules.stop()
+        self.grads.stop()
+        self._patches.undo()
+        if Session._current is self:
+            Session._current = None
+
+    def after_fork(self) -> None:
+        """In a forked child (a DataLoader worker): keep observing, drop any half-done trace."""
+        self._trace = None
+        self._pending_traces = []
+
+    def finish(self, outcome: Outcome) -> None:
+        """Let the detectors conclude and write the final counts of repeated findings."""
+        if self._finished:
+            return
+        self._finished = True
+        self._end_trace()
+        if self.warmup:
+            self._end_warmup()
+        for detector in self.detectors:
+            if overridden(detector, "on_finish"):
+                self._call(detector.on_finish, outcome)
+        for key, finding in self._found.items():
+            if finding.count > 1:
+                self._send(finding, key)
+
+    # -- what detectors use -------------------------------------------------------------------
+
+    def enabled(self, rule: Rule) -> bool:
+        return self._enabled is None or rule.code in self._enabled
+
+    def report(self, rule: Rule, *, at: Location | None | bool = True, key: Any = None, **fields: Any) -> Finding | None:
+        """Report one finding of `rule`; repeats of the same (rule, place, key) only count.
+
+        `at` is the user's line; by default the innermost user frame of the current call
+        stack (the line in the script that led here). Pass `at=None` for no line. Other
+        keyword arguments go to `Rule.finding` (template fields, `message=`, `hint=`,
+        `severity=`, `evidence=`).
+        """
+        if not self.enabled(rule):
+            return None
+        location = caller_in_user_code() if at is True else at or None
+        dedup = (rule.code, location, key)
+        known = self._found.get(dedup)
+        if known is not None:
+            from dataclasses import replace
+
+            self._found[dedup] = replace(known, count=known.count + 1)
+            return None
+        file, line = location if location else (None, None)
+        finding = rule.finding(file=file, line=line, **fields)
+        self._found[dedup] = finding
+        self._send(finding, dedup)
+        return finding
+
+    def add_listener(self, listener: Emit) -> None:
+        """Also hand every new finding to `listener` (used by `watch()` inside `torchdoctor run`)."""
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: Emit) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    def trace_next_step(self, watcher: Watcher) -> None:
+        """Trace the torch calls of one step (after the current backward() until the next)."""
+        if watcher not in self._pending_traces:
+            self._pending_traces.append(watcher)
+
+    @property
+    def steps(self) -> int:
+        """Optimizer steps completed so far (all optimizers)."""
+        return self.optimizers.total_steps
+
+    def next_seq(self) -> int:
+        self.seq += 1
+        return self.seq
+
+    def stats(self) -> dict[str, int]:
+        return {
+            "steps": self.optimizers.total_steps,
+            "backward": self.backward.completed,
+            "optimizers": len(self.optimizers.known),
+            "models": len(self.modules.live_roots()),
+        }
+
+    def model_roots(self) -> list[nn.Module]:
+        """The models: top-level modules seen running that have parameters."""
+        return [root for root in self.modules.live_roots() if any(True for _ in root.parameters())]
+
+    # -- wiring -------------------------------------------------------------------------------
+
+    def _wanted(self, cls: type[Detector]) -> bool:
+        return not cls.rules or any(self.enabled(rule) for rule in cls.rules)
+
+    def _wire(self) -> None:
+        self._by_event: dict[str, list[Callable[..., None]]] = {
+            event: [getattr(d, event) for d in self.detectors if overridden(d, event)] for event in EVENTS
+        }
+
+    def _has(self, event: str) -> bool:
+        return bool(self._by_event.get(event))
+
+    def _dispatch(self, event: str, payload: Any = None) -> None:
+        for method in self._by_event[event]:
+            self._call(method, payload) if payload is not None else self._call(method)
+
+    def _call(self, method: Callable[..., None], *args: Any) -> None:
+        try:
+            method(*args)
+        except Exception as exc:  # noqa: BLE001 - a detector's bug must never stop the training run
+            note = f"{type(method.__self__).__name__}.{method.__name__} failed: {type(exc).__name__}: {exc}"  # type: ignore[attr-defined]
+            if note not in self.notes:
+                self.notes.append(note)
+
+    def _send(self, finding: Finding, key: tuple[Any, ...]) -> None:
+        text = repr(key)
+        self._emit(finding, text)
+        for listener in self._listeners:
+            listener(finding, text)
+
+    # -- events from the instruments ----------------------------------------------------------
+
+    def _on_root_call(self) -> None:
+        self._forwards_since_backward += 1
+        if self._forwards_since_backward > self.IDLE_FORWARDS and self.backward.calls == 0:
+            self.modules.stop()  # an inference-only phase: resumes at the first backward()
+
+    def _on_module_call(self, event: ModuleCall) -> None:
+        self._dispatch("on_module_call", event)
+
+    def _on_loss(self, event: LossCall) -> None:
+        self._dispatch("on_loss", event)
+
+    def _on_backward(self, event: Backward) -> None:
+        self._end_trace()
+        self._forwards_since_backward = 0
+        if self.warmup and not self.modules.active:
+            self.modules.start()
+        self._dispatch("on_backward", event)
+
+    def _on_backward_end(self, event: Backward) -> None:
+        self.last_backward_seq = self.next_seq()
+        self.steps_at_last_backward = self.steps
+        self._dispatch("on_backward_end", event)
+        if self._pending_traces:
+            self._trace = OpTrace(self._pending_traces)
+            self._pending_traces = []
+            self._trace.begin()
+
+    def _on_zero_grad(self, owner: nn.Module | Optimizer, set_to_none: bool) -> None:
+        self.last_zero_grad[id(owner)] = self.next_seq()
+        location = None
+        if self.warmup:
+            location = caller_in_user_code()
+            self.zero_grad_calls[owner] = location
+            params = params_of(owner) if isinstance(owner, Optimizer) else owner.parameters()
+            self.grads.reset(params)
+        self._dispatch("on_zero_grad", ZeroGrad(owner, set_to_none, location))
+
+    def _on_step(self, event: Step) -> None:
+        if self.warmup:
+            self.grads.track(params_of(event.optimizer))
+        self._dispatch("on_step", event)
+
+    def _on_step_end(self, event: Step) -> None:
+        self.next_seq()
+        self._dispatch("on_step_end", event)
+        if self.warmup:
+            self.grads.stepped(params_of(event.optimizer))
+            stepped = [info.steps for info in self.optimizers.known.values() if info.steps]
+            if stepped and min(stepped) >= self.WARMUP_STEPS:
+                self._end_warmup()
+
+    def _on_loader_iter(self, event: LoaderIter) -> None:
+        self._dispatch("on_loader_iter", event)
+
+    def _on_batch(self, event: Batch) -> None:
+        self._dispatch("on_batch", event)
+
+    def _end_warmup(self) -> None:
+        self.warmup = False
+        self.modules.stop()
+        self.grads.stop()
+        self._dispatch("on_warmup_end")
+
+    def _end_trace(self) -> None:
+        if self._trace is not None:
+            trace, self._trace = self._trace, None
+            trace.end()
+
+
+def _builtin() -> tuple[type[Detector], ...]:
+    from torchdoctor.run.detectors import DETECTORS
+
+    return DETECTORS

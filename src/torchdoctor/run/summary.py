@@ -1,0 +1,119 @@
+"""Turn what the observed processes wrote, and how the script ended, into the run's Report.
+
+No torch here.
+"""
+
+from __future__ import annotations
+
+import signal
+from dataclasses import replace
+
+from torchdoctor.core.finding import Finding
+from torchdoctor.core.locate import display_path
+from torchdoctor.core.report import Report
+from torchdoctor.rules.env.script_killed_by_signal import RULE as KILLED
+from torchdoctor.run.launcher import Finished, Target
+from torchdoctor.run.records import RunRecords
+
+#: signals that mean "someone stopped the run", not "the run crashed"
+STOPPED = {getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, n)}
+KILL_HINTS = {
+    "SIGKILL": (
+        " (usually the kernel's out-of-memory killer)",
+        "Check `dmesg` or the job's memory limit; use a smaller batch, fewer DataLoader workers or "
+        "a smaller model, and look for tensors kept across steps.",
+    ),
+    "SIGBUS": (
+        " (often shared memory /dev/shm running out)",
+        "Give the container more shared memory (`docker run --shm-size=8g` or `--ipc=host`) or use fewer DataLoader workers.",
+    ),
+    "SIGSEGV": (
+        " (a crash in native code)",
+        "Run `python -X faulthandler SCRIPT` to see the Python line; check that torch, CUDA and compiled extensions match (`torchdoctor env`).",
+    ),
+}
+DEFAULT_KILL_HINT = (
+    " (a crash in native code)",
+    "Run `python -X faulthandler SCRIPT` to see the Python line, and check the installation with `torchdoctor env`.",
+)
+
+
+def build(target: Target, finished: Finished, records: RunRecords) -> Report:
+    report = Report(command="run")
+    report.findings = [_displayed(f) for f in records.findings]
+    report.notices.extend(_notices(finished, records))
+    killed = _killed_finding(finished)
+    if killed is not None:
+        report.add(killed)
+    report.meta.update(
+        {
+            "stream": "stderr",
+            "exit_status": finished.exit_status,
+            "target": target.display(),
+            "title": _title(target, finished, records),
+            "seconds": round(finished.seconds, 3),
+            "steps": records.total("steps"),
+            "processes": [
+                {k: p.get(k) for k in ("pid", "role", "rank", "torch", "seconds", "stats")} for p in records.processes
+            ],
+        }
+    )
+    if finished.signal is not None:
+        report.meta["signal"] = _signal_name(finished.signal)
+    return report
+
+
+def _displayed(finding: Finding) -> Finding:
+    return replace(finding, file=display_path(finding.file)) if finding.file else finding
+
+
+def _title(target: Target, finished: Finished, records: RunRecords) -> str:
+    if finished.signal is not None:
+        end = f"killed by {_signal_name(finished.signal)}"
+    else:
+        end = f"exit status {finished.exit_status}"
+    parts = [f"torchdoctor run {target.display()}", end]
+    steps = records.total("steps")
+    if steps:
+        parts.append(f"{steps} optimizer step{'s' if steps != 1 else ''}")
+    observed = [p for p in records.processes if p.get("torch")]
+    if len(observed) > 1:
+        parts.append(f"{len(observed)} processes")
+    parts.append(f"{finished.seconds:.1f} s")
+    return " · ".join(parts)
+
+
+def _notices(finished: Finished, records: RunRecords) -> list[str]:
+    notes: list[str] = []
+    if finished.signal == signal.SIGINT:
+        notes.append("the script was interrupted (Ctrl-C); the report covers what ran until then")
+    elif finished.signal in STOPPED:
+        notes.append(f"the script was stopped by {_signal_name(finished.signal or 0)}; the report covers what ran until then")
+    torch_used = any(p.get("torch") for p in records.processes)
+    crashed = any(f.severity.value == "error" and f.rule.startswith("TD0") for f in records.findings)
+    if not records.processes and finished.signal is None and not crashed:
+        notes.append("the script never imported torch: there was nothing to observe")
+    elif torch_used and records.total("steps") == 0 and records.total("backward") == 0 and not crashed:
+        notes.append(
+            "no training was observed: the script never called backward() or optimizer.step() "
+            "(run the training entry point, or check that the loop is reached)"
+        )
+    for process in records.processes:
+        for note in process.get("notes") or []:
+            notes.append(f"pid {process.get('pid')}: {note}")
+    return notes
+
+
+def _killed_finding(finished: Finished) -> Finding | None:
+    if finished.signal is None or finished.signal in STOPPED:
+        return None
+    name = _signal_name(finished.signal)
+    detail, hint = KILL_HINTS.get(name, DEFAULT_KILL_HINT)
+    return KILLED.finding(signal=name, detail=detail, hint=hint, evidence={"signal": finished.signal})
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
