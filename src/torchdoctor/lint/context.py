@@ -19,7 +19,7 @@ from torchdoctor.core.rule import Rule
 from torchdoctor.core.suppress import is_suppressed
 from torchdoctor.lint import flow
 from torchdoctor.lint.model import ClassInfo, Event, Kind, LoopInfo, Scope
-from torchdoctor.lint.names import ImportTable, argument, dotted, may_pass, terminal
+from torchdoctor.lint.names import ImportTable, argument, chain_root, dotted, may_pass, terminal
 from torchdoctor.lint.source import Source
 
 Handler = Callable[[Any, "Context"], None]
@@ -76,6 +76,7 @@ class Context:
         self.memo: dict[str, Any] = {}  # per-file scratch space for checks, keyed by the check's name
         self.errors: list[tuple[str, BaseException]] = []
         self.classes: dict[str, ClassInfo] = {}
+        self.functions: dict[str, Scope] = {}  # module-level functions by name (for what they return)
         self.module_scope = Scope(node=ast.Module(body=[], type_ignores=[]), name="<module>")
         self.scope = self.module_scope
         self.scopes: list[Scope] = [self.module_scope]
@@ -370,6 +371,8 @@ class Context:
         )
         scope.bindings.update(dict.fromkeys(params))
         self.scopes.append(scope)
+        if self.scope is self.module_scope and method_of is None:
+            self.functions[node.name] = scope
         saved = self.scope, self.loops, self.grad_disabled, self.conditions, self._class_body
         self.scope, self.loops, self.grad_disabled, self.conditions = scope, (), scope.grad_disabled, ()
         self._class_body = None
@@ -516,6 +519,10 @@ class Context:
                 for element, item in zip(elements, value.elts):  # type: ignore[attr-defined]
                     self._bind(element, flow.kind_of(item, self), item)
                 return
+            if kind is not None and kind.tag == "tuple" and len(kind.items) == len(elements):
+                for element, (_, item) in zip(elements, kind.items):
+                    self._bind(element, item, None)
+                return
             element_kind = None
             if kind is not None and kind.tag in ("batch", "output"):
                 element_kind = Kind(kind.tag, "item", kind.node) if kind.tag == "batch" else kind
@@ -535,8 +542,8 @@ class Context:
 
     def _return(self, node: ast.Return) -> None:
         self._generic(node)
-        if node.value is not None and self.scope.cls is not None:
-            self.scope.returns.append(flow.kind_of(node.value, self))
+        if self.scope is not self.module_scope:
+            self.scope.returns.append(flow.kind_of(node.value, self) if node.value is not None else None)
 
     def _call(self, node: ast.Call) -> None:
         func = node.func
@@ -552,7 +559,7 @@ class Context:
                     self._event("call", node, name)
             elif name in self._tracked:
                 value = func.value  # type: ignore[attr-defined]
-                self._event(name, node, dotted(value), flow.kind_of(value, self))
+                self._event(name, node, chain_root(value, flow.MODULE_METHODS), flow.kind_of(value, self))
             elif func.value.__class__ is ast.Name and func.value.id == "self":  # type: ignore[attr-defined]
                 self._event("call", node, "self." + name)
             handlers = self._call_handlers.get(name)

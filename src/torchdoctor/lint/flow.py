@@ -30,6 +30,8 @@ SCALERS = frozenset({"torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch
 SAMPLERS = frozenset({"torch.utils.data.distributed.DistributedSampler", "torch.utils.data.DistributedSampler"})
 RNGS = frozenset({"numpy.random.default_rng", "numpy.random.RandomState", "numpy.random.Generator",
                   "random.Random", "torch.Generator"})
+CHECKPOINT_LOADERS = frozenset({"torch.load", "safetensors.torch.load_file", "safetensors.torch.load",
+                                "torch.hub.load_state_dict_from_url", "torch.utils.model_zoo.load_url"})
 DATASET_BASES = frozenset({"torch.utils.data.Dataset", "torch.utils.data.IterableDataset"})
 MODULE_BASES = frozenset({
     "torch.nn.Module", "torch.jit.ScriptModule", "lightning.pytorch.LightningModule", "lightning.LightningModule",
@@ -108,6 +110,8 @@ def constructor_kind(qualified: str, call: ast.Call, ctx: Context) -> Kind | Non
         return Kind("scaler", "", call)
     if qualified in RNGS:
         return Kind("rng", last, call)
+    if qualified in CHECKPOINT_LOADERS:
+        return Kind("checkpoint", "", call)
     if qualified.startswith("torchvision.models.") and last[:1].islower():
         return Kind("model", "", call)
     return None
@@ -137,9 +141,21 @@ def kind_of(node: ast.expr, ctx: Context) -> Kind | None:
         return None
     if cls is ast.Subscript:
         inner = kind_of(node.value, ctx)  # type: ignore[attr-defined]
-        if inner is not None and inner.tag in ("probs", "sigmoid", "log_probs", "batch", "output"):
+        if inner is None:
+            return None
+        if inner.tag in ("mapping", "tuple"):
+            key = node.slice  # type: ignore[attr-defined]
+            return inner.item(key.value) if isinstance(key, ast.Constant) else None
+        if inner.tag in ("probs", "sigmoid", "log_probs", "batch", "output", "checkpoint"):
             return inner
         return None
+    if cls is ast.Dict:
+        items = tuple((k.value, kind_of(v, ctx)) for k, v in zip(node.keys, node.values)  # type: ignore[attr-defined]
+                      if isinstance(k, ast.Constant))
+        return Kind("mapping", "", node, items) if any(kind for _, kind in items) else None
+    if cls is ast.Tuple:
+        items = tuple((index, kind_of(e, ctx)) for index, e in enumerate(node.elts))  # type: ignore[attr-defined]
+        return Kind("tuple", "", node, items) if any(kind for _, kind in items) else None
     if cls is ast.BinOp:
         left = kind_of(node.left, ctx)  # type: ignore[attr-defined]
         if left is not None and left.tag == "loss":
@@ -176,6 +192,9 @@ def _call_kind(call: ast.Call, ctx: Context) -> Kind | None:
             if inner.tag == "model":
                 return inner if attr in MODULE_METHODS else None
             return inner if inner.tag in ("probs", "sigmoid", "log_probs", "loss", "batch") and attr in KEEPS_KIND else None
+        if attr in ("get", "pop", "copy"):
+            inner = kind_of(base, ctx)
+            return inner if inner is not None and inner.tag == "checkpoint" else None
         if attr in ("forward", "__call__"):
             return _called(kind_of(base, ctx), call)
         return _called(kind_of(func, ctx), call)
@@ -186,6 +205,9 @@ def _call_kind(call: ast.Call, ctx: Context) -> Kind | None:
             if qualified in WRAPPERS and call.args:
                 return kind_of(call.args[0], ctx)
             return constructor_kind(qualified, call, ctx)
+        function = ctx.functions.get(name)
+        if function is not None:
+            return _returned(function.returns)
         local = ctx.classes.get(name)
         if local is not None:
             if local.is_module:
@@ -195,6 +217,14 @@ def _call_kind(call: ast.Call, ctx: Context) -> Kind | None:
             return None
         return _called(ctx.lookup(name), call)
     return None
+
+
+def _returned(returns: list[Kind | None]) -> Kind | None:
+    """What a function of this file returns, when all its `return`s agree on the kind."""
+    kinds = [k for k in returns if k is not None]
+    if not kinds or len({k.tag for k in kinds}) != 1 or len(kinds) != len(returns):
+        return None
+    return kinds[0]
 
 
 def _called(callee: Kind | None, call: ast.Call) -> Kind | None:

@@ -113,6 +113,15 @@ def dotted(node: ast.expr) -> str | None:
     return ".".join(parts)
 
 
+def chain_root(node: ast.expr, through: frozenset[str]) -> str | None:
+    """`dotted` of the object behind calls that return it: `model` for `model.to(device)` when
+    `to` is in `through` (so `model.to(device).train()` is a call on `model`)."""
+    while (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+           and node.func.attr in through):
+        node = node.func.value
+    return dotted(node)
+
+
 def terminal(node: ast.expr) -> str | None:
     """The last name of a callee: `step` for `opt.step`, `softmax` for `F.softmax`."""
     if isinstance(node, ast.Attribute):

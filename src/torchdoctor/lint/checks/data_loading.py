@@ -13,13 +13,29 @@ _DATALOADER = "torch.utils.data.DataLoader"
 _WORKER_FUNCTIONS = (("collate_fn", 6), ("worker_init_fn", 10))
 
 
-def uses_workers(call: ast.Call) -> bool:
-    """`num_workers` is given and is not the literal 0 (unknown values count as workers)."""
+def uses_workers(call: ast.Call, ctx: Context) -> bool:
+    """`num_workers` is given and is not 0. A command-line option (`args.workers`) counts with
+    its argparse default when this file declares it; other unknown values count as workers.
+    Call it at FILE_END, when every `add_argument` of the file has been seen."""
     workers = argument(call, "num_workers", 5)
     if workers is None:
         return False
     value = literal(workers)
+    if isinstance(workers, ast.Attribute):
+        value = ctx.memo.get("argparse", {}).get(workers.attr, value)
     return not (isinstance(value, int) and value <= 0)
+
+
+@check(("TD140", "TD142"), ast.Call, names={"add_argument"}, needs_torch=False)
+def remember_argparse_default(node: ast.Call, ctx: Context) -> None:
+    """`parser.add_argument("--workers", type=int, default=4)`: `args.workers` defaults to 4."""
+    options = [literal(a) for a in node.args]
+    long = next((o for o in options if isinstance(o, str) and o.startswith("--")), None)
+    dest = literal(keyword(node, "dest"))
+    name = dest if isinstance(dest, str) else long[2:].replace("-", "_") if long else None
+    if name is not None:
+        default = keyword(node, "default")
+        ctx.memo.setdefault("argparse", {})[name] = literal(default) if default is not None else None
 
 
 def _is_dataloader(node: ast.Call, ctx: Context) -> bool:
@@ -28,13 +44,20 @@ def _is_dataloader(node: ast.Call, ctx: Context) -> bool:
 
 @check("TD142", ast.Call, names={"DataLoader"}, needs_torch=True)
 def unpicklable_worker_function(node: ast.Call, ctx: Context) -> None:
-    if not _is_dataloader(node, ctx) or not uses_workers(node) or keyword(node, "multiprocessing_context") is not None:
+    if not _is_dataloader(node, ctx) or keyword(node, "multiprocessing_context") is not None:
         return
     for name, position in _WORKER_FUNCTIONS:
         value = argument(node, name, position)
         what = _unpicklable(value, ctx) if value is not None else None
         if what is not None:
-            ctx.report("TD142", value, argument=name, what=what)  # type: ignore[arg-type]
+            ctx.memo.setdefault("TD142", []).append((node, value, name, what))
+
+
+@check("TD142", FILE_END)
+def report_unpicklable(tree: ast.Module, ctx: Context) -> None:
+    for call, value, name, what in ctx.memo.get("TD142", []):
+        if uses_workers(call, ctx):
+            ctx.report("TD142", value, argument=name, what=what)
 
 
 def _unpicklable(value: ast.expr, ctx: Context) -> str | None:
@@ -91,17 +114,17 @@ def rng_read_by_dataset(node: ast.Attribute, ctx: Context) -> None:
 
 @check("TD140", ast.Call, names={"DataLoader"})
 def dataloader_with_workers(node: ast.Call, ctx: Context) -> None:
-    if not _is_dataloader(node, ctx) or not uses_workers(node) or argument(node, "worker_init_fn", 10) is not None:
+    if not _is_dataloader(node, ctx) or argument(node, "worker_init_fn", 10) is not None:
         return
     dataset = argument(node, "dataset", 0)
     kind = ctx.kind(dataset) if dataset is not None else None
     if kind is not None and kind.tag == "dataset":
-        ctx.memo.setdefault("TD140-loaded", set()).add(kind.detail)
+        ctx.memo.setdefault("TD140-loaded", []).append((kind.detail, node))
 
 
 @check("TD140", FILE_END, tracks=("get_worker_info", "seed", "manual_seed"))
 def report_rng_in_workers(tree: ast.Module, ctx: Context) -> None:
-    loaded = ctx.memo.get("TD140-loaded", set())
+    loaded = {name for name, call in ctx.memo.get("TD140-loaded", []) if uses_workers(call, ctx)}
     read = ctx.memo.get("TD140-read", set())
     for info, attribute, node, what in ctx.memo.get("TD140", []):
         if info.name not in loaded or (id(info), attribute) not in read or _reseeds(info, ctx):

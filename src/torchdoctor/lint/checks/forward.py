@@ -20,16 +20,16 @@ _DROPOUTS = frozenset({"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_
 
 
 def _activations(ctx: Context) -> set[str]:
-    """Names holding activations in the current forward (its arguments, to begin with)."""
+    """Names holding activations computed in the current forward: results of submodule calls
+    and what is computed from them. (The forward's own arguments are not counted: inputs such
+    as timesteps or indices are data, and cutting them off the graph changes nothing.)"""
     store: dict[int, set[str]] = ctx.memo.setdefault("TD121", {})
-    key = id(ctx.scope)
-    if key not in store:
-        store[key] = {p for p in ctx.scope.params if p not in ("self", "args", "kwargs")}
-    return store[key]
+    return store.setdefault(id(ctx.scope), set())
 
 
-def _carries(node: ast.expr, names: set[str]) -> bool:
-    """Does the value of `node` depend on an activation (its values, not only its shape)?"""
+def _carries(node: ast.expr, names: set[str], methods: frozenset[str] = frozenset()) -> bool:
+    """Does the value of `node` depend on an activation (its values, not only its shape)?
+    `self.x(...)` makes one, unless `x` is one of the class's own methods (`methods`)."""
     stack = [node]
     while stack:
         item = stack.pop()
@@ -46,10 +46,15 @@ def _carries(node: ast.expr, names: set[str]) -> bool:
             func = item.func
             if isinstance(func, ast.Name) and func.id in ("len", "isinstance", "type"):
                 continue
-            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
+                    and func.attr not in methods):
                 return True  # a submodule call makes an activation
         stack.extend(ast.iter_child_nodes(item))
     return False
+
+
+def _methods(ctx: Context) -> frozenset[str]:
+    return ctx.class_info.methods if ctx.class_info is not None else frozenset()
 
 
 @check("TD121", ast.Assign)
@@ -57,13 +62,13 @@ def track_activations(node: ast.Assign, ctx: Context) -> None:
     if not ctx.in_forward:
         return
     names = _activations(ctx)
-    carries = _carries(node.value, names)
+    carries = _carries(node.value, names, _methods(ctx))
     for target in node.targets:
         for item in ast.walk(target):
             if isinstance(item, ast.Name):
                 (names.add if carries else names.discard)(item.id)
-    if ctx.grad_disabled or len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
-        return
+    if ctx.grad_disabled or ctx.conditions or len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+        return  # under an `if`, a detach is an option the author chose (e.g. `if freeze_embeddings:`)
     value = node.value
     if (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "detach"
             and isinstance(value.func.value, ast.Name) and value.func.value.id == node.targets[0].id
@@ -77,7 +82,7 @@ def detached_output(node: ast.Return, ctx: Context) -> None:
     if not ctx.in_forward or ctx.grad_disabled or value is None:
         return
     if (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "detach"
-            and _carries(value.func.value, _activations(ctx))):
+            and _carries(value.func.value, _activations(ctx), _methods(ctx))):
         ctx.report("TD121", value, call=ctx.text(value),
                    message=f"forward() returns `{ctx.text(value)}`: the whole output is cut from the autograd graph, so no layer of this module receives a gradient")
 
@@ -86,7 +91,7 @@ def detached_output(node: ast.Return, ctx: Context) -> None:
 def rewrapped_activation(node: ast.Call, ctx: Context) -> None:
     if not ctx.in_forward or ctx.grad_disabled or not node.args:
         return
-    if ctx.qualified(node.func) in _REWRAP and _carries(node.args[0], _activations(ctx)):
+    if ctx.qualified(node.func) in _REWRAP and _carries(node.args[0], _activations(ctx), _methods(ctx)):
         ctx.report("TD121", node, call=ctx.text(node))
 
 
@@ -94,7 +99,7 @@ def rewrapped_activation(node: ast.Call, ctx: Context) -> None:
 def data_of_activation(node: ast.Attribute, ctx: Context) -> None:
     if node.attr != "data" or not isinstance(node.ctx, ast.Load) or not ctx.in_forward or ctx.grad_disabled:
         return
-    if _carries(node.value, _activations(ctx)):
+    if _carries(node.value, _activations(ctx), _methods(ctx)):
         ctx.report("TD121", node, call=ctx.text(node))
 
 

@@ -40,9 +40,11 @@ def tensor_copy_discarded(node: ast.Expr, ctx: Context) -> None:
     ctx.report("TD154", node, call=ctx.text(call), name=receiver.id, fix=fix)
 
 
-@check("TD160", ast.Expr, needs_torch=False)
+@check("TD160", ast.Expr)
 def non_strict_load_ignored(node: ast.Expr, ctx: Context) -> None:
     call = node.value
     if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "load_state_dict"
-            and literal(keyword(call, "strict")) is False):
-        ctx.report("TD160", node, target=ctx.text(call.func.value))
+            and literal(keyword(call, "strict")) is False and call.args):
+        state = ctx.kind(call.args[0])
+        if state is not None and state.tag == "checkpoint":  # read from a file, not copied from a live model
+            ctx.report("TD160", node, target=ctx.text(call.func.value))

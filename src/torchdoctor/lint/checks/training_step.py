@@ -40,6 +40,8 @@ def missing_zero_grad(tree: ast.Module, ctx: Context) -> None:
                 events = [e for e, _ in reached([e for e in scope.events if inside(e, loop)], ctx)]
                 if not any(is_backward(e) for e in events):
                     continue
+                if any(e.name == "optimizer_created" and e.receiver == step.receiver for e in events):
+                    break  # a new optimizer (over new tensors) every iteration: nothing accumulates
                 if id(loop) not in flagged and not any(is_grad_reset(e) for e in events):
                     flagged.add(id(loop))
                     ctx.report("TD110", step.node)
@@ -72,6 +74,8 @@ def zero_grad_before_step(tree: ast.Module, ctx: Context) -> None:
                 optimizer = stepped_optimizer(step)
                 if optimizer is None or order(reset, step) != -1 or not _resets(reset, step, optimizer):
                     continue
+                if not _encloses(reset, step):
+                    continue  # the reset sits in a branch of its own (`if nan: zero_grad(); continue`)
                 if any(is_backward(e) and order(reset, e) == -1 and order(e, step) == -1 for e in events):
                     continue  # gradients are computed again before the step
                 backward = any(is_backward(e) and order(e, reset) == -1 and _same_pass(e, reset) for e in events)
@@ -95,6 +99,11 @@ def _resets(reset: Event, step: Event, optimizer: str) -> bool:
         if isinstance(first, ast.Call) and isinstance(first.func, ast.Attribute) and first.func.attr == "parameters":
             return dotted(first.func.value) == reset.receiver
     return False
+
+
+def _encloses(a: Event, b: Event) -> bool:
+    """Whenever `b` runs, `a` ran in the same pass: a's statement list is b's or encloses it."""
+    return b.path[: len(a.path) - 1] == a.path[:-1] and len(b.path) >= len(a.path)
 
 
 def _same_pass(a: Event, b: Event) -> bool:
@@ -207,7 +216,7 @@ def _is_scheduler(event: Event) -> bool:
     return "sched" in name and "step" not in name
 
 
-@check("TD157", ast.Assign)
+@check(("TD110", "TD157"), ast.Assign)
 def optimizer_created_in_loop(node: ast.Assign, ctx: Context) -> None:
     if not ctx.loops or not isinstance(node.value, ast.Call) or len(node.targets) != 1:
         return
@@ -221,8 +230,17 @@ def optimizer_created_in_loop(node: ast.Assign, ctx: Context) -> None:
 def optimizer_stepped_in_creation_loop(tree: ast.Module, ctx: Context) -> None:
     for scope in ctx.scopes:
         for made in scope.events:
-            if made.name != "optimizer_created":
+            if made.name != "optimizer_created" or not _over_model_parameters(made.node.value):  # type: ignore[attr-defined]
                 continue
             if any(stepped_optimizer(s) == made.receiver and s.loops == made.loops and order(made, s) == -1
                    for s in scope.events):
                 ctx.report("TD157", made.node, optimizer=made.receiver)
+
+
+def _over_model_parameters(call: ast.Call) -> bool:
+    """`SGD(model.parameters(), ...)`: a long-lived model, not tensors made in this iteration."""
+    if not call.args:
+        return False
+    first = call.args[0]
+    return isinstance(first, ast.Call) and isinstance(first.func, ast.Attribute) and first.func.attr in (
+        "parameters", "named_parameters")
