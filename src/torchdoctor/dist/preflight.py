@@ -10,6 +10,7 @@ from torchdoctor.dist.assemble import assemble
 from torchdoctor.dist.facts import DistFacts, RankFacts
 from torchdoctor.dist.summary import bandwidth_table, checks
 from torchdoctor.dist.verdicts import judge_by_group, launch_problems
+from torchdoctor.env.redact import redact_variables
 
 
 def preflight(*, started: float, environ: Mapping[str, str], nproc: int | None, timeout: float,
@@ -33,7 +34,7 @@ def preflight(*, started: float, environ: Mapping[str, str], nproc: int | None, 
 
 
 def _base(environ: Mapping[str, str], mode: str, timeout: float) -> DistFacts:
-    env = launch.launch_env(environ)
+    env = redact_variables(launch.launch_env(environ))
     addr = env.get("MASTER_ADDR")
     ips = launch.resolve(addr) if addr else None
     return DistFacts(

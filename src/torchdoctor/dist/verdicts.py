@@ -117,7 +117,8 @@ def never_arrived(facts: DistFacts) -> Iterator[Finding]:
     master = facts.rank(0).master if facts.rank(0) else facts.launch.get("MASTER_ADDR")
     arrived = (facts.world_size or 0) - len(facts.missing)
     yield NEVER_ARRIVED.finding(
-        which=_plural(missing), arrived=arrived, world=facts.world_size, master=master, seconds=f"{facts.timeout:g}",
+        which=_plural(missing), arrived=arrived, world=facts.world_size, master=master,
+        seconds=f"{facts.rendezvous_seconds or facts.timeout:.0f}",
         evidence={"missing": missing},
     )
 

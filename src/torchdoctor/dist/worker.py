@@ -34,6 +34,9 @@ OPS = ("all_reduce", "broadcast", "all_gather", "barrier")
 POLL = 0.05
 #: non-zero ranks wait this much longer than rank 0, so that rank 0, which sees the whole job, speaks first
 FOLLOWER_MARGIN = 2.0
+#: every rank waits at least this long once it is ready, however long importing torch took
+#: (a cold import on a network file system can take longer than the whole rendezvous timeout)
+MIN_WAIT_AFTER_READY = 3.0
 
 
 def emit(event: str, **data: Any) -> None:
@@ -94,6 +97,11 @@ class Worker:
         return facts
 
     # -- store ------------------------------------------------------------------------------
+    def ready(self) -> None:
+        """torch is imported: make sure the deadlines leave time to meet the others."""
+        margin = FOLLOWER_MARGIN if self.rank else 0.0
+        self.deadline = max(self.deadline, time.time() + MIN_WAIT_AFTER_READY + margin)
+
     def remaining(self) -> float:
         return max(0.1, self.deadline - time.time())
 
@@ -105,7 +113,8 @@ class Worker:
         if not host:
             kind = wait_for_port(self.addr, self.port, self.deadline)
             if kind is not None:
-                emit("store_failed", connect=kind, error=describe_connect(kind, self.addr, self.port, self.deadline - self.args.deadline + self.args.rendezvous))
+                waited = self.deadline - (self.args.deadline - self.args.rendezvous)
+                emit("store_failed", connect=kind, error=describe_connect(kind, self.addr, self.port, waited))
                 return False
         try:
             self.store = TCPStore(self.addr, self.port, self.world, host,
@@ -358,6 +367,7 @@ def main(argv: list[str]) -> None:
     worker = Worker(args, dict(os.environ))
     try:
         facts = worker.facts()
+        worker.ready()
         emit("facts", facts=facts)
         if not worker.connect():
             return
