@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from torchdoctor.env.facts import from_dict
+from torchdoctor.env.text import human_bytes
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,7 @@ class Collective:
 
     @property
     def label(self) -> str:
-        return f"{self.op} {human_size(self.bytes)} ({self.backend})" if self.op != "barrier" else f"barrier ({self.backend})"
+        return f"{self.op} {human_bytes(self.bytes)} ({self.backend})" if self.op != "barrier" else f"barrier ({self.backend})"
 
 
 @dataclass(frozen=True)
@@ -84,11 +85,3 @@ class DistFacts:
 
 def load(data: dict[str, Any]) -> DistFacts:
     return from_dict(DistFacts, data)
-
-
-def human_size(count: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if count < 1024 or unit == "GiB":
-            return f"{count:g} {unit}"
-        count //= 1024
-    return f"{count} B"

@@ -8,7 +8,8 @@ from typing import Any
 
 from torchdoctor.core.finding import Finding, Severity
 from torchdoctor.core.report import CheckResult, Status
-from torchdoctor.dist.facts import DistFacts, human_size
+from torchdoctor.dist.facts import DistFacts
+from torchdoctor.env.text import human_bytes
 from torchdoctor.dist.verdicts import RULES, ranks_text
 
 TITLES = {"launch": "Launch environment", "rendezvous": "Rendezvous", "consistency": "Consistency across ranks",
@@ -54,7 +55,7 @@ def checks(facts: DistFacts, by_group: dict[str, list[Finding]]) -> list[CheckRe
         failed = [c for r in facts.ranks for c in r.collectives if (c.backend, c.op) == (backend, op) and not c.ok]
         rows = sorted((r for r in table if (r["backend"], r["op"]) == (backend, op)), key=lambda r: r["bytes"])
         status = Status.FAILED if failed else Status.PASSED
-        verdict = f"{failed[0].problem} at {human_size(failed[0].bytes)}" if failed else f"correct on {_ranks_with(facts, backend, op)} ranks"
+        verdict = f"{failed[0].problem} at {human_bytes(failed[0].bytes)}" if failed else f"correct on {_ranks_with(facts, backend, op)} ranks"
         cells = [_cell(row) for row in rows]
         out.append(CheckResult(name=f"{backend}.{op}", title=f"{op} · {backend}", status=status,
                                detail=" · ".join([verdict, *cells]), rules=("TD706", "TD707")))
@@ -78,7 +79,7 @@ def _cell(row: dict[str, Any]) -> str:
     if row["op"] == "barrier":
         return took
     bandwidth = f" {row['busbw_gbps']:.2f} GB/s" if "busbw_gbps" in row and row["bytes"] >= 65536 else ""
-    return f"{human_size(row['bytes'])} {took}{bandwidth}"
+    return f"{human_bytes(row['bytes'])} {took}{bandwidth}"
 
 
 def _check(group: str, detail: str, by_group: dict[str, list[Finding]], applicable: bool) -> CheckResult:

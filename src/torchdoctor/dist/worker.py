@@ -26,8 +26,8 @@ import time
 from typing import Any
 
 from torchdoctor.dist import launch
-from torchdoctor.dist.facts import Collective, human_size
-from torchdoctor.env.redact import redact_text
+from torchdoctor.dist.facts import Collective
+from torchdoctor.env.text import one_line
 
 PREFIX = "TDEV "
 OPS = ("all_reduce", "broadcast", "all_gather", "barrier")
@@ -42,12 +42,6 @@ MIN_WAIT_AFTER_READY = 3.0
 def emit(event: str, **data: Any) -> None:
     sys.stdout.write(PREFIX + json.dumps({"ev": event, **data}, default=str) + "\n")
     sys.stdout.flush()
-
-
-def one_line(error: BaseException) -> str:
-    text = str(error).split("Exception raised from", 1)[0]
-    text = " ".join(f"{type(error).__name__}: {text}".split())
-    return redact_text(text[:400])
 
 
 class Worker:

@@ -7,7 +7,7 @@ import os
 from torchdoctor.core.finding import Finding, Severity
 from torchdoctor.core.report import CheckResult, Status
 from torchdoctor.env.facts import EnvFacts
-from torchdoctor.env.verdicts.limits import human_bytes
+from torchdoctor.env.text import human_bytes
 
 TITLES = {
     "platform": "Python & OS",

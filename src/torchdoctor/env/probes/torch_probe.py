@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from torchdoctor.env import versions
+from torchdoctor.env.text import one_line
 
 NUMPY1_MESSAGE = "compiled using NumPy 1.x"
 _LIBRARIES = re.compile(r"/(lib(?:cudart|cudnn|nccl|cublas|cublasLt|cusparse|cufft|curand|nvrtc|nvJitLink)[^/]*\.so[.\d]*)$")
@@ -43,19 +44,12 @@ def captured_stderr() -> Iterator[list[str]]:
             sink.append(spool.read().decode(errors="replace"))
 
 
-def last_line(error: BaseException, limit: int = 300) -> str:
-    """The error as one line: its type and message, without C++ stack frames."""
-    text = str(error).split("Exception raised from", 1)[0]
-    text = " ".join(f"{type(error).__name__}: {text}".split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def torch_facts() -> dict[str, Any]:
     with captured_stderr() as err:
         try:
             import torch
         except BaseException as exc:  # noqa: BLE001 - any failure to import is the fact
-            failure = last_line(exc)
+            failure = one_line(exc)
         else:
             failure = None
     if failure is not None:
@@ -92,7 +86,7 @@ def _numpy_exchange(torch: Any, seen: str | None) -> dict[str, Any]:
     try:
         torch.from_numpy(numpy.zeros(2)).numpy()
     except Exception as exc:  # noqa: BLE001
-        return {"numpy_error": seen or last_line(exc)}
+        return {"numpy_error": seen or one_line(exc)}
     return {}
 
 
@@ -189,7 +183,7 @@ def import_result(module: str, package: str | None) -> dict[str, Any]:
         try:
             importlib.import_module(module)
         except BaseException as exc:  # noqa: BLE001
-            failure: str | None = last_line(exc)
+            failure: str | None = one_line(exc)
         else:
             failure = None
     result: dict[str, Any] = {"module": module, "package": package, "ok": failure is None, "error": failure}

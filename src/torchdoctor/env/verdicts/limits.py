@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from torchdoctor.core.finding import Finding, Severity
 from torchdoctor.env.facts import EnvFacts
+from torchdoctor.env.text import human_bytes
 from torchdoctor.rules.env.low_open_file_limit import RULE as LOW_NOFILE
 from torchdoctor.rules.env.small_shared_memory import RULE as SMALL_SHM
 from torchdoctor.rules.performance.cpu_oversubscription import RULE as OVERSUBSCRIPTION
@@ -20,14 +21,6 @@ DEBUG_SWITCHES = {
     "PYTORCH_NO_CUDA_MEMORY_CACHING": (("1",), "torch's CUDA caching allocator is off, every allocation calls cudaMalloc/cudaFree", Severity.WARNING),
     "TORCH_DISTRIBUTED_DEBUG": (("DETAIL",), "every collective is checked across ranks and logged, which slows distributed training", Severity.INFO),
 }
-
-
-def human_bytes(count: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if count < 1024 or unit == "TiB":
-            return f"{count:.0f} {unit}" if unit == "B" or count == int(count) else f"{count:.1f} {unit}"
-        count /= 1024  # type: ignore[assignment]
-    return f"{count} B"
 
 
 def small_shm(facts: EnvFacts) -> Iterator[Finding]:
