@@ -43,7 +43,10 @@ def _status(found: list[Finding], applicable: bool) -> Status:
 
 def _platform(facts: EnvFacts) -> tuple[str, bool]:
     p = facts.platform
-    parts = [f"Python {p.python} ({p.implementation})", f"{p.system} {p.release} {p.machine}", p.libc or ""]
+    if p.python is None:
+        return "not collected", False
+    system = " ".join(part for part in (p.system, p.release, p.machine) if part)
+    parts = [f"Python {p.python}" + (f" ({p.implementation})" if p.implementation else ""), system, p.libc or ""]
     return _join(parts), True
 
 
@@ -70,11 +73,12 @@ def _packages(facts: EnvFacts) -> tuple[str, bool]:
     p = facts.packages
     parts = [f"{name} {version}" for name, version in sorted(p.versions.items())]
     installs = len(p.torch_installs)
-    parts.append(f"{installs} torch install{'s' if installs != 1 else ''} on sys.path")
+    if installs:
+        parts.append(f"{installs} torch install{'s' if installs != 1 else ''} on sys.path")
     if p.imports:
         failed = sum(not r.ok for r in p.imports)
         parts.append(f"{len(p.imports)} compiled extension(s) imported" + (f", {failed} failed" if failed else ""))
-    return _join(parts), True
+    return _join(parts) or "not collected", True
 
 
 def _gpu(facts: EnvFacts) -> tuple[str, bool]:
@@ -101,6 +105,8 @@ def _libraries(facts: EnvFacts) -> tuple[str, bool]:
 
 def _build(facts: EnvFacts) -> tuple[str, bool]:
     b = facts.build
+    if b.cxx is None and b.nvcc is None and b.cuda_home is None:
+        return "not collected", False
     compiler = f"{b.cxx} = {b.cxx_family or '?'} {b.cxx_version}" if b.cxx_path else f"no C++ compiler ({b.cxx} not found)"
     nvcc = f"nvcc {b.nvcc_version} at {b.nvcc} (CUDA_HOME via {b.cuda_home_source})" if b.nvcc else "no nvcc"
     parts = [compiler, nvcc]
@@ -113,7 +119,8 @@ def _build(facts: EnvFacts) -> tuple[str, bool]:
 
 def _limits(facts: EnvFacts) -> tuple[str, bool]:
     lim = facts.limits
-    cpus = f"{lim.usable_cpus} usable CPUs"
+    usable = lim.usable_cpus
+    cpus = f"{usable} usable CPU{'s' if usable != 1 else ''}" if usable is not None else "CPUs not collected"
     detail = [f"{n} {what}" for n, what in ((lim.cpus_online, "online"), (lim.cpus_affinity, "in affinity")) if n]
     if lim.cpu_quota:
         detail.append(f"quota {lim.cpu_quota:g}")
