@@ -1,0 +1,27 @@
+"""Every fixture: the lines marked `# expect: TD123` are flagged with those codes, and nothing else is.
+
+Fixtures keep the bad and the similar correct code side by side (see tests/lint/fixtures/).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.lint.conftest import CLEAN, FIXTURES, expected, lint_file
+
+FIXTURE_FILES = sorted(FIXTURES.glob("*.py"))
+CLEAN_FILES = sorted(CLEAN.glob("*.py"))
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.stem)
+def test_fixture_findings_are_exactly_the_marked_ones(path: Path) -> None:
+    found = {(f.line, f.rule) for f in lint_file(path)}
+    assert found == expected(path), f"unexpected: {sorted(found - expected(path))}, missing: {sorted(expected(path) - found)}"
+
+
+@pytest.mark.parametrize("path", CLEAN_FILES, ids=lambda p: p.stem)
+def test_correct_training_code_gets_no_finding(path: Path) -> None:
+    findings = lint_file(path)
+    assert findings == [], "\n".join(f"{f.location}: {f.rule} {f.message}" for f in findings)
