@@ -44,6 +44,15 @@ def test_nvidia_smi_is_parsed() -> None:
     assert [(g.index, g.capability, g.memory_mib) for g in facts.gpus] == [(0, "8.0", 81920), (1, "8.0", 81920)]
 
 
+def test_old_nvidia_smi_without_compute_cap() -> None:
+    refused = Completed(2, 'Field "compute_cap" is not a valid field to query.\n')
+    host = fake_host({"/usr/bin/nvidia-smi --query-gpu=index,name,compute_cap": refused,
+                      "/usr/bin/nvidia-smi --query-gpu=index,name,memory": Completed(0, "0, Tesla V100-SXM2-16GB, 16160, 470.82.01\n"),
+                      "/usr/bin/nvidia-smi": Completed(0, SMI_BANNER)}, programs={"nvidia-smi": "/usr/bin/nvidia-smi"})
+    facts = nvidia.nvidia_facts(host)
+    assert [(g.name, g.capability) for g in facts.gpus] == [("Tesla V100-SXM2-16GB", None)] and facts.driver == "470.82.01"
+
+
 def test_nvidia_smi_failure_is_a_fact_not_a_crash() -> None:
     said = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
     host = fake_host({"/usr/bin/nvidia-smi": Completed(9, said)}, programs={"nvidia-smi": "/usr/bin/nvidia-smi"})

@@ -8,6 +8,8 @@ from torchdoctor.env.facts import Gpu, NvidiaFacts
 from torchdoctor.env.runner import Host
 
 QUERY = "index,name,compute_cap,memory.total,driver_version"
+#: for drivers whose nvidia-smi does not know `compute_cap`
+QUERY_WITHOUT_CAPABILITY = "index,name,memory.total,driver_version"
 
 
 def nvidia_facts(host: Host) -> NvidiaFacts:
@@ -16,6 +18,8 @@ def nvidia_facts(host: Host) -> NvidiaFacts:
     if smi is None:
         return NvidiaFacts(device_nodes=nodes)
     listing = host.run([smi, f"--query-gpu={QUERY}", "--format=csv,noheader,nounits"], 15.0)
+    if listing is not None and not listing.timed_out and listing.returncode != 0 and "compute_cap" in listing.stdout + listing.stderr:
+        listing = host.run([smi, f"--query-gpu={QUERY_WITHOUT_CAPABILITY}", "--format=csv,noheader,nounits"], 15.0)
     if listing is None or listing.timed_out or listing.returncode != 0:
         said = (listing.stdout + listing.stderr).strip() if listing else "could not run"
         return NvidiaFacts(smi=smi, error=" ".join(said.split())[:300] or "nvidia-smi failed", device_nodes=nodes)
@@ -27,11 +31,13 @@ def nvidia_facts(host: Host) -> NvidiaFacts:
 
 
 def parse_query(text: str) -> tuple[list[Gpu], str | None]:
-    """Rows of `nvidia-smi --query-gpu=index,name,compute_cap,memory.total,driver_version`."""
+    """Rows of `nvidia-smi --query-gpu=QUERY` (with or without the compute_cap column)."""
     gpus: list[Gpu] = []
     driver = None
     for row in text.strip().splitlines():
         cells = [c.strip() for c in row.split(",")]
+        if len(cells) == 4:
+            cells.insert(2, "")
         if len(cells) != 5:
             continue
         index, name, capability, memory, driver = cells
