@@ -74,7 +74,8 @@ class ImportTable:
             if alias.name == "*":
                 continue
             local = alias.asname or alias.name
-            self.names[local] = canonical(f"{module}.{alias.name}" if module else alias.name)
+            joined = f"{module}{alias.name}" if module.endswith(".") else f"{module}.{alias.name}"
+            self.names[local] = canonical(joined if module else alias.name)
 
     def resolve(self, node: ast.expr) -> str | None:
         """The qualified name of a `Name` or dotted `Attribute` chain, or None if not imported."""

@@ -1,0 +1,188 @@
+"""The engine's parts: names through imports, data flow, the single walk, order of calls,
+file discovery patterns, source positions, and isolation of a failing rule."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from torchdoctor.core.config import Config
+from torchdoctor.core.finding import Fix
+from torchdoctor.lint import engine
+from torchdoctor.lint.context import Context
+from torchdoctor.lint.engine import FILE_END, Check, Engine
+from torchdoctor.lint.files import Patterns
+from torchdoctor.lint.fixes import apply_fixes
+from torchdoctor.lint.names import ImportTable, argument, may_pass
+from torchdoctor.lint.runner import Options, lint_paths
+from torchdoctor.lint.source import Source
+from torchdoctor.lint.steps import order
+
+
+def imports(source: str) -> ImportTable:
+    table = ImportTable()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            table.add(node)
+    return table
+
+
+def expr(source: str) -> ast.expr:
+    return ast.parse(source, mode="eval").body
+
+
+@pytest.mark.parametrize(("source", "name", "qualified"), [
+    ("import torch.nn as nn", "nn.CrossEntropyLoss", "torch.nn.CrossEntropyLoss"),
+    ("from torch.nn import functional as F", "F.softmax", "torch.nn.functional.softmax"),
+    ("from torch import nn", "nn.functional.softmax", "torch.nn.functional.softmax"),
+    ("import torch", "torch.nn.modules.loss.NLLLoss", "torch.nn.NLLLoss"),
+    ("from torch.utils.data.dataloader import DataLoader as DL", "DL", "torch.utils.data.DataLoader"),
+    ("import torch.optim as optim", "optim.adam.Adam", "torch.optim.Adam"),
+    ("import pytorch_lightning as pl", "pl.LightningModule", "lightning.pytorch.LightningModule"),
+    ("from . import nn", "nn.Linear", ".nn.Linear"),
+    ("import numpy as np", "torch.softmax", None),
+])
+def test_names_resolve_through_imports(source: str, name: str, qualified: str | None) -> None:
+    assert imports(source).resolve(expr(name)) == qualified
+
+
+def test_the_torch_prefilter_sees_torch_family_imports() -> None:
+    assert imports("from torchvision import models").torch
+    assert not imports("import numpy").torch
+
+
+def test_arguments_bind_by_keyword_or_position_and_unknown_is_not_missing() -> None:
+    call = expr("DataLoader(ds, 8, True, None, None, 4)")
+    assert ast.literal_eval(argument(call, "num_workers", 5)) == 4  # type: ignore[arg-type]
+    assert argument(expr("DataLoader(ds, num_workers=2)"), "num_workers", 5).value == 2  # type: ignore[union-attr]
+    assert not may_pass(expr("DataLoader(ds)"), "num_workers", 5)
+    assert may_pass(expr("DataLoader(ds, **kwargs)"), "num_workers", 5)
+    assert may_pass(expr("DataLoader(*args)"), "num_workers", 5)
+    assert argument(expr("DataLoader(*args)"), "num_workers", 5) is None
+
+
+def context_after(source: str) -> Context:
+    engine.all_checks()
+    ctx = Context(Source("x.py", source), frozenset(), {}, {}, frozenset({"step", "zero_grad", "backward"}))
+    ctx.run(ast.parse(source))
+    return ctx
+
+
+def test_kinds_follow_values_across_lines_functions_and_classes() -> None:
+    ctx = context_after(
+        "import torch\nfrom torch import nn\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.loss = nn.NLLLoss()\n"
+        "def make():\n    return {'model': nn.Sequential(nn.Linear(2, 2), nn.Softmax(1)), 'opt': 1}\n"
+        "setup = make()\nmodel = setup['model'].to('cuda')\nopt = torch.optim.SGD(model.parameters())\n"
+        "probs = model(x)\nflat = probs.view(-1)\nfirst, second = torch.load('a'), nn.MSELoss()\n"
+    )
+    bindings = ctx.module_scope.bindings
+    assert bindings["model"].tag == "model" and bindings["model"].detail == "probs"  # type: ignore[union-attr]
+    assert bindings["opt"].tag == "optimizer"  # type: ignore[union-attr]
+    assert bindings["flat"].tag == "probs"  # type: ignore[union-attr]
+    assert bindings["first"].tag == "checkpoint" and bindings["second"].tag == "loss_fn"  # type: ignore[union-attr]
+    assert ctx.classes["Net"].attributes["loss"].detail == "NLLLoss"  # type: ignore[union-attr]
+
+
+def test_events_know_their_order_and_exclusive_branches() -> None:
+    ctx = context_after(
+        "def f(opt, loss, a):\n"
+        "    for x in a:\n"
+        "        loss.backward()\n"
+        "        if x:\n            opt.zero_grad()\n        else:\n            opt.step()\n"
+        "        opt.step()\n"
+    )
+    scope = ctx.scopes[1]
+    backward, zero, step_else, step = scope.events
+    assert order(backward, zero) == -1 and order(step, zero) == 1
+    assert order(zero, step_else) is None  # if / else: never both in one pass
+    assert all(e.loops == backward.loops for e in (zero, step_else, step))
+
+
+def test_one_walk_visits_every_node_once() -> None:
+    seen: list[int] = []
+    source = Path(__file__).parent.joinpath("clean", "gpt_trainer.py").read_text()
+    check = Check(lambda node, ctx: seen.append(id(node)), ("TD101",), ast.Name, None, frozenset(), False)
+    engine._CHECKS.append(check)
+    try:
+        Engine({"TD101"}).lint(Source("gpt.py", source))
+    finally:
+        engine._CHECKS.remove(check)
+    names = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)]
+    assert len(seen) == len(set(seen)) == len(names)
+
+
+def test_a_failing_rule_is_reported_and_the_others_still_run(tmp_path: Path) -> None:
+    def broken(node: ast.AST, ctx: Context) -> None:
+        raise KeyError("boom")
+
+    path = tmp_path / "bad.py"
+    path.write_text("import torch.nn.functional as F\nloss = F.cross_entropy(F.softmax(x, 1), y)\n")
+    check = Check(broken, ("TD150",), FILE_END, None, frozenset(), True)
+    engine._CHECKS.append(check)
+    try:
+        findings = lint_paths([str(path)], Config(), Options()).report.findings
+    finally:
+        engine._CHECKS.remove(check)
+    assert {f.rule for f in findings} == {"TD101", "TD005"}
+    crash = next(f for f in findings if f.rule == "TD005")
+    assert "KeyError: 'boom'" in crash.message and "TD150" in crash.message
+
+
+def test_absurdly_deep_code_is_a_finding_not_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "deep.py"
+    path.write_text("x = " + " + ".join(["a"] * 20000) + "\n")
+    (tmp_path / "ok.py").write_text("x = 1\n")
+    findings = lint_paths([str(tmp_path)], Config(), Options()).report.findings
+    assert [(Path(f.file).name, f.rule) for f in findings] == [("deep.py", "TD005")]  # type: ignore[arg-type]
+
+
+def test_files_over_the_size_limit_are_skipped_with_a_note(tmp_path: Path) -> None:
+    (tmp_path / "big.py").write_text("x = 1\n" * 1000)
+    report = lint_paths([str(tmp_path)], Config(), Options(max_bytes=100)).report
+    assert report.findings == [] and any("big.py" in n and "over the" in n for n in report.notices)
+
+
+@pytest.mark.parametrize(("pattern", "path", "is_dir", "excluded"), [
+    ("build/", "pkg/build", True, True),
+    ("build/", "pkg/build", False, None),
+    ("*_pb2.py", "a/b/c_pb2.py", False, True),
+    ("/top.py", "top.py", False, True),
+    ("/top.py", "sub/top.py", False, None),
+    ("docs/**/conf.py", "docs/a/b/conf.py", False, True),
+    ("data/*.py", "data/x.py", False, True),
+    ("data/*.py", "data/sub/x.py", False, None),
+    ("?.py", "a.py", False, True),
+    ("[ab].py", "c.py", False, None),
+])
+def test_gitignore_patterns(pattern: str, path: str, is_dir: bool, excluded: bool | None) -> None:
+    assert Patterns([pattern], Path("/repo")).decide(Path("/repo") / path, is_dir) is excluded
+
+
+def test_negation_re_includes() -> None:
+    patterns = Patterns(["*.py", "!keep.py"], Path("/r"))
+    assert patterns.decide(Path("/r/drop.py"), False) is True
+    assert patterns.decide(Path("/r/keep.py"), False) is False
+
+
+def test_source_columns_count_characters_and_lines_split_like_python() -> None:
+    source = Source("x.py", "s = 'é'; y = 1\r\n\x0cz = 2\n")
+    tree = ast.parse(source.text)
+    y = tree.body[1].targets[0]  # type: ignore[attr-defined]
+    assert source.char_column(1, y.col_offset) == 9
+    assert source.line(2) == "\x0cz = 2"  # a form feed is not a line break for Python
+    assert source.offset(2, 1) == source.text.index("z")
+
+
+def test_overlapping_fixes_wait_for_the_next_round() -> None:
+    source = Source("x.py", "abcdef\n")
+    from torchdoctor.core.finding import Edit
+
+    first = Fix("a", (Edit(1, 0, 1, 3, "X"),))
+    second = Fix("b", (Edit(1, 2, 1, 4, "Y"),))
+    third = Fix("c", (Edit(1, 5, 1, 5, "!"),))
+    text, applied = apply_fixes(source, [second, first, third])
+    assert (text, applied) == ("Xde!f\n", 2)
