@@ -72,11 +72,13 @@ def test_a_missing_rank_is_named_within_seconds() -> None:
     assert seconds < 15
 
 
-def test_a_port_nobody_listens_on_is_reported_within_15_seconds_with_the_default_timeout() -> None:
-    done, seconds = dist("--no-color", env=launched(1, 2, free_port()))
+def test_a_port_nobody_listens_on_is_reported_within_15_seconds_with_the_default_timeout(tmp_path: Path) -> None:
+    done, seconds = dist("--no-color", "--output", str(tmp_path / "report.json"), env=launched(1, 2, free_port()))
     assert done.returncode == 1
     assert "TD703 [error] rank 1 on" in done.stdout and "the connection was refused: nothing listens there" in done.stdout
     assert seconds < 15
+    (written,) = tmp_path.iterdir()  # rank 1 writes beside rank 0's file, never over it
+    assert written.name == "report.rank1.json" and json.loads(written.read_text())["findings"][0]["rank"] == 1
 
 
 def test_a_port_in_use_on_the_master() -> None:
