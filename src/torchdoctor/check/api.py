@@ -16,6 +16,7 @@ from torchdoctor.check.context import CheckContext, Options, Subject
 from torchdoctor.check.isolation import Isolation
 from torchdoctor.check.runner import NAMES, run_checks
 from torchdoctor.check.sites import Locator, caller_site
+from torchdoctor.check import target
 from torchdoctor.check.target import check_parts, describe_exception
 from torchdoctor.core.errors import UsageError
 from torchdoctor.core.report import Report
@@ -32,6 +33,16 @@ def check(model: Any, data: Any, loss_fn: Any = None, optimizer: Any = None, **o
     parts = check_parts(model, data, loss_fn, optimizer)
     subject = Subject(locator=Locator(model, fallback=caller_site(1)), **parts)
     return run(subject, make_options(options))
+
+
+def check_target(spec: str, **options: Any) -> Report:
+    """The check of a factory named by `spec` ("path/to/file.py:make" or "package.module:make"),
+    as `torchdoctor check TARGET` runs it."""
+    factory, label = target.load_factory(spec)
+    result, locator = target.call_factory(factory, label)
+    parts = target.validate(result, label)
+    locator.model = parts["model"]
+    return run(Subject(locator=locator, label=spec, **parts), make_options(options))
 
 
 def make_options(options: dict[str, Any]) -> Options:

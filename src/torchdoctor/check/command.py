@@ -46,24 +46,15 @@ def execute(args: argparse.Namespace, config: Config) -> Report:
     if args.overfit_steps < 1:
         raise UsageError("--overfit-steps must be at least 1")
     from torchdoctor.check import api
-    from torchdoctor.check.context import Subject
 
-    options = api.make_options({
+    options = {
         "overfit_steps": args.overfit_steps,
         "skip": tuple(args.skip or ()),
         "progress": False if args.no_progress else None,
-    })
-    if args.model_path is not None:
-        subject = _saved_subject(args)
-    else:
-        from torchdoctor.check import target
-
-        factory, label = target.load_factory(args.target)
-        result, locator = target.call_factory(factory, label)
-        parts = target.validate(result, label)
-        locator.model = parts["model"]
-        subject = Subject(locator=locator, label=args.target, **parts)
-    return api.run(subject, options)
+    }
+    if args.model_path is None:
+        return api.check_target(args.target, **options)
+    return api.run(_saved_subject(args), api.make_options(options))
 
 
 def _saved_subject(args: argparse.Namespace):  # type: ignore[no-untyped-def]

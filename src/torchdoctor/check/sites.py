@@ -14,6 +14,7 @@ import ast
 import contextlib
 import functools
 import inspect
+import os
 import re
 import sys
 import textwrap
@@ -50,11 +51,21 @@ class Site:
         return {"file": display_path(self.file), "line": self.line}
 
 
+_TOOL = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def user_site(frame: FrameType | None, skip_self: object = None) -> Site | None:
-    """The innermost user frame at or above `frame`; frames whose `self` is `skip_self` (the
-    object being constructed) are skipped, so a class's own `__init__` does not count."""
+    """The innermost user frame at or above `frame` (skipping torchdoctor's frames it starts
+    in), below the next torchdoctor frame: a call the check itself makes (the model, the loss)
+    has no user line of its own. Frames whose
+    `self` is `skip_self` (the object being constructed) are skipped, so a class's own
+    `__init__` does not count."""
+    while frame is not None and frame.f_code.co_filename.startswith(_TOOL):
+        frame = frame.f_back  # start from the first frame outside torchdoctor
     while frame is not None:
         filename = frame.f_code.co_filename
+        if filename.startswith(_TOOL):
+            return None
         if is_user_file(filename) and (skip_self is None or frame.f_locals.get("self") is not skip_self):
             return Site(filename, frame.f_lineno)
         frame = frame.f_back
@@ -98,12 +109,31 @@ class SiteRecorder:
             original = cls.__dict__["__init__"]
             patched.append((cls, original))
             cls.__init__ = self._wrap_init(original)  # type: ignore[method-assign]
+        from_numpy = torch.from_numpy
+        torch.from_numpy = self._wrap_from_numpy(from_numpy)  # type: ignore[assignment]
         try:
             with _TensorSites(self.sites):
                 yield self.sites
         finally:
+            torch.from_numpy = from_numpy  # type: ignore[assignment]
             for cls, original in patched:
                 cls.__init__ = original  # type: ignore[method-assign]
+
+    def _wrap_from_numpy(self, original: Callable[[Any], torch.Tensor]) -> Callable[[Any], torch.Tensor]:
+        """torch.from_numpy is not a torch function a mode can see: remember its line here."""
+        tensors = self.sites.tensors
+
+        @functools.wraps(original)
+        def from_numpy(array: Any) -> torch.Tensor:
+            result = original(array)
+            site = user_site(sys._getframe(1))
+            if site is not None and len(tensors) < MAX_TENSOR_SITES:
+                key = id(result)
+                tensors[key] = site
+                weakref.finalize(result, tensors.pop, key, None)
+            return result
+
+        return from_numpy
 
     def _wrap_init(self, original: Callable[..., Any]) -> Callable[..., Any]:
         sites = self.sites

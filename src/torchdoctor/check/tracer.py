@@ -179,7 +179,7 @@ class Tracer(TorchFunctionMode):
         return result
 
     def _site(self) -> Site | None:
-        return user_site(sys._getframe(2))
+        return user_site(sys._getframe(1))
 
     def _module(self) -> str | None:
         return self.watch.current if self.watch is not None else None

@@ -1,11 +1,13 @@
-"""Device consistency of parameters, buffers, inputs and targets (TD308, TD309).
+"""Device consistency of parameters, buffers, inputs and targets (TD410, TD309).
 
 The analysis works on device names, so it is tested without a GPU (with the `meta` device and
 injected names); on a CUDA machine the same code sees "cuda:0" where the tests see "meta".
+A device mismatch is TD410 device-mismatch, the rule `run` reports for the same crash.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import torch
@@ -40,27 +42,44 @@ def split_message(devices: dict[str, set[str]]) -> dict[str, str] | None:
         kinds.setdefault(torch.device(device).type, set()).update(modules)
     if len(kinds) < 2:
         return None
-    ordered = sorted(kinds.items(), key=lambda item: (len(item[1]), item[0]))
+    # "meta" holds no data: it is always the odd one out; otherwise the smaller group is
+    ordered = sorted(kinds.items(), key=lambda item: (item[0] != "meta", len(item[1]), item[0]))
     minority, modules = ordered[0]
     majority = ordered[-1][0]
     return {
         "devices": " and ".join(sorted(kinds)),
-        "modules": listing(sorted(modules)),
+        "modules": _modules(modules),
         "minority": minority,
         "majority": majority,
     }
 
 
-def mismatch_detail(stage: str, inputs: set[str], targets: set[str], devices: dict[str, set[str]]) -> str:
-    """Who is where, e.g. "inputs on cpu; parameters of `fc` on cuda:0"."""
-    parts = []
-    if stage == "forward pass" and inputs:
-        parts.append(f"inputs on {', '.join(sorted(inputs))}")
-    if stage == "loss" and targets:
-        parts.append(f"targets on {', '.join(sorted(targets))}")
+def mismatch_fields(stage: str, error: str, inputs: set[str], targets: set[str], output: set[str],
+                    devices: dict[str, set[str]]) -> dict[str, str]:
+    """Who is where, as TD410's template fields: the data on one side, the parameters (or the
+    model output) on the other; the devices named in the error when our inventory agrees."""
+    where_text = " (the forward pass fails)" if stage == "forward pass" else " (the loss fails)"
+    if stage == "loss" and targets and output and targets != output:
+        return {"first": "the targets", "first_device": _one(targets), "second": "the model output",
+                "second_device": _one(output), "where": where_text}
+    data = _one(inputs) if inputs else None
     for device, modules in sorted(devices.items()):
-        parts.append(f"parameters/buffers of {listing(sorted(f'`{m}`' for m in modules), 3)} on {device}")
-    return "; ".join(parts)
+        if data is not None and device != data:
+            return {"first": "the input batch", "first_device": data, "second": _modules(modules),
+                    "second_device": device, "where": where_text}
+    named = re.findall(r"\b(cpu|meta|mps|xpu|cuda(?::\d+)?)\b", error)
+    pair = list(dict.fromkeys(named))[:2] + ["another device", "another device"]
+    return {"first": "a tensor created inside forward() or the loss (without device=)", "first_device": pair[0],
+            "second": "the tensors it meets", "second_device": pair[1], "where": where_text}
+
+
+def _modules(names: set[str]) -> str:
+    shown = sorted(names)
+    return ("module " if len(shown) == 1 else "modules ") + listing([f"`{n}`" for n in shown], 3)
+
+
+def _one(devices: set[str]) -> str:
+    return ", ".join(sorted(devices))
 
 
 def run(ctx: CheckContext) -> Outcome:
@@ -75,11 +94,12 @@ def run(ctx: CheckContext) -> Outcome:
         site = ctx.locate.module(modules[0] if modules and modules[0] != "(root)" else "")
         findings.append(MODEL_SPLIT.finding(**where(site), **split))
     tp = ctx.train_pass()
+    output = {str(t.device) for t in tensors_in(tp.output)} if tp.forward_failure is None else set()
     for stage, failure in (("forward pass", tp.forward_failure), ("loss", tp.loss_failure)):
-        if ctx.failure_kind(failure) == "device":
+        if failure is not None and ctx.failure_kind(failure) == "device":
             site = failure.site or ctx.locate.module(failure.module or "")
-            detail = mismatch_detail(stage, inputs, targets, devices)
-            findings.append(DEVICE_MISMATCH.finding(**where(ctx.locate.best(site)), stage=stage, detail=detail))
+            fields = mismatch_fields(stage, str(failure.error), inputs, targets, output, devices)
+            findings.append(DEVICE_MISMATCH.finding(**where(ctx.locate.best(site)), **fields))
     counts = Counter(str(p.device) for p in model.parameters())
     summary = ", ".join(f"{n} on {d}" for d, n in counts.most_common()) or "no parameters"
     detail = f"parameters: {summary}; inputs on {', '.join(sorted(inputs)) or '-'}"

@@ -69,7 +69,7 @@ def run(ctx: CheckContext) -> Outcome:
     halves = [n for n, p in params if p.dtype == torch.float16 and p.device.type == "cpu"]
     if halves:
         site = ctx.locate.module(module_of(halves[0]))
-        findings.append(HALF_ON_CPU.finding(**where(site), count=len(halves), names=listing(halves, 3)))
+        findings.append(HALF_ON_CPU.finding(**where(site), number=len(halves), names=listing(halves, 3)))
     summary = ", ".join(f"{n} {_name(d)}" for d, n in counts.most_common()) or "no floating parameters"
     input_dtypes = sorted({_name(t.dtype) for t in tensors_in(ctx.batch.inputs)})
     return Outcome(findings, detail=f"parameters: {summary}; inputs {', '.join(input_dtypes) or '-'}")

@@ -3,6 +3,7 @@ received in the checked forward pass (TD311)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import torch
@@ -57,9 +58,12 @@ def _gradcheck(function: type, inputs: tuple[Any, ...]) -> str | None:
     try:
         torch.autograd.gradcheck(function.apply, inputs, fast_mode=True)
     except GradcheckError as exc:
-        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-        numbers = " ".join(line for line in lines[1:3] if ":" in line)
-        return f"{lines[0].rstrip(',')} {numbers}".strip() if lines else "numerical and analytical gradients differ"
+        text = str(exc)
+        numbers = dict(re.findall(r"(numerical|analytical):\s*(-?[\d.e+-]+)", text))
+        if len(numbers) == 2:
+            return f"finite differences give {float(numbers['numerical']):.4g}, its backward() {float(numbers['analytical']):.4g}"
+        first = text.strip().splitlines()
+        return first[0].rstrip(",") if first else "numerical and analytical gradients differ"
     except Exception:  # e.g. a Function that does not support float64: nothing to conclude
         return None
     return None

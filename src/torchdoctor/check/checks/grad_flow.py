@@ -19,6 +19,7 @@ from torchdoctor.rules.grad_flow.parameter_without_gradient import RULE as NO_GR
 NAME = "grad-flow"
 TITLE = "every trainable parameter gets a gradient"
 RULES = (NO_GRADIENT.code,)
+VALUE_READS = (".item()", ".tolist()", ".numpy()")
 
 
 def run(ctx: CheckContext) -> Outcome:
@@ -47,13 +48,16 @@ def run(ctx: CheckContext) -> Outcome:
 
 def _finding(ctx: CheckContext, names: list[str], what: str, cause: str, site: Site | None):  # type: ignore[no-untyped-def]
     message = f"{len(names)} trainable parameter(s) {what}: {listing(names)}; {cause}"
-    return NO_GRADIENT.finding(**where(ctx.locate.best(site)), message=message, count=len(names), names=listing(names))
+    return NO_GRADIENT.finding(**where(ctx.locate.best(site)), message=message, names=listing(names))
 
 
 def _explain(ctx: CheckContext, tp, missing: list[tuple[str, torch.Tensor]]) -> dict[tuple[str, Site | None], list[str]]:  # type: ignore[no-untyped-def]
     groups: dict[tuple[str, Site | None], list[str]] = {}
     remaining = list(missing)
-    for cut in tp.records.cuts:
+    # a detached tensor that flows on explains a starved parameter better than a number read
+    # out with .item() (usually for logging); otherwise the first cut wins
+    ordered = sorted(tp.records.cuts, key=lambda cut: cut.op in VALUE_READS)
+    for cut in ordered:
         if not remaining:
             break
         behind = leaves(cut.node)

@@ -130,8 +130,8 @@ def _pickling(ctx: CheckContext, loader: DataLoader, method: str, loader_site: S
         if value is None or unpicklable(value) is None:
             continue
         site = definition_site(value) if callable(value) and hasattr(value, "__code__") else None
-        what = getattr(value, "__qualname__", type(value).__name__)
-        findings.append(UNPICKLABLE.finding(**where(ctx.locate.best(site, loader_site)), severity=severity, argument=argument, what=f"`{what}`"))
+        what = _callable_name(value)
+        findings.append(UNPICKLABLE.finding(**where(ctx.locate.best(site, loader_site)), severity=severity, argument=argument, what=what))
     dataset = loader.dataset
     if unpicklable(dataset) is not None:
         attribute, value = _culprit(dataset)
@@ -140,12 +140,22 @@ def _pickling(ctx: CheckContext, loader: DataLoader, method: str, loader_site: S
             site = definition_site(value)
         label = f"{type(dataset).__name__}.{attribute}" if attribute else type(dataset).__name__
         message = (
-            f"dataset={type(dataset).__name__} cannot be pickled ({label} = {getattr(value, '__qualname__', type(value).__name__)}), "
+            f"dataset={type(dataset).__name__} cannot be pickled ({label} is {_callable_name(value)}), "
             "so this DataLoader fails with worker processes under the spawn/forkserver start method (Windows, macOS, Python 3.14+ on Linux)"
         )
         findings.append(UNPICKLABLE.finding(**where(ctx.locate.best(site, loader_site)), severity=severity, message=message,
                                             argument="dataset", what=label))
     return findings
+
+
+def _callable_name(value: Any) -> str:
+    """`a lambda`, `a function defined inside make()`, or the object's type."""
+    qualname = getattr(value, "__qualname__", "")
+    if qualname.endswith("<lambda>"):
+        return "a lambda"
+    if "<locals>" in qualname:
+        return f"`{qualname.split('.<locals>.')[-1]}` (a function defined inside {qualname.split('.<locals>.')[0]}())"
+    return f"`{qualname}`" if qualname else f"a {type(value).__name__}"
 
 
 def _culprit(dataset: Any) -> tuple[str | None, Any]:

@@ -43,7 +43,7 @@ def run(ctx: CheckContext) -> Outcome:
     by_id = {id(p): n for n, p in named}
     repeated = [by_id.get(key, "a tensor outside the model") for key, count in in_groups.items() if count > 1]
     if repeated:
-        findings.append(SEVERAL_GROUPS.finding(**where(optimizer_site), count=len(repeated), names=listing(repeated)))
+        findings.append(SEVERAL_GROUPS.finding(**where(optimizer_site), number=len(repeated), names=listing(repeated)))
     covered = sum(1 for _, p in trainable if id(p) in in_groups)
     detail = f"{type(optimizer).__name__}: {covered} of {len(trainable)} trainable parameter tensors in {len(optimizer.param_groups)} param group(s)"
     return Outcome(findings, detail=detail)
@@ -51,12 +51,12 @@ def run(ctx: CheckContext) -> Outcome:
 
 def _why_missing(ctx: CheckContext, names: list[str], optimizer_site: Site | None, in_groups: Counter, named) -> str:  # type: ignore[no-untyped-def]
     """The likely cause, from where things were created and what the optimizer holds."""
-    model_ids = {id(p) for _, p in named}
-    strangers = sum(1 for key in in_groups if key not in model_ids)
-    if strangers and strangers >= len(names):
-        return f" (the optimizer holds {strangers} tensors that are not parameters of this model: was the model or a layer rebuilt after the optimizer?)"
     module = module_of(names[0])
     created = ctx.locate.of(dict(ctx.subject.model.named_modules()).get(module))
     if created is not None and optimizer_site is not None and created.file == optimizer_site.file and created.line > optimizer_site.line:
         return f" (`{module}` is created at {created.shown}, after the optimizer)"
+    model_ids = {id(p) for _, p in named}
+    strangers = sum(1 for key in in_groups if key not in model_ids)
+    if strangers and strangers >= len(names):
+        return f" (the optimizer holds {strangers} tensors that are not parameters of this model: was the model or a layer rebuilt after the optimizer?)"
     return ""

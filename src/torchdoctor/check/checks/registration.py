@@ -57,8 +57,12 @@ def _describe(items: list[Any]) -> str:
     for item in items:
         label = "nn.Parameter" if isinstance(item, nn.Parameter) else f"nn.{type(item).__name__}" if type(item).__module__.startswith("torch.nn") else type(item).__name__
         kinds[label] = kinds.get(label, 0) + 1
-    parts = [f"{n} {label}{' layers' if n > 1 and label != 'nn.Parameter' else ''}" if n > 1 else f"a {label}" for label, n in kinds.items()]
+    parts = [f"{n} {label}{' layers' if label != 'nn.Parameter' else 's'}" if n > 1 else f"{_article(label)} {label}" for label, n in kinds.items()]
     return " and ".join(parts)
+
+
+def _article(label: str) -> str:
+    return "an" if label.startswith("nn.") or label[:1].lower() in "aeiou" else "a"
 
 
 def run(ctx: CheckContext) -> Outcome:

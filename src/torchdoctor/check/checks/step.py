@@ -64,7 +64,7 @@ def run(ctx: CheckContext) -> Outcome:
         dtypes = {str(p.dtype).replace("torch.", "") for n, p in named if n in stuck}
         cause = f" ({', '.join(sorted(dtypes))} weights: the update is below their precision)" if dtypes & {"bfloat16", "float16"} else ""
         findings.append(NOT_UPDATED.finding(
-            **where(ctx.locate.best(ctx.locate.of(ctx.subject.optimizer))), count=len(stuck), names=listing(stuck), cause=cause,
+            **where(ctx.locate.best(ctx.locate.of(ctx.subject.optimizer))), number=len(stuck), names=listing(stuck), cause=cause,
         ))
     changed = sum(1 for n, p in named if p.requires_grad and not torch.equal(before[n], p.detach()))
     trainable = sum(1 for _, p in named if p.requires_grad)
@@ -90,7 +90,7 @@ def _frozen_finding(ctx: CheckContext, tp, names: list[str]) -> Finding:  # type
     cause = " and ".join(reasons) or "the optimizer still holds it"
     name = names[0] if len(names) == 1 else f"{names[0]} (and {len(names) - 1} more: {listing(names[1:], 3)})"
     site = ctx.locate.best(ctx.locate.of(ctx.subject.optimizer), ctx.locate.module(module_of(names[0])))
-    return FROZEN_UPDATED.finding(**where(site), name=name, cause=cause, count=len(names))
+    return FROZEN_UPDATED.finding(**where(site), name=name, cause=cause)
 
 
 def _batchnorm_drift(ctx: CheckContext, tp) -> list[Finding]:  # type: ignore[no-untyped-def]

@@ -9,7 +9,7 @@ RULE = Rule(
     category=Category.DTYPE,
     severity=Severity.WARNING,
     proof="check",
-    message="{count} parameter(s) are float16 on the CPU ({names}): CPU kernels for float16 are slow or missing, and float16 training without a GradScaler underflows",
+    message="{number} parameter(s) are float16 on the CPU ({names}): CPU kernels for float16 are slow or missing, and float16 training without a GradScaler underflows",
     hint="Train on the CPU in float32 (or bfloat16 via `torch.autocast(\"cpu\", dtype=torch.bfloat16)`); keep float16 for the GPU, with autocast and a GradScaler.",
     doc="""
 ## What it does

@@ -9,7 +9,7 @@ RULE = Rule(
     category=Category.OPTIMIZER,
     severity=Severity.ERROR,
     proof="check",
-    message="{count} parameter(s) appear in more than one optimizer param group and are updated several times per step: {names}",
+    message="{number} parameter(s) appear in more than one optimizer param group and are updated several times per step: {names}",
     hint="Put every parameter in exactly one group: build the groups from disjoint lists (e.g. split by name), and do not append to `optimizer.param_groups[i][\"params\"]` by hand.",
     doc="""
 ## What it does

@@ -9,7 +9,7 @@ RULE = Rule(
     category=Category.OPTIMIZER,
     severity=Severity.WARNING,
     proof="check",
-    message="{count} trainable parameter(s) have a non-zero gradient but one optimizer.step() leaves them unchanged: {names}{cause}",
+    message="{number} trainable parameter(s) have a non-zero gradient but one optimizer.step() leaves them unchanged: {names}{cause}",
     hint="Keep float32 master weights (train in float32 with autocast to bfloat16/float16 instead of converting the model), or raise the learning rate of these groups.",
     doc="""
 ## What it does
