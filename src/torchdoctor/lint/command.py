@@ -51,8 +51,8 @@ def execute(args: argparse.Namespace, config: Config) -> Report:
         stdin_filename=args.stdin_filename or "<stdin>",
     )
     outcome = lint_paths(args.paths, config, options)
-    if outcome.diffs:
-        sys.stdout.write("".join(outcome.diffs))
+    if outcome.stdout:
+        sys.stdout.write("".join(outcome.stdout))
         sys.stdout.flush()
     if options.diff or (options.fix and stdin_text is not None):
         outcome.report.meta["stream"] = "stderr"  # stdout carries the diff / the fixed source

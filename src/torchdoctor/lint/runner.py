@@ -47,10 +47,10 @@ class Options:
 
 @dataclass
 class Outcome:
-    """The report, plus the diffs `--diff` shows (written apart from the findings)."""
+    """The report, plus what goes to stdout apart from it: `--diff` diffs, or the fixed stdin text."""
 
     report: Report
-    diffs: list[str] = field(default_factory=list)
+    stdout: list[str] = field(default_factory=list)
 
 
 def lint_paths(paths: Sequence[str], config: Config, options: Options) -> Outcome:
@@ -138,12 +138,12 @@ def _lint_source(
             state.fixed += fixed
             state.fixed_files += 1
             if options.diff:
-                outcome.diffs.append(unified_diff(source.path, source.text, result.text))
+                outcome.stdout.append(unified_diff(source.path, source.text, result.text))
             elif target is not None:
                 _write(target.path, result.text, source.encoding)
                 linecache.checkcache(str(target.path))
-            else:
-                outcome.diffs.append(result.text)  # stdin: the fixed text goes to stdout
+        if target is None and not options.diff:
+            outcome.stdout.append(result.text)  # stdin: the (fixed) text goes to stdout
     else:
         result = engine.lint(source, tree)
     report.findings.extend(result.findings)
@@ -187,12 +187,16 @@ def _summarise(report: Report, options: Options, state: _Counts) -> None:
         report.notices.append(f"fixed {state.fixed} finding(s) in {state.fixed_files} file(s)")
     if options.diff and state.fixed:
         report.meta["exit_status"] = 1
+        report.notices.append(f"the diff fixes {state.fixed} finding(s) in {state.fixed_files} file(s); "
+                              "the findings listed are those it leaves")
     if state.fixable and not options.fix and not options.diff:
         safe = state.fixable - state.unsafe
         if safe:
             report.notices.append(f"{safe} finding(s) can be fixed with `torchdoctor lint --fix`")
         if state.unsafe:
-            report.notices.append(f"{state.unsafe} more with `--fix --unsafe-fixes` (read each rule's 'Fix safety' first)")
+            more = "more " if safe else ""
+            report.notices.append(f"{state.unsafe} {more}can be fixed with `--fix --unsafe-fixes` "
+                                  "(read the rule's 'Fix safety' first)")
 
 
 def lint_text(text: str, path: str = "<string>", config: Config | None = None) -> list[Finding]:

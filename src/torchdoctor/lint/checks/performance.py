@@ -1,0 +1,80 @@
+"""Wasted time and memory: evaluation that records the autograd graph (TD161), a tensor copied
+through a Python list or NumPy (TD162), a Python loop over the samples of a batch in forward
+(TD163)."""
+
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.lint.api import FILE_END, Context, Scope, check
+from torchdoctor.lint.names import dotted
+from torchdoctor.lint.steps import TRACKED, is_backward
+
+_REBUILD = frozenset({"torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor", "torch.LongTensor"})
+
+
+@check("TD161", FILE_END, tracks=TRACKED, needs_torch=False)
+def evaluation_with_grad(tree: ast.Module, ctx: Context) -> None:
+    for scope in ctx.scopes:
+        if scope.grad_disabled or scope.parent is not ctx.module_scope or scope.cls is not None:
+            continue
+        events = scope.events
+        if any(is_backward(e) or e.name == "step" for e in events):
+            continue
+        for mode in events:
+            if mode.name != "eval" or mode.receiver is None or mode.loops:
+                continue
+            uses = [e for e in events if e.name == "call" and e.receiver == mode.receiver and not e.grad_disabled
+                    and any(_over_loader(scope, loop) for loop in e.loops)]
+            if uses and _called_with_grad(scope, ctx):
+                ctx.report("TD161", mode.node, model=mode.receiver, function=scope.name)
+                break
+
+
+def _over_loader(scope: Scope, loop: ast.AST) -> bool:
+    info = scope.loop(loop)
+    return info is not None and info.iterates == "dataloader"
+
+
+def _called_with_grad(scope: Scope, ctx: Context) -> bool:
+    """The function is called in this file, and at least once with gradients enabled."""
+    calls = [e for s in ctx.scopes for e in s.events if e.name == "call" and e.receiver == scope.name]
+    return bool(calls) and any(not e.grad_disabled and not (e.scope is not None and e.scope.grad_disabled) for e in calls)
+
+
+@check("TD162", ast.Call, names={"tensor", "as_tensor", "Tensor", "FloatTensor", "LongTensor"})
+def tensor_via_python(node: ast.Call, ctx: Context) -> None:
+    if not node.args or ctx.qualified(node.func) not in _REBUILD:
+        return
+    inner = node.args[0]
+    if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr in ("tolist", "numpy"):
+        ctx.report("TD162", node, call=ctx.text(node), via=inner.func.attr, source=ctx.text(inner.func.value))
+
+
+@check("TD163", ast.For)
+def per_sample_loop(node: ast.For, ctx: Context) -> None:
+    if not ctx.in_forward or not isinstance(node.target, ast.Name):
+        return
+    batch = _batch_size_of(node.iter)
+    if batch is None or batch not in ctx.scope.params or batch == "self":
+        return
+    index = node.target.id
+    for child in ast.walk(ast.Module(body=node.body, type_ignores=[])):
+        if (isinstance(child, ast.Subscript) and dotted(child.value) == batch and isinstance(child.slice, ast.Name)
+                and child.slice.id == index):
+            ctx.report("TD163", node, batch=batch, index=index)
+            return
+
+
+def _batch_size_of(node: ast.expr) -> str | None:
+    """`x` for `range(x.size(0))` and `range(x.shape[0])` (not `len(x)`: that may be a list)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range" and len(node.args) == 1):
+        return None
+    size = node.args[0]
+    if (isinstance(size, ast.Call) and isinstance(size.func, ast.Attribute) and size.func.attr == "size"
+            and len(size.args) == 1 and isinstance(size.args[0], ast.Constant) and size.args[0].value == 0):
+        return dotted(size.func.value)
+    if (isinstance(size, ast.Subscript) and isinstance(size.value, ast.Attribute) and size.value.attr == "shape"
+            and isinstance(size.slice, ast.Constant) and size.slice.value == 0):
+        return dotted(size.value.value)
+    return None

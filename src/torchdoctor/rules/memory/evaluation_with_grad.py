@@ -1,0 +1,56 @@
+"""TD161 evaluation-with-grad."""
+
+from torchdoctor.core.finding import Category, Severity
+from torchdoctor.core.rule import Rule
+
+RULE = Rule(
+    code="TD161",
+    name="evaluation-with-grad",
+    category=Category.MEMORY,
+    severity=Severity.WARNING,
+    proof="lint",
+    message="`{function}()` puts `{model}` in eval mode and runs it over a DataLoader with autograd on: every batch records a graph no backward() will use",
+    hint="Wrap the evaluation in `with torch.no_grad():` (or `torch.inference_mode()`), or decorate `{function}` with `@torch.no_grad()`.",
+    doc="""
+## What it does
+Flags a function that calls `model.eval()`, then runs the model over a DataLoader with
+gradients enabled and never calls backward() or steps an optimizer, when this file calls the
+function outside `torch.no_grad()`.
+
+## Why is this bad?
+`eval()` switches dropout and batch-norm to inference behaviour; it does not turn autograd
+off. Every forward pass still records its graph and keeps the activations it needs for a
+backward that never comes: evaluation takes several times the memory of a training step (and
+runs out of it on large validation batches) and runs slower. (A function only ever called
+under `torch.no_grad()` is not flagged.)
+
+## Example
+```python
+def evaluate(model, loader):
+    model.eval()
+    correct = 0
+    for x, y in loader:
+        correct += (model(x).argmax(1) == y).sum().item()
+    return correct
+
+def fit(model, train_loader, val_loader):
+    print(evaluate(model, val_loader))
+```
+
+Use instead:
+```python
+import torch
+
+@torch.no_grad()
+def evaluate(model, loader):
+    model.eval()
+    correct = 0
+    for x, y in loader:
+        correct += (model(x).argmax(1) == y).sum().item()
+    return correct
+
+def fit(model, train_loader, val_loader):
+    print(evaluate(model, val_loader))
+```
+""",
+)
