@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     saved.add_argument("--model", dest="model_path", type=Path, metavar="PATH", help="TorchScript or torch.export archive")
     saved.add_argument("--input-shape", metavar="DIMS", help="one sample's shape, without the batch, e.g. 3,224,224")
     saved.add_argument("--num-classes", type=int, metavar="C", help="check as a C-class classifier (CrossEntropyLoss)")
-    saved.add_argument("--batch-size", type=int, default=4, metavar="N", help="synthetic batch size (default 4)")
+    saved.add_argument("--batch-size", type=int, metavar="N", help="synthetic batch size (default: the batch a torch.export archive was exported with, else 4)")
     saved.add_argument("--trust-pickle", action="store_true", help="allow a full pickle (torch.save(model)); loading it runs code")
     tuning = parser.add_argument_group("check options")
     tuning.add_argument("--overfit-steps", type=int, default=300, metavar="N", help="at most N steps to overfit one batch (default 300)")
@@ -66,10 +66,11 @@ def _saved_subject(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
     if not args.input_shape:
         raise UsageError("--model needs --input-shape (one sample's shape, e.g. 3,224,224)")
-    if args.batch_size < 2:
-        raise UsageError("--batch-size must be at least 2")
     model = saved.load_model(args.model_path, args.trust_pickle)
-    inputs, targets = saved.synthetic_batch(saved.parse_shape(args.input_shape), args.batch_size, args.num_classes)
+    batch_size = args.batch_size or saved.example_batch_size(args.model_path) or 4
+    if batch_size < 2:
+        raise UsageError("--batch-size must be at least 2 (batch independence and batch norm need two samples)")
+    inputs, targets = saved.synthetic_batch(saved.parse_shape(args.input_shape), batch_size, args.num_classes)
     loss_fn = nn.CrossEntropyLoss() if args.num_classes else None
     data = (inputs, targets) if targets is not None else (inputs,)
     locator = Locator(model, fallback=Site(str(args.model_path.resolve()), 0))

@@ -11,6 +11,7 @@ what makes a "frozen" parameter move).
 from __future__ import annotations
 
 import copy
+import io
 import random
 import warnings
 from collections.abc import Iterator
@@ -156,17 +157,36 @@ def copy_for_check(model: nn.Module, optimizer: torch.optim.Optimizer | None, lo
     cannot be deep-copied; they are replaced by detached clones in the copy.
     """
     memo: dict[int, Any] = {}
-    for module in model.modules():
-        for value in vars(module).values():
-            if isinstance(value, torch.Tensor) and not value.is_leaf:
-                memo[id(value)] = value.detach().clone()
-    model_copy, optimizer_copy, loss_copy = copy.deepcopy((model, optimizer, loss_fn), memo)
+    if isinstance(model, torch.jit.ScriptModule):
+        model_copy = _script_copy(model)
+        for original, copied in zip(model.parameters(), model_copy.parameters()):
+            memo[id(original)] = copied
+        optimizer_copy, loss_copy = copy.deepcopy((optimizer, loss_fn), memo)
+    else:
+        for module in model.modules():
+            for value in vars(module).values():
+                if isinstance(value, torch.Tensor) and not value.is_leaf:
+                    memo[id(value)] = value.detach().clone()
+        model_copy, optimizer_copy, loss_copy = copy.deepcopy((model, optimizer, loss_fn), memo)
     originals = _all_parameters(model, optimizer)
     copies = _all_parameters(model_copy, optimizer_copy)
     for original, copied in zip(originals, copies):
         if original.grad is not None:
             copied.grad = original.grad.detach().clone()
     return Copies(model_copy, optimizer_copy, loss_copy)
+
+
+def _script_copy(model: torch.jit.ScriptModule) -> torch.jit.ScriptModule:
+    """A TorchScript module copied through an in-memory save and load: `copy.deepcopy` of a
+    ScriptModule gives parameters that are not leaves, which autograd and optimizers reject."""
+    buffer = io.BytesIO()
+    torch.jit.save(model, buffer)
+    buffer.seek(0)
+    copied = torch.jit.load(buffer)
+    copied.train(model.training)
+    for original, new in zip(model.parameters(), copied.parameters()):
+        new.requires_grad_(original.requires_grad)
+    return copied
 
 
 def _all_parameters(model: nn.Module, optimizer: torch.optim.Optimizer | None) -> list[torch.Tensor]:

@@ -41,6 +41,18 @@ def archive_kind(path: Path) -> str:
     return "pickle"
 
 
+def example_batch_size(path: Path) -> int | None:
+    """The batch size a torch.export archive was exported with (its shapes may be static)."""
+    if archive_kind(path) != "export":
+        return None
+    try:
+        example = torch.export.load(str(path)).example_inputs
+    except Exception:
+        return None
+    tensors = [t for t in (example[0] if example else ()) if isinstance(t, torch.Tensor) and t.dim() > 0]
+    return tensors[0].shape[0] if tensors else None
+
+
 def load_model(path: Path, trust_pickle: bool) -> nn.Module:
     if not path.is_file():
         raise UsageError(f"--model {path}: no such file")

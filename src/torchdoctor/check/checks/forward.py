@@ -6,6 +6,8 @@ of range or not integer) are left to that check, so each problem is reported onc
 
 from __future__ import annotations
 
+import re
+
 from torchdoctor.check.batch import tensors_in
 from torchdoctor.check.checks import Outcome, shape
 from torchdoctor.check.context import CheckContext, Failure
@@ -44,7 +46,7 @@ def _forward_failed(ctx: CheckContext, failure: Failure, stage: str) -> Outcome:
         model_modules = dict(ctx.subject.model.named_modules())
         owner = model_modules.get(module)
         label = f"`{module}` ({type(owner).__name__})" if module and owner is not None else "the model"
-        where_text = f" in {label}"
+        where_text = f" in {label}" + _linear_sizes(owner, failure.text)
         site = failure.site or ctx.locate.module(module)
     else:
         site = failure.site or ctx.locate.module("")
@@ -75,6 +77,16 @@ def _class_target_problem(tp) -> bool:  # type: ignore[no-untyped-def]
     from torchdoctor.check.checks.loss import class_target_findings_possible
 
     return class_target_findings_possible(tp)
+
+
+def _linear_sizes(owner: object, text: str) -> str:
+    """For "mat1 and mat2 shapes cannot be multiplied (32x64 and 32x10)" in a Linear layer:
+    what the layer expects and what it gets, which the raw message leaves to decode."""
+    match = re.search(r"\((\d+)x(\d+) and (\d+)x(\d+)\)", text)
+    features = getattr(owner, "in_features", None)
+    if match is None or features is None or int(match.group(2)) == features:
+        return ""
+    return f": it expects {features} input features and gets {match.group(2)}"
 
 
 def _float64_inputs(ctx: CheckContext) -> bool:
