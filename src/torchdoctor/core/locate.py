@@ -67,8 +67,17 @@ def stack_frames(frame: FrameType | None) -> list[tuple[str, int]]:
 
 
 def caller_in_user_code(skip: int = 1) -> tuple[str, int] | None:
-    """The innermost user frame of the current call stack (cheap: no source is read)."""
-    return innermost_user_frame(stack_frames(sys._getframe(skip)))
+    """The innermost user frame of the current call stack (cheap: no source is read, and the
+    walk stops at the first user frame)."""
+    frame = user_frame(sys._getframe(skip))
+    return (frame.f_code.co_filename, frame.f_lineno) if frame is not None else None
+
+
+def user_frame(frame: FrameType | None) -> FrameType | None:
+    """The innermost frame at or above `frame` whose file is user code (None when there is none)."""
+    while frame is not None and not is_user_file(frame.f_code.co_filename):
+        frame = frame.f_back
+    return frame
 
 
 def display_path(filename: str, base: Path | None = None) -> str:
