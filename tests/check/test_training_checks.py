@@ -285,3 +285,22 @@ def make():
 """)
     found = by_rule(report, "TD311")
     assert found and found[0].severity.value == "warning" and found[0].line == 11  # def backward
+
+
+def test_a_model_that_returns_its_own_loss_is_trained_with_it(check_source) -> None:  # type: ignore[no-untyped-def]
+    report = check_source(HEADER + """
+class WithLoss(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, inputs, labels):
+        logits = self.fc(inputs)
+        return {"logits": logits, "loss": F.cross_entropy(logits, labels)}
+
+def make():
+    x, y = torch.randn(16, 8), torch.arange(16) % 3
+    return {"model": WithLoss(), "data": ({"inputs": x, "labels": y},)}
+""")
+    assert status(report, "overfit") == "passed"
+    assert "output.loss" in next(c.detail for c in report.checks if c.name == "forward")

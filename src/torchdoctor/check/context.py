@@ -160,7 +160,7 @@ class CheckContext:
         """The loss to train with on a copy: the user's, else one inferred from the batch."""
         if pass_.loss_is_users:
             return pass_.copies.loss_fn
-        return inferred_loss(pass_.prediction, self.batch.targets)[1]
+        return inferred_loss(pass_.prediction, self.batch.targets, pass_.output)[1]
 
 
 def loss_name(loss_fn: Any) -> str:
@@ -169,9 +169,18 @@ def loss_name(loss_fn: Any) -> str:
     return getattr(loss_fn, "__qualname__", None) or getattr(loss_fn, "__name__", None) or type(loss_fn).__name__
 
 
-def inferred_loss(prediction: torch.Tensor | None, targets: Any) -> tuple[str, Callable[[Any, Any], torch.Tensor] | None]:
-    """A loss for a model checked without one: cross-entropy for integer class targets, MSE
-    for float targets of the output's shape, none otherwise."""
+def own_loss(output: Any) -> torch.Tensor | None:
+    """The scalar loss a model returns itself (`output.loss` / `output["loss"]`, as Hugging
+    Face models do when given labels)."""
+    value = output.get("loss") if isinstance(output, dict) else getattr(output, "loss", None)
+    return value if isinstance(value, torch.Tensor) and value.dim() == 0 else None
+
+
+def inferred_loss(prediction: torch.Tensor | None, targets: Any, output: Any = None) -> tuple[str, Callable[[Any, Any], torch.Tensor] | None]:
+    """A loss for a model checked without one: the model's own `output.loss`, cross-entropy
+    for integer class targets, MSE for float targets of the output's shape, none otherwise."""
+    if own_loss(output) is not None:
+        return "the model's own loss (output.loss)", lambda out, y: own_loss(out)  # type: ignore[return-value]
     if prediction is None or not isinstance(targets, torch.Tensor) or not prediction.is_floating_point():
         return "", None
     if (
@@ -253,7 +262,7 @@ def _compute_loss(ctx: CheckContext, result: TrainPass, targets: Any) -> None:
         result.loss_label = loss_name(ctx.subject.loss_fn)
         result.loss_is_users = True
     else:
-        result.loss_label, loss_fn = inferred_loss(result.prediction, targets)
+        result.loss_label, loss_fn = inferred_loss(result.prediction, targets, result.output)
         if loss_fn is None:
             return
     try:

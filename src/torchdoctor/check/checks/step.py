@@ -87,8 +87,8 @@ def _frozen_finding(ctx: CheckContext, tp, names: list[str]) -> Finding:  # type
         reasons.append(f"weight_decay={decay} applies to it")
     if optimizer.state.get(params[names[0]]):
         reasons.append("the optimizer keeps momentum for it from earlier steps")
-    cause = " and ".join(reasons) or "the optimizer still holds it"
-    name = names[0] if len(names) == 1 else f"{names[0]} (and {len(names) - 1} more: {listing(names[1:], 3)})"
+    cause = (", ".join(reasons[:-1]) + " and " + reasons[-1] if len(reasons) > 1 else "".join(reasons)) or "the optimizer still holds it"
+    name = listing(names, 3)
     site = ctx.locate.best(ctx.locate.of(ctx.subject.optimizer), ctx.locate.module(module_of(names[0])))
     return FROZEN_UPDATED.finding(**where(site), name=name, cause=cause)
 

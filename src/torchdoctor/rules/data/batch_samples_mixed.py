@@ -9,7 +9,7 @@ RULE = Rule(
     category=Category.DATA,
     severity=Severity.WARNING,
     proof="check",
-    message="in eval mode, the output for sample {sample} depends on the other samples of the batch (gradient {ratio:.2g} times its own): forward() mixes the batch",
+    message="in eval mode, the output for sample {sample} depends on the inputs of other samples in the batch (gradient {other:.2g} toward them, {own:.2g} toward its own input): forward() mixes the batch",
     hint="Look for view()/reshape() that moves the batch dimension (use transpose()/permute() to swap dimensions), reductions over dim 0, or an RNN fed (batch, seq, ...) without batch_first=True.",
     doc="""
 ## What it does
