@@ -48,6 +48,10 @@ class Detector:
     def __init__(self, ctx: Session) -> None:
         self.ctx = ctx
 
+    def install(self) -> None:
+        """The session is installing its instruments: request the on-demand ones this detector
+        needs here (`self.ctx.instrument(Kind)`); they are shared, and undone with the session."""
+
     def on_module_call(self, event: ModuleCall) -> None:
         """A module's forward returned (warm-up only: global module hooks are removed after it)."""
 

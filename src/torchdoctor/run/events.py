@@ -20,6 +20,7 @@ class ModuleCall:
 
     module: Any  # torch.nn.Module
     args: tuple[Any, ...]
+    kwargs: dict[str, Any]
     output: Any
     root: bool  # called from outside any other module's forward: a model's top-level call
     grad_enabled: bool

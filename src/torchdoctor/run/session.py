@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Iterable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import torch
 from torch import nn
@@ -19,6 +19,7 @@ from torch.optim.optimizer import Optimizer
 from torchdoctor.core.finding import Finding
 from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.core.rule import Rule
+from torchdoctor.run import reporting
 from torchdoctor.run.detector import EVENTS, Detector, overridden
 from torchdoctor.run.events import Backward, Batch, LoaderIter, Location, LossCall, ModuleCall, Step, ZeroGrad
 from torchdoctor.run.instruments import functional
@@ -31,6 +32,7 @@ from torchdoctor.run.outcome import Outcome
 from torchdoctor.run.patching import Patches
 
 Emit = Callable[[Finding, str], None]
+T = TypeVar("T")
 
 
 class Session:
@@ -68,6 +70,7 @@ class Session:
         self.steps_at_last_backward = 0
         self.last_zero_grad: dict[int, int] = {}  # id(optimizer or module) -> seq
         self.zero_grad_calls: weakref.WeakKeyDictionary[Any, Location | None] = weakref.WeakKeyDictionary()
+        self._instruments: dict[type[Any], Any] = {}
         self.detectors = [cls(self) for cls in (detectors if detectors is not None else _builtin()) if self._wanted(cls)]
         self._wire()
 
@@ -96,6 +99,9 @@ class Session:
         if self._has("on_module_call"):
             self.modules._on_call = self._on_module_call
         self.modules.start()
+        for detector in self.detectors:
+            if overridden(detector, "install"):
+                self._call(detector.install)
 
     def uninstall(self) -> None:
         self._end_trace()
@@ -148,8 +154,7 @@ class Session:
 
             self._found[dedup] = replace(known, count=known.count + 1)
             return None
-        file, line = location if location else (None, None)
-        finding = rule.finding(file=file, line=line, **fields)
+        finding = reporting.build(rule, location, fields)
         self._found[dedup] = finding
         self._send(finding, dedup)
         return finding
@@ -162,10 +167,34 @@ class Session:
         if listener in self._listeners:
             self._listeners.remove(listener)
 
-    def trace_next_step(self, watcher: Watcher) -> None:
-        """Trace the torch calls of one step (after the current backward() until the next)."""
-        if watcher not in self._pending_traces:
+    def trace_next_step(self, watcher: Watcher, *, now: bool = False) -> None:
+        """Trace the torch calls of one step for `watcher` (see instruments/trace.py).
+
+        By default the trace starts when the next backward() returns, so it covers the
+        following step's data, forward pass and loss; with `now=True` (for requests made
+        after a backward(), e.g. from `on_step`) it starts at once. Either way it ends when
+        the next backward() starts, and the watcher's `done()` is called.
+        """
+        if now and self.backward.current is None:
+            if self._trace is None:
+                self._trace = OpTrace([])
+                self._trace.begin()
+            self._trace.add(watcher)
+        elif watcher not in self._pending_traces:
             self._pending_traces.append(watcher)
+
+    def hold(self, handle: Any) -> None:
+        """Keep a hook handle (anything with `.remove()`) to be removed when the session ends."""
+        self._patches.hold(handle)
+
+    def instrument(self, kind: type[T]) -> T:
+        """The session's one instance of an on-demand instrument (`kind()` with an
+        `install(patches)` method), installed on first request and undone with the session."""
+        found = self._instruments.get(kind)
+        if found is None:
+            found = self._instruments[kind] = kind()
+            found.install(self._patches)  # type: ignore[attr-defined]
+        return found  # type: ignore[no-any-return]
 
     @property
     def steps(self) -> int:
@@ -234,6 +263,7 @@ class Session:
 
     def _on_backward(self, event: Backward) -> None:
         self._end_trace()
+        self.modules.reset_depth()
         self._forwards_since_backward = 0
         if self.warmup and not self.modules.active:
             self.modules.start()

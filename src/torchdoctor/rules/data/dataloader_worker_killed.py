@@ -23,7 +23,8 @@ Docker gives containers 64 MB of shared memory by default, far less than a few b
 images; the worker dies with a signal and no Python traceback.
 
 ## Example
-The example simulates what a full `/dev/shm` does to a worker:
+The example simulates what a full `/dev/shm` does to a worker; the fix is outside the code
+(`docker run --shm-size=8g`), after which the same loader runs:
 ```python
 import os
 import signal
@@ -44,7 +45,7 @@ if __name__ == "__main__":
         pass
 ```
 
-Use instead (with enough shared memory, e.g. `docker run --shm-size=8g`):
+Use instead:
 ```python
 import torch
 from torch.utils.data import DataLoader, Dataset

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from torchdoctor.core.finding import Finding, Severity
 from torchdoctor.core.rule import Rule
 from torchdoctor.rules.api.script_crashed import RULE as CRASHED
+from torchdoctor.run import reporting
 from torchdoctor.run.crash.model import Crash, Frame
 from torchdoctor.run.events import Location
 
@@ -78,17 +79,10 @@ def _finding(said: Explanation, crash: Crash) -> Finding:
     frame = crash.user_frame()
     location = said.at if said.at is not None else ((frame.file, frame.line) if frame else None)
     evidence = {"exception": crash.headline, **({"raised_in": crash.origin} if crash.origin else {}), **(said.evidence or {})}
-    file, line = location if location else (None, None)
-    return said.rule.finding(file=file, line=line, severity=Severity.ERROR, evidence=evidence, rank=crash.rank, **said.fields)
+    return reporting.build(said.rule, location, {**said.fields, "severity": Severity.ERROR, "evidence": evidence, "rank": crash.rank})
 
 
 def _at(rule: Rule, crash: Crash, frame: Frame | None, **fields: Any) -> Finding:
     evidence = {"exception": crash.headline, **({"raised_in": crash.origin} if crash.origin else {})}
-    return rule.finding(
-        file=frame.file if frame else None,
-        line=frame.line if frame else None,
-        severity=Severity.ERROR,
-        evidence=evidence,
-        rank=crash.rank,
-        **fields,
-    )
+    location = (frame.file, frame.line) if frame else None
+    return reporting.build(rule, location, {**fields, "severity": Severity.ERROR, "evidence": evidence, "rank": crash.rank})

@@ -7,5 +7,16 @@ To add one: write a `Detector` subclass in a module here and list it in `DETECTO
 from __future__ import annotations
 
 from torchdoctor.run.detector import Detector
+from torchdoctor.run.detectors.gradients import ParametersWithoutGradient
+from torchdoctor.run.detectors.loss import LossInputs
+from torchdoctor.run.detectors.numerics import NonFiniteLoss
+from torchdoctor.run.detectors.optimizer import GradientResets, OptimizerCoverage, StepsWithoutGradients
 
-DETECTORS: tuple[type[Detector], ...] = ()
+DETECTORS: tuple[type[Detector], ...] = (
+    GradientResets,
+    StepsWithoutGradients,
+    OptimizerCoverage,
+    ParametersWithoutGradient,
+    LossInputs,
+    NonFiniteLoss,
+)

@@ -55,7 +55,8 @@ class ModuleIndex:
             return
         self._handles = [
             module_hooks.register_module_forward_pre_hook(self._pre),
-            module_hooks.register_module_forward_hook(self._post, always_call=True),
+            # not always_call: torch would call it with other arguments, and warn, when forward raises
+            module_hooks.register_module_forward_hook(self._post, with_kwargs=True),
         ]
 
     def stop(self) -> None:
@@ -81,13 +82,17 @@ class ModuleIndex:
                 self._names.clear()
             self._on_root()
 
-    def _post(self, module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
+    def _post(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> None:
         if torch.compiler.is_compiling():
             return
         depth = getattr(self._local, "depth", 1) - 1
         self._local.depth = max(depth, 0)
         if self._on_call is not None:
-            self._on_call(ModuleCall(module, args, output, root=depth == 0, grad_enabled=torch.is_grad_enabled()))
+            self._on_call(ModuleCall(module, args, kwargs, output, root=depth == 0, grad_enabled=torch.is_grad_enabled()))
+
+    def reset_depth(self) -> None:
+        """Between steps no module is running; a forward that raised left the count behind."""
+        self._local.depth = 0
 
     def add_root(self, module: nn.Module, location: Location | None = None) -> None:
         """Make a model known without having seen it called (e.g. from an optimizer's owner)."""

@@ -47,12 +47,20 @@ class OpTrace(TorchFunctionMode):
 
     def __init__(self, watchers: list[Watcher]) -> None:
         super().__init__()
-        self.watchers = watchers
+        self.watchers: list[Watcher] = []
         self.active = True
         self._by_name: dict[str, list[Watcher]] = {}
         for watcher in watchers:
-            for name in watcher.functions:
-                self._by_name.setdefault(name, []).append(watcher)
+            self.add(watcher)
+
+    def add(self, watcher: Watcher) -> None:
+        if watcher not in self.watchers:
+            self.watchers.append(watcher)
+            self._index(watcher)
+
+    def _index(self, watcher: Watcher) -> None:
+        for name in watcher.functions:
+            self._by_name.setdefault(name, []).append(watcher)
 
     def __torch_function__(
         self, func: Callable[..., Any], types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None

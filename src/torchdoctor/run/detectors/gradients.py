@@ -1,0 +1,170 @@
+"""TD120: trainable parameters, given to an optimizer, that never receive a gradient.
+
+Checked at every optimizer step for the parameters not yet seen with a gradient (a set that
+empties after the first step of a healthy run, so the cost vanishes). When a module that ran
+with gradients enabled did not get any, one step is traced to find the line in the user's
+code that cut the graph (`.detach()`, `.item()`, `.numpy()`, `.data`, `torch.tensor(t)`):
+the cut whose input still reaches the starved parameters through the autograd graph.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from torchdoctor.core.finding import Severity
+from torchdoctor.core.locate import is_user_file
+from torchdoctor.rules.grad_flow.parameter_without_gradient import RULE
+from torchdoctor.run.detector import Detector
+from torchdoctor.run.detectors.optimizer import names_text
+from torchdoctor.run.events import Location, Step
+from torchdoctor.run.instruments.optim import params_of
+from torchdoctor.run.outcome import Outcome
+
+#: torch functions and Tensor methods that leave autograd (attribute reads by name, e.g. `data`)
+CUTS = frozenset({"detach", "detach_", "item", "tolist", "numpy", "data", "tensor", "as_tensor"})
+#: graph nodes visited at most when looking for the parameters behind a cut
+GRAPH_LIMIT = 20000
+
+
+@dataclass
+class Starved:
+    """A parameter seen at an optimizer step without a gradient (so far)."""
+
+    param: weakref.ref[torch.Tensor]
+    name: str
+
+
+@dataclass
+class Cut:
+    call: str
+    location: Location
+    node: Any  # the grad_fn of the tensor that was cut (kept alive until the trace is done)
+
+
+@dataclass
+class CutFinder:
+    """Trace watcher: records graph cuts and keeps the first that starves a parameter."""
+
+    targets: set[int]  # ids of starved parameters
+    functions: frozenset[str] = CUTS
+    cuts: list[Cut] = field(default_factory=list)
+    found: dict[int, Cut] = field(default_factory=dict)
+
+    def seen(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any, location: Location | None) -> None:
+        source = args[0] if args else kwargs.get("data")
+        if location is None or not isinstance(source, torch.Tensor) or source.grad_fn is None:
+            return
+        call = f"torch.{name}(...)" if name in ("tensor", "as_tensor") else f".{name}" if name == "data" else f".{name}()"
+        self.cuts.append(Cut(call, location, source.grad_fn))
+
+    def done(self) -> None:
+        for cut in self.cuts:
+            for param_id in _parameters_behind(cut.node) & self.targets:
+                self.found.setdefault(param_id, cut)
+        self.cuts = []
+
+
+class ParametersWithoutGradient(Detector):
+    rules = (RULE,)
+
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx)
+        self._seen: set[int] = set()
+        self._starved: dict[int, Starved] = {}
+        self._finder: CutFinder | None = None
+
+    def on_step(self, event: Step) -> None:
+        for param in params_of(event.optimizer):
+            key = id(param)
+            if key in self._seen:
+                continue
+            if not param.requires_grad:
+                continue
+            if param.grad is not None or self._arrived(param):
+                self._seen.add(key)
+                self._starved.pop(key, None)
+            elif key not in self._starved:
+                self._starved[key] = Starved(weakref.ref(param), self.ctx.modules.param_name(param) or f"parameter {tuple(param.shape)}")
+        if self._starved and self._finder is None and self.ctx.backward.completed:
+            self._finder = CutFinder(targets=set(self._starved))
+            self.ctx.trace_next_step(self._finder, now=True)
+
+    def _arrived(self, param: torch.Tensor) -> bool:
+        record = self.ctx.grads.record(param)
+        return record is not None and record.arrivals > 0
+
+    def on_finish(self, outcome: Outcome) -> None:
+        if self.ctx.backward.completed == 0 or self.ctx.steps == 0 or outcome.crashed:
+            return
+        groups: dict[Any, list[str]] = {}
+        for key, starved in self._starved.items():
+            param = starved.param()
+            if param is None or key in self._seen or not param.requires_grad:
+                continue
+            owner = self.ctx.modules.owner_of(param)
+            use = self.ctx.modules.ran.get(owner) if owner is not None else None
+            if use is not None and use.grad_calls == 0:
+                continue  # ran only under no_grad: frozen on purpose
+            cut = self._finder.found.get(key) if self._finder is not None else None
+            if cut is not None:
+                group: Any = ("cut", cut.call, cut.location)
+            elif use is None and owner is not None:
+                group = ("unused", self._forward_of(owner))
+            else:
+                group = ("starved", self._forward_of(owner) if owner is not None else None)
+            groups.setdefault(group, []).append(starved.name)
+        for group, names in groups.items():
+            self._report(group, names)
+
+    def _report(self, group: tuple[Any, ...], names: list[str]) -> None:
+        listed = names_text(names)
+        count = len(names)
+        if group[0] == "cut":
+            _, call, location = group
+            message = f"{count} trainable parameter(s) got no gradient from the loss: {listed}; `{call}` on this line cuts the graph between them and the loss"
+            self.ctx.report(RULE, at=location, key=group, message=message, count=count, names=listed)
+        elif group[0] == "unused":
+            message = f"{count} trainable parameter(s) got no gradient: {listed}; their module never ran in the forward pass"
+            self.ctx.report(RULE, at=group[1], key=group, message=message, severity=Severity.WARNING, count=count, names=listed)
+        else:
+            self.ctx.report(RULE, at=group[1], key=group, count=count, names=listed)
+
+    def _forward_of(self, module: nn.Module | None) -> Location | None:
+        """The `forward` of the innermost user-defined module holding `module` (where to look)."""
+        if module is None:
+            return None
+        for candidate in self._ancestors(module):
+            code = getattr(type(candidate).forward, "__code__", None)
+            if code is not None and is_user_file(code.co_filename):
+                return (code.co_filename, code.co_firstlineno)
+        return None
+
+    def _ancestors(self, module: nn.Module) -> list[nn.Module]:
+        """`module`, its parent, ..., up to its model."""
+        for root in self.ctx.modules.live_roots():
+            for qualified, child in root.named_modules():
+                if child is module:
+                    parts = qualified.split(".") if qualified else []
+                    return [root.get_submodule(".".join(parts[:i])) for i in range(len(parts), -1, -1)]
+        return [module]
+
+
+def _parameters_behind(node: Any) -> set[int]:
+    """ids of the leaf tensors (parameters) the graph below `node` reaches."""
+    found: set[int] = set()
+    stack, visited = [node], set()
+    while stack and len(visited) < GRAPH_LIMIT:
+        current = stack.pop()
+        if current is None or id(current) in visited:
+            continue
+        visited.add(id(current))
+        variable = getattr(current, "variable", None)
+        if isinstance(variable, torch.Tensor):
+            found.add(id(variable))
+        stack.extend(next_node for next_node, _ in getattr(current, "next_functions", ()))
+    return found

@@ -1,0 +1,217 @@
+"""What a loss function receives: probabilities where logits are expected, a softmax over the
+batch, shapes that broadcast.
+
+The producer of the loss's input is read from its autograd node (`SoftmaxBackward0`,
+`SigmoidBackward0`, ... with the softmax's `dim`), through view-like nodes only: cheap enough
+for every call, and exact. The line that applied the softmax is found by tracing one more
+step; if the run ends first, the finding points at the loss call instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from torchdoctor.core.locate import caller_in_user_code, display_path
+from torchdoctor.core.rule import Rule
+from torchdoctor.rules.loss.loss_target_broadcast import RULE as BROADCAST
+from torchdoctor.rules.loss.sigmoid_before_bce_with_logits import RULE as SIGMOID_BCE
+from torchdoctor.rules.loss.softmax_before_cross_entropy import RULE as SOFTMAX_CE
+from torchdoctor.rules.loss.softmax_into_nll_loss import RULE as SOFTMAX_NLL
+from torchdoctor.rules.loss.softmax_over_batch_dim import RULE as BATCH_DIM
+from torchdoctor.run.detector import Detector
+from torchdoctor.run.events import Location, LossCall
+from torchdoctor.run.outcome import Outcome
+
+#: nodes that move or relabel values without changing them (probabilities stay probabilities)
+VIEWS = frozenset(
+    {
+        "ViewBackward0", "UnsafeViewBackward0", "ReshapeAliasBackward0", "AliasBackward0", "TransposeBackward0",
+        "TBackward0", "PermuteBackward0", "SqueezeBackward0", "SqueezeBackward1", "SqueezeBackward2",
+        "SqueezeBackward3", "UnsqueezeBackward0", "CloneBackward0", "ToCopyBackward0", "ExpandBackward0",
+        "SliceBackward0", "SelectBackward0", "IndexBackward0", "CatBackward0", "StackBackward0", "SplitBackward0",
+    }
+)
+#: the subset that also keeps every dimension where it was (so a softmax's `dim` still means the same)
+SAME_LAYOUT = frozenset({"CloneBackward0", "ToCopyBackward0", "AliasBackward0"})
+ELEMENTWISE = {"mse_loss": "MSELoss", "l1_loss": "L1Loss", "smooth_l1_loss": "SmoothL1Loss", "huber_loss": "HuberLoss"}
+#: how far up the graph the producer is looked for
+DEPTH = 8
+
+
+@dataclass(frozen=True)
+class Producer:
+    node: Any
+    kind: str  # "softmax", "log_softmax", "sigmoid"
+    dim: int | None
+    same_layout: bool
+
+
+def producer(tensor: torch.Tensor) -> Producer | None:
+    """The softmax / log-softmax / sigmoid that produced `tensor`, through view-like nodes."""
+    node = tensor.grad_fn
+    same_layout = True
+    for _ in range(DEPTH):
+        if node is None:
+            return None
+        name = type(node).__name__
+        if name == "SoftmaxBackward0":
+            return Producer(node, "softmax", _dim(node), same_layout)
+        if name == "LogSoftmaxBackward0":
+            return Producer(node, "log_softmax", _dim(node), same_layout)
+        if name == "SigmoidBackward0":
+            return Producer(node, "sigmoid", None, same_layout)
+        if name not in VIEWS:
+            return None
+        same_layout = same_layout and name in SAME_LAYOUT
+        node = node.next_functions[0][0] if node.next_functions else None
+    return None
+
+
+def _dim(node: Any) -> int | None:
+    dim = getattr(node, "_saved_dim", None)
+    if not isinstance(dim, int):
+        return None
+    return dim - 2**64 if dim >= 2**63 else dim  # saved as an unsigned 64-bit integer
+
+
+@dataclass
+class Locator:
+    """Trace watcher: the user line of every softmax/log-softmax/sigmoid of one step, by node."""
+
+    functions: frozenset[str] = frozenset({"softmax", "log_softmax", "sigmoid"})
+    lines: dict[int, tuple[Any, Location]] = field(default_factory=dict)
+    active: bool = True
+
+    def seen(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any, location: Location | None) -> None:
+        node = getattr(result, "grad_fn", None)
+        if node is not None and location is not None:
+            self.lines[id(node)] = (node, location)
+
+    def done(self) -> None:
+        self.active = False
+
+    def line_of(self, node: Any) -> Location | None:
+        entry = self.lines.get(id(node))
+        return entry[1] if entry is not None and entry[0] is node else None
+
+
+@dataclass
+class Pending:
+    rule: Rule
+    loss_line: Location | None
+    fields: dict[str, Any]
+
+
+class LossInputs(Detector):
+    rules = (SOFTMAX_CE, SIGMOID_BCE, SOFTMAX_NLL, BATCH_DIM, BROADCAST)
+
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx)
+        self._pending: dict[str, Pending] = {}
+        self._done: set[str] = set()
+        self._locator: Locator | None = None
+        self._broadcasts: set[tuple[Any, ...]] = set()
+
+    def on_loss(self, event: LossCall) -> None:
+        if event.function in ELEMENTWISE:
+            self._broadcast(event)
+            return
+        if event.input.grad_fn is None:
+            return
+        made = producer(event.input)
+        if made is None:
+            return
+        for rule, fields in self._verdicts(event, made):
+            self._found(rule, fields, made)
+
+    def _verdicts(self, event: LossCall, made: Producer) -> list[tuple[Rule, dict[str, Any]]]:
+        found: list[tuple[Rule, dict[str, Any]]] = []
+        function = event.function
+        if function == "cross_entropy" and made.kind == "softmax":
+            found.append((SOFTMAX_CE, {}))
+        elif function == "nll_loss" and made.kind == "softmax":
+            found.append((SOFTMAX_NLL, {}))
+        elif function == "binary_cross_entropy_with_logits" and made.kind == "sigmoid":
+            found.append((SIGMOID_BCE, {}))
+        batched = event.input.dim() >= 2
+        if (
+            function in ("cross_entropy", "nll_loss")
+            and made.kind in ("softmax", "log_softmax")
+            and made.dim is not None
+            and made.same_layout
+            and batched
+            and made.dim % event.input.dim() == 0
+        ):
+            found.append((BATCH_DIM, {"dim": made.dim, "size": event.input.shape[0]}))
+        return found
+
+    def _found(self, rule: Rule, fields: dict[str, Any], made: Producer) -> None:
+        key = f"{rule.code}:{made.kind}"
+        if key in self._done:
+            return
+        locator = self._locator
+        line = locator.line_of(made.node) if locator is not None else None
+        if line is not None:
+            self._report(rule, line, fields, made, loss_line=caller_in_user_code())
+            return
+        if key not in self._pending:
+            self._pending[key] = Pending(rule, caller_in_user_code(), {**fields, "made": made.kind})
+            if self._locator is None:
+                self._locator = Locator()
+                self.ctx.trace_next_step(self._locator)
+        elif locator is not None and not locator.active:
+            self._flush()
+
+    def _report(self, rule: Rule, line: Location | None, fields: dict[str, Any], made: Producer | None, loss_line: Location | None) -> None:
+        kind = made.kind if made is not None else fields.get("made", "softmax")
+        where = f" ({display_path(loss_line[0])}:{loss_line[1]})" if loss_line and line and loss_line != line else ""
+        source = f"{kind} on this line, and reaches the loss{where}" if line else kind
+        template = {k: v for k, v in fields.items() if k != "made"}
+        self.ctx.report(rule, at=line, key="loss", source=source, **template)
+        self._done.add(f"{rule.code}:{kind}")
+        self._pending.pop(f"{rule.code}:{kind}", None)
+
+    def _flush(self) -> None:
+        """No traced step placed the softmax: report at the loss call instead."""
+        for pending in list(self._pending.values()):
+            kind = pending.fields.get("made", "softmax")
+            fields = {k: v for k, v in pending.fields.items() if k != "made"}
+            self.ctx.report(pending.rule, at=pending.loss_line, key="loss", source=f"{kind} (its output is this loss's input)", **fields)
+            self._done.add(f"{pending.rule.code}:{kind}")
+        self._pending.clear()
+
+    def on_finish(self, outcome: Outcome) -> None:
+        self._flush()
+
+    def _broadcast(self, event: LossCall) -> None:
+        target = event.target
+        if not isinstance(target, torch.Tensor):
+            return
+        a, b = tuple(event.input.shape), tuple(target.shape)
+        if a == b or (event.function, a, b) in self._broadcasts:
+            return
+        self._broadcasts.add((event.function, a, b))
+        try:
+            both = tuple(torch.broadcast_shapes(a, b))
+        except RuntimeError:
+            return  # the loss itself will raise
+        pairs, largest = _numel(both), max(_numel(a), _numel(b))
+        if pairs > largest:  # both sides were expanded: every prediction meets every target
+            self.ctx.report(
+                BROADCAST,
+                loss=ELEMENTWISE[event.function],
+                input_shape=list(a),
+                target_shape=list(b),
+                pairs=pairs,
+                expected=largest,
+            )
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    total = 1
+    for size in shape:
+        total *= size
+    return total

@@ -1,0 +1,165 @@
+"""The optimizer's side of a training step: resets, order, steps without gradients, coverage.
+
+All decisions are taken from the first optimizer steps (warm-up), where the session watches
+gradients arrive; they describe the shape of the training loop, which does not change.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import torch
+from torch import nn
+from torch.optim.optimizer import Optimizer
+
+from torchdoctor.core.locate import caller_in_user_code
+from torchdoctor.rules.optimizer.backward_without_step import RULE as BACKWARD_WITHOUT_STEP
+from torchdoctor.rules.optimizer.missing_zero_grad import RULE as MISSING_ZERO_GRAD
+from torchdoctor.rules.optimizer.parameter_not_in_optimizer import RULE as NOT_IN_OPTIMIZER
+from torchdoctor.rules.optimizer.step_without_backward import RULE as STEP_WITHOUT_BACKWARD
+from torchdoctor.rules.optimizer.zero_grad_before_step import RULE as ZERO_GRAD_BEFORE_STEP
+from torchdoctor.run.detector import Detector
+from torchdoctor.run.events import Backward, Location, Step
+from torchdoctor.run.instruments.optim import params_of
+from torchdoctor.run.outcome import Outcome
+
+#: how many parameter names a message lists before "..."
+SHOWN = 6
+
+
+def names_text(names: list[str]) -> str:
+    shown = ", ".join(names[:SHOWN])
+    return shown + (f", ... ({len(names) - SHOWN} more)" if len(names) > SHOWN else "")
+
+
+class GradientResets(Detector):
+    """TD110: gradients carried from one step into the next; TD111: reset between backward and step."""
+
+    rules = (MISSING_ZERO_GRAD, ZERO_GRAD_BEFORE_STEP)
+
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx)
+        self._previous_step_seq: weakref.WeakKeyDictionary[Optimizer, int] = weakref.WeakKeyDictionary()
+        self._reported: set[int] = set()
+
+    def on_step(self, event: Step) -> None:
+        if not self.ctx.warmup or id(event.optimizer) in self._reported:
+            return
+        if event.index >= 2 and self._carried(event.optimizer):
+            self._reported.add(id(event.optimizer))
+            self.ctx.report(MISSING_ZERO_GRAD)
+            return
+        reset = self._reset_after_backward(event.optimizer)
+        if reset is not None:
+            self._reported.add(id(event.optimizer))
+            self.ctx.report(ZERO_GRAD_BEFORE_STEP, at=reset)
+
+    def on_step_end(self, event: Step) -> None:
+        self._previous_step_seq[event.optimizer] = self.ctx.seq
+
+    def _carried(self, optimizer: Optimizer) -> bool:
+        """Every parameter that got a gradient since the last step found that step's gradient
+        still in `.grad` when the new one arrived, and no reset happened afterwards."""
+        records = [self.ctx.grads.record(p) for p in params_of(optimizer) if p.requires_grad]
+        active = [r for r in records if r is not None and r.arrivals]
+        return bool(active) and all(r.carried for r in active)
+
+    def _reset_after_backward(self, optimizer: Optimizer) -> Location | bool | None:
+        """Where a zero_grad() covering this optimizer ran after the last backward() (and after
+        the previous step); None when there was none."""
+        previous = self._previous_step_seq.get(optimizer, 0)
+        backward = self.ctx.last_backward_seq
+        if not previous < backward:
+            return None
+        params = {id(p) for p in params_of(optimizer)}
+        for owner, location in list(self.ctx.zero_grad_calls.items()):
+            seq = self.ctx.last_zero_grad.get(id(owner), 0)
+            if seq <= backward:
+                continue
+            covered = owner is optimizer or (isinstance(owner, nn.Module) and any(id(p) in params for p in owner.parameters()))
+            if covered:
+                return location or True
+        return None
+
+
+class StepsWithoutGradients(Detector):
+    """TD400: an optimizer steps with no backward() before; TD401: backward() but never a step."""
+
+    rules = (STEP_WITHOUT_BACKWARD, BACKWARD_WITHOUT_STEP)
+
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx)
+        self._backward_at_step: weakref.WeakKeyDictionary[Optimizer, int] = weakref.WeakKeyDictionary()
+        self._empty: weakref.WeakKeyDictionary[Optimizer, tuple[int, int, Location | None]] = weakref.WeakKeyDictionary()
+        self._first_backward: Location | None = None
+
+    def on_backward(self, event: Backward) -> None:
+        if event.index == 1:
+            self._first_backward = caller_in_user_code()
+
+    def on_step_end(self, event: Step) -> None:
+        if not self.ctx.warmup:
+            return
+        optimizer = event.optimizer
+        completed = self.ctx.backward.completed
+        had_backward = completed > self._backward_at_step.get(optimizer, 0)
+        self._backward_at_step[optimizer] = completed
+        steps, empty, where = self._empty.get(optimizer, (0, 0, None))
+        if where is None and not had_backward:
+            where = caller_in_user_code()
+        self._empty[optimizer] = (steps + 1, empty + (not had_backward), where)
+
+    def on_warmup_end(self) -> None:
+        for optimizer, (steps, empty, where) in list(self._empty.items()):
+            if steps >= 2 and empty == steps:
+                self.ctx.report(STEP_WITHOUT_BACKWARD, at=where, key=id(optimizer), steps=steps)
+
+    def on_finish(self, outcome: Outcome) -> None:
+        backward = self.ctx.backward.completed
+        if outcome.completed and self.ctx.steps == 0 and backward >= 2 and len(self.ctx.optimizers.known):
+            self.ctx.report(BACKWARD_WITHOUT_STEP, at=self._first_backward, count=backward)
+
+
+class OptimizerCoverage(Detector):
+    """TD114: parameters that receive gradients but belong to no optimizer."""
+
+    rules = (NOT_IN_OPTIMIZER,)
+
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx)
+        self._orphans: dict[int, tuple[weakref.ref[torch.Tensor], str, weakref.ref[nn.Module]]] = {}
+
+    def on_step_end(self, event: Step) -> None:
+        if not self.ctx.warmup:
+            return
+        optimized = self._optimized()
+        for root in self.ctx.model_roots():
+            for name, param in root.named_parameters():
+                if param.requires_grad and param.grad is not None and id(param) not in optimized:
+                    qualified = self.ctx.modules.param_name(param) or name
+                    self._orphans.setdefault(id(param), (weakref.ref(param), qualified, weakref.ref(root)))
+
+    def on_warmup_end(self) -> None:
+        optimized = self._optimized()
+        by_root: dict[int, tuple[nn.Module, list[str]]] = {}
+        for ref, name, root_ref in self._orphans.values():
+            param, root = ref(), root_ref()
+            if param is None or root is None or id(param) in optimized:
+                continue
+            by_root.setdefault(id(root), (root, []))[1].append(name)
+        for root, names in by_root.values():
+            partly_optimized = any(id(p) in optimized for p in root.parameters())
+            if not partly_optimized and not root.training:
+                continue  # a separate model in eval mode that gets gradients: a teacher, a critic
+            self.ctx.report(NOT_IN_OPTIMIZER, at=self._where(), key=id(root), count=len(names), names=names_text(names))
+
+    def _optimized(self) -> set[int]:
+        return {id(p) for optimizer in list(self.ctx.optimizers.known.keys()) for p in params_of(optimizer)}
+
+    def _where(self) -> Location | None:
+        """The line that built the optimizer: the one to change."""
+        for info in self.ctx.optimizers.known.values():
+            if info.created_at is not None:
+                return info.created_at
+        return None

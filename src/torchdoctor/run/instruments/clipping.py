@@ -1,0 +1,130 @@
+"""Gradient clipping calls, and what a GradScaler did to the gradients before them.
+
+`clip_grad_norm_` / `clip_grad_value_` get observing stand-ins in `torch.nn.utils` and in
+`torch.nn.utils.clip_grad` (where they live; the deprecated `clip_grad_norm` calls through
+it). `GradScaler.scale`, `unscale_` and `update` get stand-ins too: `scale` remembers the
+tensors it returns, so a backward() of one of them is known to produce scaled gradients, and
+`unscale_` remembers which optimizers' gradients are back to their true size.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.amp import GradScaler
+from torch.nn.utils import clip_grad
+
+from torchdoctor.run.patching import Patches, observed
+
+CLIPPERS = ("clip_grad_norm_", "clip_grad_value_")
+
+
+@dataclass(frozen=True)
+class Clip:
+    """`torch.nn.utils.<function>(parameters, ...)` is about to run."""
+
+    function: str
+    parameters: tuple[torch.Tensor, ...]
+
+
+@dataclass
+class ScalerState:
+    """What the GradScalers of the process did since their last `update()`."""
+
+    #: id() of tensors `scale()` returned that are still alive
+    scaled: dict[int, weakref.ref[torch.Tensor]] = field(default_factory=dict)
+    #: optimizers unscaled since the last `update()` (ids)
+    unscaled: set[int] = field(default_factory=set)
+
+    def is_scaled(self, tensor: Any) -> bool:
+        ref = self.scaled.get(id(tensor))
+        return ref is not None and ref() is tensor
+
+
+class GradientClipping:
+    """Clip calls for listeners; GradScaler activity in `self.scaler`."""
+
+    def __init__(self) -> None:
+        self.scaler = ScalerState()
+        self._listeners: list[Callable[[Clip], None]] = []
+
+    def listen(self, listener: Callable[[Clip], None]) -> None:
+        self._listeners.append(listener)
+
+    def install(self, patches: Patches) -> None:
+        skip = torch.compiler.is_compiling
+        for name in CLIPPERS:
+            original = getattr(clip_grad, name, None)
+            if original is None:
+                continue
+            stand_in = observed(original, self._clip(name), skip=skip)
+            patches.set(clip_grad, name, stand_in)
+            if getattr(torch.nn.utils, name, None) is original:
+                patches.set(torch.nn.utils, name, stand_in)
+        patches.set(GradScaler, "scale", _after_result(GradScaler.scale, self._scaled))
+        patches.set(GradScaler, "unscale_", observed(GradScaler.unscale_, self._unscaled, skip=skip))
+        patches.set(GradScaler, "update", observed(GradScaler.update, self._updated, skip=skip))
+
+    def _clip(self, name: str) -> Callable[[tuple[Any, ...], dict[str, Any]], None]:
+        def before(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+            parameters = args[0] if args else kwargs.get("parameters")
+            if not self._listeners or parameters is None:
+                return
+            if isinstance(parameters, torch.Tensor):
+                params: tuple[torch.Tensor, ...] = (parameters,)
+            elif isinstance(parameters, (list, tuple)):
+                params = tuple(parameters)
+            else:
+                return  # a generator (model.parameters()): reading it here would exhaust it
+            event = Clip(name, params)
+            for listener in self._listeners:
+                listener(event)
+
+        return before
+
+    def _scaled(self, args: tuple[Any, ...], result: Any) -> None:
+        scaler = args[0]
+        if not scaler.is_enabled() or result is None:
+            return
+        scaled = self.scaler.scaled
+        for tensor in _tensors(result):
+            key = id(tensor)
+            scaled[key] = weakref.ref(tensor, lambda _ref, key=key: scaled.pop(key, None))
+
+    def _unscaled(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        optimizer = args[1] if len(args) > 1 else kwargs.get("optimizer")
+        if optimizer is not None:
+            self.scaler.unscaled.add(id(optimizer))
+
+    def _updated(self, _args: tuple[Any, ...], _kwargs: dict[str, Any]) -> None:
+        self.scaler.unscaled.clear()
+
+
+def _tensors(value: Any) -> Iterable[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _tensors(item)
+
+
+def _after_result(original: Callable[..., Any], after: Callable[[tuple[Any, ...], Any], None]) -> Callable[..., Any]:
+    """A stand-in that hands `after` the arguments and the result (observing only)."""
+
+    def stand_in(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        if not torch.compiler.is_compiling():
+            try:
+                after(args, result)
+            except Exception:  # noqa: BLE001, S110 - observing must never change the result
+                pass
+        return result
+
+    stand_in.__wrapped__ = original  # type: ignore[attr-defined]
+    for attribute in ("__name__", "__qualname__", "__doc__", "__module__"):
+        setattr(stand_in, attribute, getattr(original, attribute))
+    return stand_in

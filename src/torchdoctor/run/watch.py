@@ -1,0 +1,98 @@
+"""`torchdoctor.watch()`: the detectors of `torchdoctor run`, from code, around any block.
+
+```python
+with torchdoctor.watch() as watched:
+    train(model, loader)
+print(watched.report.findings)
+```
+
+On leaving the block every hook and stand-in is removed. An exception raised in the block is
+explained (added to the report) and propagates unchanged. Under `torchdoctor run` the run's
+session is already observing: the block then collects what is found while it runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from torchdoctor.core import registry
+from torchdoctor.core.finding import Finding
+from torchdoctor.core.locate import display_path
+from torchdoctor.core.report import Report
+from torchdoctor.core.suppress import drop_suppressed
+from torchdoctor.run.outcome import Outcome
+
+if TYPE_CHECKING:
+    from torchdoctor.run.session import Session
+
+
+class Watch:
+    """The context manager `watch()` returns; `report` is complete once the block has exited."""
+
+    def __init__(self, select: Sequence[str] | None = None, ignore: Sequence[str] | None = None) -> None:
+        self.report = Report(command="watch")
+        self._enabled = _enabled(select, ignore)
+        self._found: dict[str, Finding] = {}
+        self._session: Session | None = None
+        self._owned = False
+
+    def __enter__(self) -> Watch:
+        from torchdoctor.run.session import Session
+
+        current = Session.current()
+        if current is not None:
+            self._session = current
+            current.add_listener(self._collect)
+        else:
+            self._session = Session.start(emit=self._collect, enabled=self._enabled)
+            self._owned = True
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        session = self._session
+        if session is None:
+            return
+        outcome = Outcome.from_exception(exc)
+        if exc is not None:
+            from torchdoctor.run.crash.explain import explain
+
+            for finding, key in explain(exc, session):
+                self._collect(finding, key)
+        if self._owned:
+            session.finish(outcome)
+            session.uninstall()
+        else:
+            session.remove_listener(self._collect)
+        self._session: Session | None = None
+        self.report.meta.update({"steps": session.steps, "backward": session.backward.completed})
+        self.report.notices.extend(session.notes)
+        findings = [replace(f, file=display_path(f.file)) if f.file else f for f in self._found.values()]
+        self.report.findings = drop_suppressed(f for f in findings if self._enabled is None or f.rule in self._enabled)
+
+    def _collect(self, finding: Finding, key: str) -> None:
+        self._found[key] = finding
+
+    @property
+    def findings(self) -> list[Finding]:
+        return self.report.findings
+
+
+def watch(select: Sequence[str] | None = None, ignore: Sequence[str] | None = None) -> Watch:
+    """Observe the training code run inside the `with` block; the findings are in `.report`.
+
+    `select` / `ignore` take rule codes, code prefixes, names or categories, as on the
+    command line.
+    """
+    return Watch(select, ignore)
+
+
+def _enabled(select: Sequence[str] | None, ignore: Sequence[str] | None) -> frozenset[str] | None:
+    if not select and not ignore:
+        return None
+    from torchdoctor.core.config import Config
+
+    config = Config().with_overrides(select=list(select or []), ignore=list(ignore or []))
+    return frozenset(rule.code for rule in registry.all_rules() if config.enabled(rule))
