@@ -25,6 +25,9 @@ from torchdoctor.env.redact import redact_text
 GRACE = 5.0
 #: seconds the other ranks get to finish once rank 0 is done (it has gathered all it can)
 AFTER_RANK0 = 1.0
+#: seconds a rank may take to start and import torch before its first event (many ranks
+#: importing torch at once on a loaded machine, or a cold network file system, are slow)
+STARTUP = 60.0
 
 
 @dataclass
@@ -98,7 +101,9 @@ def run(plan: Plan) -> list[RankProcess]:
             limit = max(plan.deadline + FOLLOWER_MARGIN + GRACE, proc.last_event + plan.timeout + GRACE)
             if rank0_done is not None and now > rank0_done + AFTER_RANK0:
                 _stop(proc, "stopped after rank 0 had finished")
-            elif now > limit:
+            elif not proc.events and now > proc.last_event + STARTUP:
+                _stop(proc, f"stopped: it had not started (imported torch) after {STARTUP:.0f} s")
+            elif proc.events and now > limit:
                 _stop(proc, f"stopped: no progress for {now - proc.last_event:.0f} s")
         if rank0_done is None and any(r.rank == 0 and r.done for r in ranks) and len(ranks) > 1:
             rank0_done = now
