@@ -45,9 +45,29 @@ def deprecated_amp_decorator(node: ast.FunctionDef, ctx: Context) -> None:
             _deprecated_amp(decorator, None, ctx)
 
 
+@check("TD167", ast.Try)
+def remember_amp_fallbacks(node: ast.Try, ctx: Context) -> None:
+    """`try: torch.amp.GradScaler(...) except ...: torch.cuda.amp.GradScaler()` is a fallback
+    for an old torch, written on purpose: remember the `except` lines."""
+    uses_new = any(isinstance(n, ast.Call) and (ctx.qualified(n.func) or "").startswith("torch.amp.")
+                   for statement in node.body for n in ast.walk(statement))
+    if uses_new:
+        ctx.memo.setdefault("TD167", []).extend((h.lineno, h.end_lineno) for h in node.handlers)
+
+
+def _fallback(node: ast.AST, ctx: Context) -> bool:
+    """The old API kept next to the new one for older torch versions (try/except, `x if new else old`)."""
+    line = node.lineno  # type: ignore[attr-defined]
+    if any(start <= line <= (end or start) for start, end in ctx.memo.get("TD167", [])):
+        return True
+    statement = ctx.statement
+    return statement is not None and any(
+        isinstance(n, ast.Call) and (ctx.qualified(n.func) or "").startswith("torch.amp.") for n in ast.walk(statement))
+
+
 def _deprecated_amp(func: ast.expr, call: ast.Call | None, ctx: Context) -> None:
     name = ctx.qualified(func)
-    if name not in _DEPRECATED_AMP:
+    if name not in _DEPRECATED_AMP or _fallback(call or func, ctx):
         return
     replacement, device = _DEPRECATED_AMP[name]
     text = ctx.text(func)
