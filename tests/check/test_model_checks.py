@@ -241,3 +241,28 @@ def make():
     assert set(found) == {8, 9}, found
     assert "an nn.Parameter" in found[8] and "dict" in found[8] and "tuple" in found[9]
     assert "TD305" in codes(report)  # the hidden dropout still drops in eval mode
+
+
+def test_deliberate_freezing_by_no_grad_or_detach_is_not_an_error(check_source) -> None:  # type: ignore[no-untyped-def]
+    source = HEADER + """
+class Probe(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Sequential(nn.Linear(4, 8), nn.ReLU())
+        self.head = nn.Linear(8, 3)
+
+    def forward(self, x):
+        FREEZE
+        return self.head(features)
+
+def make():
+    model = Probe()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    return {"model": model, "data": (torch.randn(8, 4), torch.arange(8) % 3), "loss_fn": nn.CrossEntropyLoss(), "optimizer": optimizer}
+"""
+    no_grad = check_source(source.replace("FREEZE", "with torch.no_grad():\n            features = self.encoder(x)"))
+    assert "TD120" not in codes(no_grad) and "frozen on purpose" in next(c.detail for c in no_grad.checks if c.name == "grad-flow")
+    detached = by_rule(check_source(source.replace("FREEZE", "features = self.encoder(x).detach()")), "TD120")
+    assert detached and detached[0].severity.value == "warning" and "requires_grad_(False)" in detached[0].message
+    round_trip = by_rule(check_source(source.replace("FREEZE", "features = torch.from_numpy(self.encoder(x).detach().numpy())")), "TD120")
+    assert round_trip and round_trip[0].severity.value == "error" and "`.detach().numpy()`" in round_trip[0].message

@@ -84,6 +84,7 @@ class TrainPass:
     copies: Copies
     records: Records
     ran: set[str] = field(default_factory=set)
+    ran_with_grad: set[str] = field(default_factory=set)
     functions: dict[type, tuple[Any, ...]] = field(default_factory=dict)
     output: Any = None
     forward_failure: Failure | None = None
@@ -236,6 +237,7 @@ def _train_pass(ctx: CheckContext) -> TrainPass:
                 return result
             finally:
                 result.ran = set(watch.ran)
+                result.ran_with_grad = set(watch.ran_with_grad)
                 watch.stack.clear()
             tracer.phase = "loss"
             _compute_loss(ctx, result, targets)

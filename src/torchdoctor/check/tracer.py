@@ -112,6 +112,7 @@ class ModuleWatch:
     def __init__(self, model: nn.Module) -> None:
         self.stack: list[str] = []
         self.ran: set[str] = set()
+        self.ran_with_grad: set[str] = set()
         self._handles: list[Any] = []
         for name, module in model.named_modules():
             try:
@@ -124,6 +125,8 @@ class ModuleWatch:
         def hook(module: nn.Module, args: Any) -> None:
             self.stack.append(name)
             self.ran.add(name)
+            if torch.is_grad_enabled():
+                self.ran_with_grad.add(name)
 
         return hook
 
