@@ -304,3 +304,26 @@ def make():
 """)
     assert status(report, "overfit") == "passed"
     assert "output.loss" in next(c.detail for c in report.checks if c.name == "forward")
+
+
+def test_a_loss_still_falling_slowly_is_inconclusive_not_a_failure(check_source) -> None:  # type: ignore[no-untyped-def]
+    report = check_source(HEADER + f"""
+def make():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3))
+    return {{"model": model, "data": {DATA}, "loss_fn": nn.CrossEntropyLoss(),
+            "optimizer": torch.optim.SGD(model.parameters(), lr=0.002)}}
+""", overfit_steps=40)
+    assert "TD304" not in codes(report)
+    assert "inconclusive" in next(c.detail for c in report.checks if c.name == "overfit")
+
+
+def test_an_unbatched_loader_skips_the_batch_checks(check_source) -> None:  # type: ignore[no-untyped-def]
+    report = check_source(HEADER + """
+from torch.utils.data import DataLoader, TensorDataset
+
+def make():
+    loader = DataLoader(TensorDataset(torch.randn(16, 8), torch.arange(16) % 3), batch_size=None)
+    return {"model": nn.Linear(8, 3), "data": loader, "loss_fn": nn.CrossEntropyLoss()}
+""")
+    assert not report.notices and status(report, "batch-independence") == "skipped"

@@ -47,10 +47,12 @@ class Batch:
 
     @property
     def size(self) -> int | None:
-        """The batch size, when dim 0 of inputs and targets agree on one."""
-        sizes = {t.shape[0] for t in tensors_in(self.inputs) if t.dim() > 0}
-        if self.targets is not None:
-            sizes |= {t.shape[0] for t in tensors_in(self.targets) if t.dim() > 0}
+        """The batch size, when dim 0 of inputs and targets agree on one (None for an unbatched
+        sample, such as a DataLoader with batch_size=None gives: a 0-d target)."""
+        tensors = tensors_in(self.inputs) + tensors_in(self.targets)
+        if not tensors or any(t.dim() == 0 for t in tensors):
+            return None
+        sizes = {t.shape[0] for t in tensors}
         return sizes.pop() if len(sizes) == 1 else None
 
     def fresh(self) -> tuple[Any, Any]:

@@ -41,6 +41,8 @@ def run(ctx: CheckContext) -> Outcome:
         with torch.no_grad(), tracer:
             first = tensors_in(call_model(model, inputs))
             second = tensors_in(call_model(model, inputs))
+    except Exception as exc:  # e.g. a model that fails in eval mode only
+        return Outcome(skipped=f"the model does not run in eval mode ({type(exc).__name__}: {exc})")
     finally:
         watch.close()
     difference = scale = 0.0

@@ -9,15 +9,17 @@ RULE = Rule(
     category=Category.OPTIMIZER,
     severity=Severity.WARNING,
     proof="check",
-    message="the loss on one batch of {samples} samples does not halve in {steps} steps with {optimizer}: {curve}",
+    message="the loss on one batch of {samples} samples stops falling far from zero with {optimizer}: {curve}",
     hint="A model that cannot memorise a handful of samples has a bug between output and loss, or an optimizer that barely moves it: see the other findings, and check the learning rate.",
     doc="""
 ## What it does
 Trains a copy of the model on one small batch (up to 8 samples) for a bounded number of steps
-with your optimizer, and reports when the loss does not fall to half its first value, with the
-loss curve. When your optimizer fails, it retries with `Adam(lr=1e-3)`: if that succeeds the
+with your optimizer, and reports a loss that stops falling (over the last third of the steps
+it improves by less than 2% of its first value) before reaching half its first value, with the
+loss curve. A loss still falling when the budget runs out is inconclusive and not reported.
+When your optimizer gets stuck, it retries with `Adam(lr=1e-3)`: if that does better the
 finding is `info` and blames the optimizer settings (a learning rate far too small, a huge
-weight decay); if it fails too, something between the model and the loss is broken.
+weight decay); if it gets stuck too, something between the model and the loss is broken.
 
 ## Why is this bad?
 Any working model can memorise a handful of samples. When it cannot, full training will not
