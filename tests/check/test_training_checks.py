@@ -312,7 +312,7 @@ def make():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3))
     return {{"model": model, "data": {DATA}, "loss_fn": nn.CrossEntropyLoss(),
-            "optimizer": torch.optim.SGD(model.parameters(), lr=0.002)}}
+            "optimizer": torch.optim.Adam(model.parameters(), lr=1e-3)}}
 """, overfit_steps=40)
     assert "TD304" not in codes(report)
     assert "inconclusive" in next(c.detail for c in report.checks if c.name == "overfit")

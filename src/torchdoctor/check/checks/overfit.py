@@ -47,13 +47,18 @@ class Attempt:
     @property
     def plateaued(self) -> bool:
         """Stuck: over the last third of the steps the loss fell by less than PLATEAU of its
-        first value (or it became NaN). A loss still falling is inconclusive, not a failure."""
+        first value, and much less than over the first third (or it became NaN). A loss still
+        falling is inconclusive, not a failure."""
         if not self.losses or not all(math.isfinite(v) for v in self.losses):
             return bool(self.losses) or self.error is not None
         if len(self.losses) < MIN_STEPS_FOR_VERDICT:
             return False
-        third = self.losses[len(self.losses) * 2 // 3]
-        return third - min(self.losses) < PLATEAU * abs(self.losses[0])
+        n, first = len(self.losses), abs(self.losses[0])
+        early = self.losses[0] - min(self.losses[: n // 3])
+        late = self.losses[n * 2 // 3] - min(self.losses[n * 2 // 3:])
+        # stuck: little progress late, and much less than early on (a steady slow decline is
+        # not a plateau), or no real progress at all
+        return late < PLATEAU * first and (late < 0.25 * early or early < PLATEAU * first)
 
     @property
     def succeeded(self) -> bool:
