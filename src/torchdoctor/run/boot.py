@@ -22,6 +22,7 @@ from types import ModuleType
 from typing import Any
 
 from torchdoctor.core.finding import Finding
+from torchdoctor.run.outcome import Outcome
 from torchdoctor.run.records import CONFIG_FILE, ENV_DIR, ENV_PARENT, ProcessLog, finding_record
 
 
@@ -34,6 +35,7 @@ class ProcessState:
     role: str
     started: float = field(default_factory=time.monotonic)
     session: Any = None  # torchdoctor.run.session.Session, once torch is imported
+    outcome: str = "completed"  # or "crashed", "interrupted" (set at exit)
     notes: list[str] = field(default_factory=list)
 
 
@@ -168,7 +170,13 @@ def _after_fork_in_child() -> None:
 
 
 def _at_exit() -> None:
-    """Explain a crash, let the detectors conclude, write this process's summary."""
+    """Explain a crash, let the detectors conclude, write this process's summary.
+
+    Nothing imported or defined here may create a dataclass or a namedtuple: those compile
+    source strings, and compiling a string at exit makes CPython forget that a KeyboardInterrupt
+    ended the program, so it would exit with status 1 instead of dying from SIGINT (130). The
+    modules this needs are imported when observation starts.
+    """
     if _STATE is None:
         return
     try:
@@ -180,12 +188,11 @@ def _at_exit() -> None:
 
 
 def _finish(process: ProcessState) -> None:
-    from torchdoctor.run.outcome import Outcome
-
     exception = getattr(sys, "last_value", None)
     outcome = Outcome.from_exception(exception)
+    process.outcome = "crashed" if outcome.crashed else "interrupted" if outcome.interrupted else "completed"
     session = process.session
-    if outcome.exception is not None:
+    if outcome.crashed:
         from torchdoctor.run.crash.explain import explain
 
         for finding, key in explain(outcome.exception, session):
@@ -204,6 +211,7 @@ def _process_record(process: ProcessState) -> dict[str, Any]:
         "rank": current_rank(),
         "argv": list(sys.argv),
         "torch": session is not None,
+        "outcome": process.outcome,
         "seconds": round(time.monotonic() - process.started, 3),
         "stats": session.stats() if session is not None else {},
         "notes": process.notes + (session.notes if session is not None else []),

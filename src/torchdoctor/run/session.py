@@ -81,6 +81,9 @@ class Session:
         """Create the process's session and install it (the previous one, if any, is stopped)."""
         if cls._current is not None:
             cls._current.uninstall()
+        from torchdoctor.run.crash.explain import explainers
+
+        explainers()  # imported now rather than at exit (see boot._at_exit)
         session = cls(emit, enabled, detectors)
         session.install()
         cls._current = session

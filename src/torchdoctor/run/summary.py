@@ -90,10 +90,10 @@ def _notices(finished: Finished, records: RunRecords) -> list[str]:
     elif finished.signal in STOPPED:
         notes.append(f"the script was stopped by {_signal_name(finished.signal or 0)}; the report covers what ran until then")
     torch_used = any(p.get("torch") for p in records.processes)
-    crashed = any(f.severity.value == "error" and f.rule.startswith("TD0") for f in records.findings)
-    if not records.processes and finished.signal is None and not crashed:
+    crashed = any(p.get("outcome") == "crashed" for p in records.processes) or finished.signal is not None
+    if not crashed and not torch_used:
         notes.append("the script never imported torch: there was nothing to observe")
-    elif torch_used and records.total("steps") == 0 and records.total("backward") == 0 and not crashed:
+    elif not crashed and records.total("steps") == 0 and records.total("backward") == 0:
         notes.append(
             "no training was observed: the script never called backward() or optimizer.step() "
             "(run the training entry point, or check that the loop is reached)"

@@ -167,8 +167,8 @@ class LossInputs(Detector):
 
     def _report(self, rule: Rule, line: Location | None, fields: dict[str, Any], made: Producer | None, loss_line: Location | None) -> None:
         kind = made.kind if made is not None else fields.get("made", "softmax")
-        where = f" ({display_path(loss_line[0])}:{loss_line[1]})" if loss_line and line and loss_line != line else ""
-        source = f"{kind} on this line, and reaches the loss{where}" if line else kind
+        where = f" (the loss is computed at {display_path(loss_line[0])}:{loss_line[1]})" if loss_line and line and loss_line != line else ""
+        source = f"{kind} on this line{where}" if line else kind
         template = {k: v for k, v in fields.items() if k != "made"}
         self.ctx.report(rule, at=line, key="loss", source=source, **template)
         self._done.add(f"{rule.code}:{kind}")

@@ -178,17 +178,22 @@ class NonFiniteLoss(Detector):
 
 @contextlib.contextmanager
 def _untouched(module: nn.Module) -> Iterator[None]:
-    """Replay without a trace: RNG states and every buffer (batch-norm statistics) restored."""
+    """Replay without a trace: the RNG states are restored afterwards, and every buffer (batch
+    norm statistics) is swapped for a copy during the replay. Copying values back instead would
+    bump the buffers' version counters, which the real step's backward() checks."""
     devices = sorted({p.device.index or 0 for p in module.parameters() if p.device.type == "cuda"})
-    saved = {name: buffer.detach().clone() for name, buffer in module.named_buffers()}
+    swapped = []
+    for owner in module.modules():
+        for name, buffer in list(owner._buffers.items()):
+            if buffer is not None:
+                owner._buffers[name] = buffer.clone()
+                swapped.append((owner, name, buffer))
     with torch.random.fork_rng(devices=devices):
         try:
             yield
         finally:
-            with torch.no_grad():
-                for name, buffer in module.named_buffers():
-                    if name in saved:
-                        buffer.copy_(saved[name])
+            for owner, name, buffer in swapped:
+                owner._buffers[name] = buffer
 
 
 class _AsyncCheck:

@@ -61,7 +61,7 @@ class GradientClipping:
             original = getattr(clip_grad, name, None)
             if original is None:
                 continue
-            stand_in = observed(original, self._clip(name), skip=skip)
+            stand_in = self._clip(name, original)
             patches.set(clip_grad, name, stand_in)
             if getattr(torch.nn.utils, name, None) is original:
                 patches.set(torch.nn.utils, name, stand_in)
@@ -69,22 +69,30 @@ class GradientClipping:
         patches.set(GradScaler, "unscale_", observed(GradScaler.unscale_, self._unscaled, skip=skip))
         patches.set(GradScaler, "update", observed(GradScaler.update, self._updated, skip=skip))
 
-    def _clip(self, name: str) -> Callable[[tuple[Any, ...], dict[str, Any]], None]:
-        def before(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-            parameters = args[0] if args else kwargs.get("parameters")
-            if not self._listeners or parameters is None:
-                return
-            if isinstance(parameters, torch.Tensor):
-                params: tuple[torch.Tensor, ...] = (parameters,)
-            elif isinstance(parameters, (list, tuple)):
-                params = tuple(parameters)
-            else:
-                return  # a generator (model.parameters()): reading it here would exhaust it
-            event = Clip(name, params)
-            for listener in self._listeners:
-                listener(event)
+    def _clip(self, name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        """The stand-in: an iterator of parameters (`model.parameters()`) is read into a tuple
+        first, which is what the clip function itself does with it, so both can see it."""
+        listeners = self._listeners
 
-        return before
+        def stand_in(*args: Any, **kwargs: Any) -> Any:
+            if torch.compiler.is_compiling() or not listeners:
+                return original(*args, **kwargs)
+            if args:
+                params = _materialized(args[0])
+                args = (params, *args[1:])
+            elif "parameters" in kwargs:
+                kwargs["parameters"] = params = _materialized(kwargs["parameters"])
+            else:
+                return original(*args, **kwargs)
+            try:
+                event = Clip(name, (params,) if isinstance(params, torch.Tensor) else tuple(params))
+                for listener in listeners:
+                    listener(event)
+            except Exception:  # noqa: BLE001, S110 - observing must never change the clip
+                pass
+            return original(*args, **kwargs)
+
+        return _like(stand_in, original)
 
     def _scaled(self, args: tuple[Any, ...], result: Any) -> None:
         scaler = args[0]
@@ -112,6 +120,17 @@ def _tensors(value: Any) -> Iterable[torch.Tensor]:
             yield from _tensors(item)
 
 
+def _materialized(parameters: Any) -> Any:
+    return parameters if isinstance(parameters, (torch.Tensor, list, tuple)) else tuple(parameters)
+
+
+def _like(stand_in: Callable[..., Any], original: Callable[..., Any]) -> Callable[..., Any]:
+    stand_in.__wrapped__ = original  # type: ignore[attr-defined]
+    for attribute in ("__name__", "__qualname__", "__doc__", "__module__"):
+        setattr(stand_in, attribute, getattr(original, attribute, None))
+    return stand_in
+
+
 def _after_result(original: Callable[..., Any], after: Callable[[tuple[Any, ...], Any], None]) -> Callable[..., Any]:
     """A stand-in that hands `after` the arguments and the result (observing only)."""
 
@@ -124,7 +143,4 @@ def _after_result(original: Callable[..., Any], after: Callable[[tuple[Any, ...]
                 pass
         return result
 
-    stand_in.__wrapped__ = original  # type: ignore[attr-defined]
-    for attribute in ("__name__", "__qualname__", "__doc__", "__module__"):
-        setattr(stand_in, attribute, getattr(original, attribute))
-    return stand_in
+    return _like(stand_in, original)

@@ -1,0 +1,351 @@
+"""Autograd graphs kept alive across training steps.
+
+TD147: a running total (`total += loss`) that still carries autograd history: at the next
+step the total's graph contains the previous total's node, so every step's graph stays alive.
+TD148: `backward(retain_graph=True)` in a loop, where either nothing uses the retained graph
+again, or the next steps' backward() passes reach further and further back into earlier
+steps' graphs (a hidden state carried across steps without `.detach()`).
+
+Both look at the graph only in a window of steps (the first ones, then a pair of consecutive
+steps now and then): per step they cost a comparison.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import linecache
+import sys
+import weakref
+from collections.abc import Iterable
+from dataclasses import dataclass
+from types import CodeType, FrameType
+from typing import Any
+
+import torch
+
+from torchdoctor.core.locate import caller_in_user_code, is_user_file, user_frame
+from torchdoctor.rules.memory.loss_accumulated_with_history import RULE as LOSS_HISTORY
+from torchdoctor.rules.memory.retain_graph_in_loop import RULE as RETAIN_GRAPH
+from torchdoctor.run.detector import Detector
+from torchdoctor.run.events import Backward, Location, Step
+from torchdoctor.run.instruments.grad_calls import GradCalls
+
+#: autograd nodes that stand for leaves (a parameter's gradient accumulator): created once, old
+LEAF_SEQUENCE = 2**63
+#: how far back from a total's node its previous value is looked for
+ACCUMULATION_DEPTH = 4
+#: user frames (innermost first) whose variables are looked at, from the optimizer.step() call
+FRAMES = 4
+
+
+def checked_step(step: int) -> bool:
+    """The steps (1-based) at which accumulators are looked at: pairs of consecutive steps."""
+    return step <= 6 or step % 64 in (0, 1)
+
+
+# --- running totals -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Accumulation:
+    """`target += value` or `target = target + ...` in the source of a function."""
+
+    target: str  # `total` or `self.total`
+    line: int
+    value: str  # the source of what is added
+    augmented: bool
+    statement: str
+
+
+def _dotted(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def _module_tree(filename: str) -> ast.Module | None:
+    source = "".join(linecache.getlines(filename))
+    try:
+        return ast.parse(source) if source else None
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _scope(tree: ast.Module, code: CodeType) -> ast.AST | None:
+    if code.co_name == "<module>":
+        return tree
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name:
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            if first == code.co_firstlineno:
+                return node
+    return None
+
+
+def _own_statements(scope: ast.AST) -> Iterable[ast.AST]:
+    """The statements of a function or module, not those of functions or classes inside it."""
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+@functools.lru_cache(maxsize=1024)
+def accumulations(code: CodeType) -> tuple[Accumulation, ...]:
+    """Running totals in the function (or module) `code` belongs to."""
+    tree = _module_tree(code.co_filename)
+    scope = _scope(tree, code) if tree is not None else None
+    if scope is None:
+        return ()
+    source = "".join(linecache.getlines(code.co_filename))
+    found = []
+    for node in _own_statements(scope):
+        if isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub)):
+            target = _dotted(node.target)
+            if target is not None:
+                found.append(Accumulation(target, node.lineno, ast.get_source_segment(source, node.value) or "...", True,
+                                          ast.get_source_segment(source, node) or ""))
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = _dotted(node.targets[0])
+            if target is not None and isinstance(node.value, (ast.BinOp, ast.Call)) and any(
+                _dotted(n) == target for n in ast.walk(node.value) if isinstance(n, (ast.Name, ast.Attribute))
+            ):
+                found.append(Accumulation(target, node.lineno, ast.get_source_segment(source, node.value) or "...", False,
+                                          ast.get_source_segment(source, node) or ""))
+    return tuple(found)
+
+
+def _value(frame: FrameType, target: str) -> Any:
+    owner, _, attribute = target.partition(".")
+    value = frame.f_locals.get(owner)
+    return getattr(value, attribute, None) if attribute else value
+
+
+def reaches(node: Any, wanted: Any, depth: int = ACCUMULATION_DEPTH, limit: int = 256) -> bool:
+    """Whether `wanted` is among the nodes `node` leads to within `depth` edges."""
+    level = [node]
+    visited = 0
+    for _ in range(depth):
+        following = []
+        for current in level:
+            for child, _index in getattr(current, "next_functions", ()):
+                if child is wanted:
+                    return True
+                if child is not None:
+                    following.append(child)
+                    visited += 1
+        if not following or visited > limit:
+            return False
+        level = following
+    return False
+
+
+def user_frames(frame: FrameType | None, count: int = FRAMES) -> list[FrameType]:
+    found = []
+    frame = user_frame(frame)
+    while frame is not None and len(found) < count:
+        found.append(frame)
+        frame = user_frame(frame.f_back)
+    return found
+
+
+class LossHistory(Detector):
+    """TD147: a running total whose graph spans steps (it holds the previous total's node)."""
+
+    rules = (LOSS_HISTORY,)
+
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx)
+        #: (code, target) -> the total's autograd node at the previous checked step
+        self._held: dict[tuple[CodeType, str], Any] = {}
+        self._reported: set[tuple[CodeType, str]] = set()
+
+    def on_step(self, event: Step) -> None:
+        step = self.ctx.steps + 1
+        if not checked_step(step):
+            self._held.clear()  # never keep a graph alive outside the window
+            return
+        held, self._held = self._held, {}
+        for frame in user_frames(sys._getframe(1)):
+            for accumulation in accumulations(frame.f_code):
+                key = (frame.f_code, accumulation.target)
+                value = _value(frame, accumulation.target)
+                node = value.grad_fn if isinstance(value, torch.Tensor) else None
+                if node is None or key in self._reported:
+                    continue
+                previous = held.get(key)
+                if previous is not None and previous is not node and reaches(node, previous):
+                    self._reported.add(key)
+                    self._report(frame, accumulation)
+                else:
+                    self._held[key] = node
+
+    def _report(self, frame: FrameType, accumulation: Accumulation) -> None:
+        at = (frame.f_code.co_filename, accumulation.line)
+        value = accumulation.value
+        simple = value.replace(".", "").replace("_", "").isalnum()
+        term = value if simple else f"({value})"
+        fields: dict[str, Any] = {"target": accumulation.target, "value": value}
+        if not accumulation.augmented:
+            fields["message"] = (
+                f"`{accumulation.statement}` keeps the autograd history of every step alive: "
+                "memory grows with each iteration"
+            )
+        if not accumulation.augmented or not simple:
+            fields["hint"] = f"Accumulate a number instead: add `{term}.item()` (or `.detach()`) to `{accumulation.target}`."
+        self.ctx.report(LOSS_HISTORY, at=at, key=accumulation.target, **fields)
+
+
+# --- retained graphs ----------------------------------------------------------------------
+
+
+@dataclass
+class Retained:
+    """A backward(retain_graph=True) call site."""
+
+    location: Location | None
+    calls: int = 0
+    unused: int = 0
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A retaining backward() waiting for the next one: does that one use its graph?"""
+
+    site: Retained
+    root: int  # the newest root's sequence number: the retained graph's nodes are not newer
+    grad_calls: int
+
+
+class RetainedGraphs(Detector):
+    """TD148: `backward(retain_graph=True)` every step when the next backward() never uses
+    the retained graph, or when each step's backward() reaches further back into earlier
+    steps' graphs (history carried across steps).
+
+    Autograd numbers the nodes it creates in order (`_sequence_nr`), so "this backward reaches
+    a node older than that one" needs no reference to the old graph. The graphs are walked
+    during the first steps only.
+    """
+
+    rules = (RETAIN_GRAPH,)
+    #: optimizer steps (of each optimizer) during which backward graphs are walked
+    WINDOW = 6
+    #: nodes visited at most per walk
+    MAX_NODES = 100_000
+
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx)
+        self._sites: dict[Location | None, Retained] = {}
+        self._grad_calls: GradCalls | None = None
+        self._pending: Pending | None = None
+        #: per optimizer: the newest backward root's sequence number before its last step
+        self._marker: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+        #: per optimizer: nodes older than its marker reached by the backward passes since its last step
+        self._old: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+        self._history: weakref.WeakKeyDictionary[Any, list[int]] = weakref.WeakKeyDictionary()
+        self._newest_root = -1
+        self._retained_since_step: Retained | None = None
+        self._reported: set[Location | None] = set()
+
+    def install(self) -> None:
+        self._grad_calls = self.ctx.instrument(GradCalls)
+
+    def on_backward(self, event: Backward) -> None:
+        site = self._site() if event.retain_graph else None
+        if site is not None:
+            site.calls += 1
+            self._retained_since_step = site
+        if not self._walking():
+            self._pending = None
+            return
+        roots = [t.grad_fn for t in event.tensors if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+        if not roots:
+            return
+        sequences = self._sequences(roots)
+        oldest = min(sequences, default=None)
+        self._judge_pending(oldest)
+        for optimizer, marker in list(self._marker.items()):
+            self._old[optimizer] = self._old.get(optimizer, 0) + sum(1 for n in sequences if n <= marker)
+        newest = max(r._sequence_nr() for r in roots)
+        self._newest_root = max(self._newest_root, newest)
+        if site is not None:
+            self._pending = Pending(site, newest, self._grad_count())
+
+    def on_step(self, event: Step) -> None:
+        optimizer = event.optimizer
+        if optimizer in self._marker:
+            history = self._history.setdefault(optimizer, [])
+            history.append(self._old.get(optimizer, 0))
+            site = self._retained_since_step
+            if site is not None and _growing(history[-3:]):
+                self._report(site, growing=True)
+        self._old[optimizer] = 0
+        if self._newest_root >= 0:
+            self._marker[optimizer] = self._newest_root
+        self._retained_since_step = None
+
+    def _site(self) -> Retained:
+        location = caller_in_user_code()
+        site = self._sites.get(location)
+        if site is None:
+            site = self._sites[location] = Retained(location)
+        return site
+
+    def _grad_count(self) -> int:
+        return self._grad_calls.calls if self._grad_calls is not None else 0
+
+    def _walking(self) -> bool:
+        steps = [info.steps for info in self.ctx.optimizers.known.values()]
+        return not steps or min(steps) <= self.WINDOW
+
+    def _sequences(self, roots: list[Any]) -> list[int]:
+        """The sequence numbers of every node of the graph (parameters' accumulators excepted)."""
+        sequences = []
+        seen: set[int] = set()
+        stack = list(roots)
+        while stack and len(seen) < self.MAX_NODES:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            number = node._sequence_nr()
+            if number < LEAF_SEQUENCE:
+                sequences.append(number)
+            stack.extend(child for child, _ in node.next_functions if child is not None)
+        return sequences
+
+    def _judge_pending(self, oldest: int | None) -> None:
+        """The previous backward retained its graph: this one reaches no node of it (none as
+        old as its root), and no autograd.grad() ran in between: nothing used it."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        used = (oldest is not None and oldest <= pending.root) or self._grad_count() != pending.grad_calls
+        if not used:
+            pending.site.unused += 1
+            if pending.site.unused >= 2:
+                self._report(pending.site, growing=False)
+
+    def _report(self, site: Retained, growing: bool) -> None:
+        if site.location in self._reported:
+            return
+        self._reported.add(site.location)
+        fields: dict[str, Any] = {"evidence": {"retaining_calls": site.calls}}
+        if not growing:
+            fields["message"] = (
+                "`backward(retain_graph=True)` keeps each step's graph after backward(), but no later backward() uses it: "
+                "its saved activations stay in memory until the next step replaces the loss"
+            )
+            fields["hint"] = "Drop `retain_graph=True`: a graph that is backpropagated once does not need it."
+        self.ctx.report(RETAIN_GRAPH, at=site.location, key="retain", **fields)
+
+
+def _growing(counts: list[int]) -> bool:
+    return len(counts) == 3 and 0 < counts[0] < counts[1] < counts[2]

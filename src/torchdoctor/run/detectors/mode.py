@@ -1,0 +1,287 @@
+"""train()/eval() mistakes, seen while the script runs.
+
+TD131: an optimizer steps while the model it trains is in eval mode (dropout off, batch-norm
+frozen), usually after a validation that called `model.eval()` and nothing switched back.
+TD130: functional dropout without `training=` still drops activations in eval mode.
+TD132: batch-norm layers whose weights are frozen still update their running statistics.
+TD161: forward passes in eval mode with autograd on, and no backward() afterwards.
+
+Per step this costs a few attribute reads (the models' `training` flags); the scans over
+modules run on a sparse schedule (`support.due`), and eval-mode forward passes are watched
+with one hook on the evaluated model only while it is in eval mode.
+"""
+
+from __future__ import annotations
+
+import sys
+import weakref
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn.modules.batchnorm import _BatchNorm
+from torch.nn.modules.dropout import _DropoutNd
+
+from torchdoctor.core.locate import caller_in_user_code, is_user_file, user_frame
+from torchdoctor.rules.memory.evaluation_with_grad import RULE as EVAL_WITH_GRAD
+from torchdoctor.rules.mode.frozen_batchnorm_drift import RULE as BATCHNORM_DRIFT
+from torchdoctor.rules.mode.functional_dropout_ignores_eval import RULE as FUNCTIONAL_DROPOUT
+from torchdoctor.rules.mode.training_in_eval_mode import RULE as TRAINING_IN_EVAL
+from torchdoctor.run.detector import Detector
+from torchdoctor.run.detectors.support import TrainedModels, due, first_tensor, listing, place, source_call, unwrapped
+from torchdoctor.run.events import Location, Step
+from torchdoctor.run.instruments.dropout import FunctionalDropout
+from torchdoctor.run.instruments.grad_calls import GradCalls
+from torchdoctor.run.instruments.modes import ModeSwitch, ModeSwitches
+from torchdoctor.run.outcome import Outcome
+
+#: how many user frames up from a dropout call the module whose forward made it is looked for
+MODULE_FRAMES = 4
+
+
+def mode_dependent(model: nn.Module) -> list[tuple[str, nn.Module]]:
+    """The modules of `model` that behave differently in train and eval mode, and train:
+    dropout with p > 0, attention with dropout, batch-norm with trainable weights (a frozen
+    batch-norm kept in eval mode on purpose is not one of them)."""
+    found = []
+    for name, module in model.named_modules():
+        if isinstance(module, _DropoutNd) and module.p > 0:
+            found.append((name, module))
+        elif isinstance(module, nn.MultiheadAttention) and module.dropout > 0:
+            found.append((name, module))
+        elif isinstance(module, _BatchNorm) and any(p.requires_grad for p in module.parameters(recurse=False)):
+            found.append((name, module))
+    return found
+
+
+class EvalModeTraining(Detector):
+    """TD131: `optimizer.step()` while dropout / batch-norm of the trained model are in eval mode."""
+
+    rules = (TRAINING_IN_EVAL,)
+
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx)
+        self._models = TrainedModels(ctx)
+        self._dependent: weakref.WeakKeyDictionary[nn.Module, list[tuple[str, weakref.ref[nn.Module]]]] = weakref.WeakKeyDictionary()
+        self._reported: dict[int, dict[str, Any]] = {}
+        self._switches: ModeSwitches | None = None
+
+    def install(self) -> None:
+        self._switches = self.ctx.instrument(ModeSwitches)
+
+    def on_step(self, event: Step) -> None:
+        for model in self._models.of(event.optimizer):
+            inner = unwrapped(model)
+            if model.training and inner.training:
+                continue
+            self._check(inner, model)
+
+    def _check(self, model: nn.Module, wrapper: nn.Module) -> None:
+        known = self._reported.get(id(model))
+        if known is not None:
+            self.ctx.report(TRAINING_IN_EVAL, **known)
+            return
+        dependent = self._dependent.get(model)
+        if dependent is None:
+            dependent = [(name, weakref.ref(m)) for name, m in mode_dependent(model)]
+            self._dependent[model] = dependent
+        in_eval = [name or type(model).__name__ for name, ref in dependent if (m := ref()) is not None and not m.training]
+        if not in_eval:
+            return
+        step_line = caller_in_user_code()
+        switch = None
+        if self._switches is not None:
+            switch = self._switches.last.get(model) or self._switches.last.get(wrapper)
+        kind = type(model).__name__
+        if switch is not None and not switch.training and switch.location is not None:
+            at: Location | None = switch.location
+            call = source_call(at, r"[\w.\[\]]*\.(?:eval|train)") or f"{kind}.eval()"
+            where = f"`{call}` is not undone before `optimizer.step()` at {place(step_line)}"
+        else:
+            at = step_line
+            where = f"`optimizer.step()` trains {kind}"
+        fields = {"at": at, "key": id(model), "where": where, "evidence": {"modules_in_eval_mode": in_eval[:10]}}
+        self._reported[id(model)] = fields
+        self.ctx.report(TRAINING_IN_EVAL, **fields)
+
+
+class DropoutInEval(Detector):
+    """TD130: `F.dropout(x, p)` without `training=` called from a module in eval mode."""
+
+    rules = (FUNCTIONAL_DROPOUT,)
+
+    def install(self) -> None:
+        self.ctx.instrument(FunctionalDropout).listen(self._called)
+
+    def _called(self, function: str, p: float, frame: FrameType) -> None:
+        if p <= 0 or not is_user_file(frame.f_code.co_filename):
+            return
+        module = _calling_module(frame)
+        if module is None or module.training:
+            return
+        at = (frame.f_code.co_filename, frame.f_lineno)
+        call = source_call(at, r"[\w.]*\b" + function) or f"F.{function}(...)"
+        self.ctx.report(FUNCTIONAL_DROPOUT, at=at, call=call, evidence={"module": type(module).__name__})
+
+
+def _calling_module(frame: FrameType | None) -> nn.Module | None:
+    """The module whose method (forward, or a helper it calls) is running in `frame` or above."""
+    for _ in range(MODULE_FRAMES):
+        if frame is None or not is_user_file(frame.f_code.co_filename):
+            return None
+        owner = frame.f_locals.get("self")
+        if isinstance(owner, nn.Module):
+            return owner
+        frame = frame.f_back
+    return None
+
+
+class FrozenBatchNormDrift(Detector):
+    """TD132: batch-norm layers with all weights frozen whose running statistics keep changing."""
+
+    rules = (BATCHNORM_DRIFT,)
+
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx)
+        self._models = TrainedModels(ctx)
+        self._versions: weakref.WeakKeyDictionary[nn.Module, int] = weakref.WeakKeyDictionary()
+        self._reported: set[int] = set()
+        self._switches: ModeSwitches | None = None
+
+    def install(self) -> None:
+        self._switches = self.ctx.instrument(ModeSwitches)
+
+    def on_step_end(self, event: Step) -> None:
+        if not due(event.index):
+            return
+        for model in self._models.of(event.optimizer):
+            if id(model) not in self._reported:
+                drifting = self._drifting(model)
+                if drifting:
+                    self._report(model, drifting)
+
+    def _drifting(self, model: nn.Module) -> list[str]:
+        """Frozen batch-norm layers in train mode whose statistics changed since the last look
+        (`num_batches_tracked` is incremented in place by every train-mode forward)."""
+        found = []
+        for name, module in model.named_modules():
+            if not isinstance(module, _BatchNorm) or not module.training or module.num_batches_tracked is None:
+                continue
+            weights = list(module.parameters(recurse=False))
+            if not weights or any(p.requires_grad for p in weights):
+                continue
+            version = module.num_batches_tracked._version
+            previous = self._versions.get(module)
+            self._versions[module] = version
+            if previous is not None and version != previous:
+                found.append(self.ctx.modules.name_of(module) or name)
+        return found
+
+    def _report(self, model: nn.Module, names: list[str]) -> None:
+        self._reported.add(id(model))
+        inner = unwrapped(model)
+        switch = None
+        if self._switches is not None:
+            switch = self._switches.last.get(inner) or self._switches.last.get(model)
+        if switch is not None and switch.training and switch.location is not None:
+            at: Location | bool = switch.location
+        else:
+            at = self.ctx.modules.roots.get(model) or True
+        self.ctx.report(BATCHNORM_DRIFT, at=at, key=id(model), name=listing(names), evidence={"modules": names})
+
+
+@dataclass
+class EvalPhase:
+    """A model switched to eval mode, until it is switched back."""
+
+    module: weakref.ref[nn.Module]
+    handle: Any
+    backward_calls: int
+    grad_calls: int
+    steps: int
+    graphs: int = 0
+    location: Location | None = None
+    function: str = ""
+    seen: set[int] = field(default_factory=set)
+
+
+class EvalGraphs(Detector):
+    """TD161: a model in eval mode runs with autograd on and no backward() follows."""
+
+    rules = (EVAL_WITH_GRAD,)
+    #: graph-building eval forwards before it counts as an evaluation (one call is not a loop)
+    MIN_FORWARDS = 2
+
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx)
+        self._phases: dict[int, EvalPhase] = {}
+        self._grad_calls: GradCalls | None = None
+
+    def install(self) -> None:
+        self.ctx.instrument(ModeSwitches).listen(self._switched)
+        self._grad_calls = self.ctx.instrument(GradCalls)
+
+    def on_finish(self, outcome: Outcome) -> None:
+        for key in list(self._phases):
+            self._end(key)
+
+    def _switched(self, switch: ModeSwitch) -> None:
+        key = id(switch.module)
+        if switch.training:
+            for other in [k for k, p in self._phases.items() if (m := p.module()) is None or m is switch.module or _contains(switch.module, m)]:
+                self._end(other)
+            return
+        if key in self._phases or not any(True for _ in switch.module.parameters()):
+            return
+        try:
+            handle = switch.module.register_forward_hook(self._forward)
+        except Exception:  # noqa: BLE001 - a module that takes no hooks (TorchScript): not watched
+            return
+        self._phases[key] = EvalPhase(
+            module=weakref.ref(switch.module), handle=handle, backward_calls=self.ctx.backward.calls,
+            grad_calls=self._grad_calls.calls if self._grad_calls else 0, steps=self.ctx.steps,
+        )
+
+    def _forward(self, module: nn.Module, _args: Any, output: Any) -> None:
+        if module.training or not torch.is_grad_enabled() or torch.compiler.is_compiling():
+            return
+        phase = self._phases.get(id(module))
+        tensor = first_tensor(output)
+        if phase is None or tensor is None or tensor.grad_fn is None:
+            return
+        phase.graphs += 1
+        if phase.location is None:
+            frame = _user_caller()
+            if frame is not None:
+                phase.location = (frame.f_code.co_filename, frame.f_lineno)
+                phase.function = frame.f_code.co_name
+
+    def _end(self, key: int) -> None:
+        phase = self._phases.pop(key)
+        phase.handle.remove()
+        module = phase.module()
+        grad_calls = self._grad_calls.calls if self._grad_calls else 0
+        used = phase.backward_calls != self.ctx.backward.calls or phase.grad_calls != grad_calls or phase.steps != self.ctx.steps
+        if module is None or used or phase.graphs < self.MIN_FORWARDS:
+            return
+        model = type(module).__name__
+        inside = f" in `{phase.function}()`" if phase.function and not phase.function.startswith("<") else ""
+        message = (
+            f"{model} runs in eval mode with autograd on{inside} ({phase.graphs} forward passes): each one "
+            "records a graph and keeps its activations for a backward() that never comes"
+        )
+        hint = (
+            f"Wrap the evaluation in `with torch.no_grad():` (or `torch.inference_mode()`), or decorate `{phase.function}` with `@torch.no_grad()`."
+            if inside else "Wrap the evaluation in `with torch.no_grad():` (or `torch.inference_mode()`)."
+        )
+        self.ctx.report(EVAL_WITH_GRAD, at=phase.location, key=key, message=message, hint=hint, count=phase.graphs)
+
+
+def _contains(outer: nn.Module, inner: nn.Module) -> bool:
+    return any(m is inner for m in outer.modules())
+
+
+def _user_caller() -> FrameType | None:
+    return user_frame(sys._getframe(1))

@@ -1,0 +1,121 @@
+"""What several silent-bug detectors need to know about the run: the models an optimizer
+trains (through DDP / DataParallel / torch.compile wrappers), sparse check schedules, the
+first tensor of a module's output, and short texts for messages."""
+
+from __future__ import annotations
+
+import linecache
+import re
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch import nn
+from torch.optim.optimizer import Optimizer
+
+from torchdoctor.core.locate import display_path
+from torchdoctor.run.events import Location
+from torchdoctor.run.instruments.optim import params_of
+
+#: a check that needs to look at all parameters or modules runs on the first steps, then on
+#: every EVERY-th step: a late change (layers frozen after a warm-up phase) is still seen
+FIRST = 4
+EVERY = 16
+#: how many names a message lists before "..."
+SHOWN = 3
+
+
+def due(step: int) -> bool:
+    """Whether a periodic check runs at this (1-based) optimizer step."""
+    return step <= FIRST or step % EVERY == 0
+
+
+def unwrapped(module: nn.Module) -> nn.Module:
+    """The user's model inside DDP / DataParallel / torch.compile wrappers."""
+    for _ in range(4):
+        inner = getattr(module, "_orig_mod", None) if type(module).__name__ == "OptimizedModule" else None
+        if inner is None and isinstance(module, (nn.DataParallel, nn.parallel.DistributedDataParallel)):
+            inner = module.module
+        if not isinstance(inner, nn.Module):
+            return module
+        module = inner
+    return module
+
+
+class TrainedModels:
+    """The top-level models whose parameters each optimizer updates (cached; recomputed when
+    new models appear)."""
+
+    def __init__(self, ctx: Any) -> None:
+        self.ctx = ctx
+        self._cache: weakref.WeakKeyDictionary[Optimizer, tuple[int, list[weakref.ref[nn.Module]]]] = weakref.WeakKeyDictionary()
+
+    def of(self, optimizer: Optimizer) -> list[nn.Module]:
+        known = len(self.ctx.modules.roots)
+        cached = self._cache.get(optimizer)
+        if cached is None or cached[0] != known:
+            params = {id(p) for p in params_of(optimizer)}
+            models = [root for root in self.ctx.model_roots() if any(id(p) in params for p in root.parameters())]
+            cached = (known, [weakref.ref(m) for m in models])
+            self._cache[optimizer] = cached
+        return [model for model in (ref() for ref in cached[1]) if model is not None]
+
+    def all(self) -> list[nn.Module]:
+        """Models trained by any optimizer of the process."""
+        seen: dict[int, nn.Module] = {}
+        for optimizer in list(self.ctx.optimizers.known.keys()):
+            for model in self.of(optimizer):
+                seen.setdefault(id(model), model)
+        return list(seen.values())
+
+
+def first_tensor(value: Any, depth: int = 2) -> torch.Tensor | None:
+    """The first tensor in a module's output (a tensor, a tuple/list, a dict, a dataclass-like)."""
+    if isinstance(value, torch.Tensor):
+        return value
+    if depth <= 0:
+        return None
+    if isinstance(value, dict):
+        items: Any = value.values()
+    elif isinstance(value, (list, tuple)):
+        items = value
+    else:
+        return None
+    for item in items:
+        found = first_tensor(item, depth - 1)
+        if found is not None:
+            return found
+    return None
+
+
+def tensors_in(value: Any, depth: int = 2) -> Iterator[torch.Tensor]:
+    """Every tensor of a batch or an output, looking into tuples, lists and dicts."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif depth > 0 and isinstance(value, (list, tuple)):
+        for item in value:
+            yield from tensors_in(item, depth - 1)
+    elif depth > 0 and isinstance(value, dict):
+        for item in value.values():
+            yield from tensors_in(item, depth - 1)
+
+
+def listing(names: list[str]) -> str:
+    """`a`, `b`, `c` and 4 more."""
+    shown = ", ".join(f"`{n}`" for n in names[:SHOWN])
+    return shown + (f" and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
+
+
+def place(location: Location | None) -> str:
+    """`train.py:42` (relative to the working directory), or "" when unknown."""
+    return f"{display_path(location[0])}:{location[1]}" if location else ""
+
+
+def source_call(location: Location | None, pattern: str) -> str | None:
+    """The text of the call matching `pattern` on the user's line (e.g. `F.dropout(h, p=0.5)`)."""
+    if location is None:
+        return None
+    text = linecache.getline(location[0], location[1])
+    match = re.search(pattern + r"\([^()]*(?:\([^()]*\)[^()]*)*\)", text)
+    return match.group(0) if match else None

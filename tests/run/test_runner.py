@@ -1,0 +1,137 @@
+"""`torchdoctor run` runs the script exactly as `python` would, and always writes its report."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.run.conftest import SCRIPTS, environment, python, torchdoctor_run
+
+
+def probe(stdout: str) -> dict:
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("probe.py", "3", "b c"), ("probe.py", "--epochs", "1", "-m", "x"), ("-m", "probe", "0", "x"), ("-m", "probe_pkg", "4")],
+    ids=["script", "script-with-options", "module", "package"],
+)
+def test_runs_exactly_like_python(args: tuple[str, ...]) -> None:
+    plain = python(*args, cwd=SCRIPTS)
+    observed = torchdoctor_run(*args, cwd=SCRIPTS)
+    assert probe(observed.stdout) == probe(plain.stdout)
+    assert observed.returncode == plain.returncode
+    assert observed.report["meta"]["exit_status"] == plain.returncode
+
+
+def test_script_path_from_another_folder(tmp_path: Path) -> None:
+    plain = python(str(SCRIPTS / "probe.py"), "a", cwd=tmp_path)
+    observed = torchdoctor_run(str(SCRIPTS / "probe.py"), "a", cwd=tmp_path)
+    assert probe(observed.stdout) == probe(plain.stdout)
+
+
+def test_report_goes_to_stderr_and_json_to_output(write, tmp_path: Path) -> None:
+    script = write("loud.py", "print('from the script')\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "torchdoctor", "run", "--format", "json", "--output", "r.json", str(script)],
+        cwd=tmp_path, capture_output=True, text=True, env=environment(),
+    )
+    assert result.stdout == "from the script\n"
+    assert json.loads(result.stderr)["command"] == "run"
+    assert json.loads((tmp_path / "r.json").read_text())["meta"]["exit_status"] == 0
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("missing.py",), "no file to run: 'missing.py'"),
+        (("-m", "no_such_module_xyz"), "no module named 'no_such_module_xyz'"),
+        ((), "nothing to run"),
+        (("-m",), "-m needs a module name"),
+    ],
+)
+def test_bad_targets_exit_2_with_one_line(args: tuple[str, ...], message: str, tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "torchdoctor", "run", *args], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and message in result.stderr
+
+
+def test_syntax_error_in_the_script_exits_2(write, tmp_path: Path) -> None:
+    script = write("broken.py", "x = 1\ndef f(:\n    pass\n")
+    result = subprocess.run([sys.executable, "-m", "torchdoctor", "run", str(script)], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "invalid syntax at line 2" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_crash_is_an_error_finding_at_the_users_line(write, tmp_path: Path) -> None:
+    script = write("crash.py", "import torch\n\ndef load(table):\n    return table['head']\n\nload({'fc': torch.ones(1)})\n")
+    ran = torchdoctor_run(str(script), cwd=tmp_path)
+    assert ran.returncode == 1
+    crash = ran.finding("TD001")
+    assert (crash["file"], crash["line"], crash["severity"]) == ("crash.py", 4, "error")
+    assert "KeyError: 'head'" in crash["message"]
+    assert "Traceback" in ran.stderr  # Python's own traceback is still printed
+
+
+def test_script_exit_status_is_kept_and_fail_on_never(write, tmp_path: Path) -> None:
+    script = write("exits.py", "import sys\nimport torch\nsys.exit(7)\n")
+    ran = torchdoctor_run(str(script), cwd=tmp_path)
+    assert ran.returncode == 7 and ran.report["meta"]["exit_status"] == 7
+    crash = write("crash2.py", "raise SystemError('x')\n")
+    assert torchdoctor_run(str(crash), cwd=tmp_path, options=("--fail-on", "never")).returncode == 1
+
+
+def test_no_training_and_no_torch_are_said(write, tmp_path: Path) -> None:
+    ran = torchdoctor_run(str(write("plain.py", "print(1)\n")), cwd=tmp_path)
+    assert ran.returncode == 0 and any("never imported torch" in n for n in ran.report["notices"])
+    ran = torchdoctor_run(str(write("infer.py", "import torch\nprint(torch.nn.Linear(2, 1)(torch.ones(1, 2)))\n")), cwd=tmp_path)
+    assert any("no training was observed" in n for n in ran.report["notices"])
+
+
+def test_killed_by_a_signal_still_gets_a_report(write, tmp_path: Path) -> None:
+    script = write("segv.py", "import os, signal\nimport torch\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    ran = torchdoctor_run(str(script), cwd=tmp_path)
+    assert ran.returncode == 1
+    killed = ran.finding("TD002")
+    assert "SIGKILL" in killed["message"] and "out-of-memory" in killed["message"]
+    assert ran.report["meta"]["exit_status"] == 128 + signal.SIGKILL
+
+
+@pytest.mark.slow
+def test_ctrl_c_gets_a_report_with_what_was_found(write, tmp_path: Path) -> None:
+    script = write(
+        "forever.py",
+        "import time\nimport torch\nfrom torch import nn\n"
+        "model = nn.Linear(4, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.01)\n"
+        "for step in range(10**9):\n"
+        "    loss = model(torch.randn(8, 4)).pow(2).mean()\n"
+        "    loss.backward()\n"
+        "    opt.step()\n"
+        "    if step == 5:\n"
+        "        print('ready', flush=True)\n"
+        "    time.sleep(0.01)\n",
+    )
+    output = tmp_path / "r.json"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "torchdoctor", "run", "--output", str(output), str(script)],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment(), start_new_session=True,
+    )
+    assert process.stdout is not None
+    deadline = time.monotonic() + 120
+    while "ready" not in process.stdout.readline() and time.monotonic() < deadline:
+        pass
+    os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole group
+    process.communicate(timeout=60)
+    report = json.loads(output.read_text())
+    assert report["meta"]["exit_status"] == 130  # the script's own status: killed by SIGINT
+    assert process.returncode == 1  # the findings reach --fail-on error
+    assert {f["rule"] for f in report["findings"]} == {"TD110"}
+    assert any("interrupted" in n for n in report["notices"])
