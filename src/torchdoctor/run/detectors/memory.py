@@ -49,7 +49,7 @@ def checked_step(step: int) -> bool:
 
 @dataclass(frozen=True)
 class Accumulation:
-    """`target += value` or `target = target + ...` in the source of a function."""
+    """`target += value` or `target = target + value` in the source of a function."""
 
     target: str  # `total` or `self.total`
     line: int
@@ -114,12 +114,12 @@ def accumulations(code: CodeType) -> tuple[Accumulation, ...]:
                                           ast.get_source_segment(source, node) or ""))
         elif isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = _dotted(node.targets[0])
-            if target is not None and isinstance(node.value, (ast.BinOp, ast.Call)) and any(
-                _dotted(n) == target for n in ast.walk(node.value) if isinstance(n, (ast.Name, ast.Attribute))
-            ):
-                found.append(Accumulation(target, node.lineno, ast.get_source_segment(source, node.value) or "...", False,
+            value = node.value
+            if (target is not None and isinstance(value, ast.BinOp) and isinstance(value.op, (ast.Add, ast.Sub))
+                    and _dotted(value.left) == target):
+                found.append(Accumulation(target, node.lineno, ast.get_source_segment(source, value.right) or "...", False,
                                           ast.get_source_segment(source, node) or ""))
-    return tuple(found)
+    return tuple(sorted(found, key=lambda a: a.line))
 
 
 def _value(frame: FrameType, target: str) -> Any:
@@ -166,6 +166,18 @@ class LossHistory(Detector):
         #: (code, target) -> the total's autograd node at the previous checked step
         self._held: dict[tuple[CodeType, str], Any] = {}
         self._reported: set[tuple[CodeType, str]] = set()
+        self._backpropagated: set[tuple[CodeType, str]] = set()
+
+    def on_backward(self, event: Backward) -> None:
+        """A total that backward() goes through is what gets trained (a carried state, a loss
+        summed on purpose): not a metric, not this bug."""
+        if not self._held:
+            return
+        roots = [t.grad_fn for t in event.tensors if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+        for key, node in list(self._held.items()):
+            if any(root is node or reaches(root, node, depth=64, limit=4096) for root in roots):
+                self._backpropagated.add(key)
+                del self._held[key]
 
     def on_step(self, event: Step) -> None:
         step = self.ctx.steps + 1
@@ -178,7 +190,7 @@ class LossHistory(Detector):
                 key = (frame.f_code, accumulation.target)
                 value = _value(frame, accumulation.target)
                 node = value.grad_fn if isinstance(value, torch.Tensor) else None
-                if node is None or key in self._reported:
+                if node is None or key in self._reported or key in self._backpropagated:
                     continue
                 previous = held.get(key)
                 if previous is not None and previous is not node and reaches(node, previous):

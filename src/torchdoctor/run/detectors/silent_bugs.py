@@ -1,0 +1,32 @@
+"""The silent-bug detectors (mode, data, memory, dtype, performance, clipping, frozen
+parameters), in the order the session installs them; `DETECTORS` includes them."""
+
+from __future__ import annotations
+
+from torchdoctor.run.detector import Detector
+from torchdoctor.run.detectors.clipping import Clipping
+from torchdoctor.run.detectors.dtype import Float64
+from torchdoctor.run.detectors.frozen import FrozenUpdates
+from torchdoctor.run.detectors.memory import LossHistory, RetainedGraphs
+from torchdoctor.run.detectors.mode import DropoutInEval, EvalGraphs, EvalModeTraining, FrozenBatchNormDrift
+from torchdoctor.run.detectors.order import LoaderOrder
+from torchdoctor.run.detectors.performance import HostSyncs, PerSampleLoop
+from torchdoctor.run.detectors.pixels import RawPixels
+from torchdoctor.run.detectors.worker_rng import WorkerRandomness
+
+SILENT_BUG_DETECTORS: tuple[type[Detector], ...] = (
+    EvalModeTraining,
+    DropoutInEval,
+    FrozenBatchNormDrift,
+    EvalGraphs,
+    LoaderOrder,
+    WorkerRandomness,
+    RawPixels,
+    LossHistory,
+    RetainedGraphs,
+    Float64,
+    PerSampleLoop,
+    HostSyncs,
+    Clipping,
+    FrozenUpdates,
+)
