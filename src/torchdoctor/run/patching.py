@@ -7,8 +7,10 @@ intervention is a handle that puts things back).
 
 from __future__ import annotations
 
+import sys
 import types
 from collections.abc import Callable
+from types import FrameType
 from typing import Any, Protocol
 
 _MISSING = object()
@@ -61,6 +63,8 @@ def observed(
     resolves names through the function's globals).
     """
 
+    make_caller, frame_of = as_caller, sys._getframe  # closure cells: the globals may be torch's
+
     def stand_in(*args: Any, **kwargs: Any) -> Any:
         if skip():
             return original(*args, **kwargs)
@@ -68,10 +72,11 @@ def observed(
             before(args, kwargs)
         except Exception:  # noqa: BLE001, S110 - observing must never change what the call does
             pass
+        call = make_caller(frame_of(1))
         if after is None:
-            return original(*args, **kwargs)
+            return call(original, args, kwargs)
         try:
-            return original(*args, **kwargs)
+            return call(original, args, kwargs)
         finally:
             try:
                 after()
@@ -91,3 +96,27 @@ def observed(
     stand_in.__wrapped__ = original  # type: ignore[attr-defined]
     stand_in.__torchdoctor_original__ = original  # type: ignore[attr-defined]
     return stand_in
+
+
+def _call(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any: return function(*args, **kwargs)  # noqa: E704
+
+
+_CALLERS: dict[tuple[int, str, int], Callable[..., Any]] = {}
+
+
+def as_caller(frame: FrameType) -> Callable[..., Any]:
+    """A function that calls `function(*args, **kwargs)` from a frame that looks like `frame`:
+    same file, line and module globals.
+
+    PyTorch warns with `stacklevel=2` ("Using a target size ... different to the input size"),
+    which names the caller of the function that warns. Calling the original through this
+    makes that caller the user's line again (as without torchdoctor) instead of the stand-in,
+    and keeps Python's show-once-per-line bookkeeping in the caller's module. One function per
+    call site, cached.
+    """
+    key = (id(frame.f_globals), frame.f_code.co_filename, frame.f_lineno)
+    caller = _CALLERS.get(key)
+    if caller is None:
+        code = _call.__code__.replace(co_filename=frame.f_code.co_filename, co_firstlineno=frame.f_lineno, co_name=frame.f_code.co_name)
+        caller = _CALLERS[key] = types.FunctionType(code, frame.f_globals)
+    return caller

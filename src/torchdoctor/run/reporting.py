@@ -20,7 +20,9 @@ FINDING_ARGUMENTS = frozenset({"severity", "evidence", "message", "hint", "rank"
 def build(rule: Rule, location: Location | None, fields: dict[str, Any]) -> Finding:
     own = {k: v for k, v in fields.items() if k in FINDING_ARGUMENTS}
     template = {k: v for k, v in fields.items() if k not in FINDING_ARGUMENTS}
-    own.setdefault("message", rule.message.format(**template))
-    own.setdefault("hint", rule.hint.format(**template))
+    if own.get("message") is None:  # a template is filled only when no text is given
+        own["message"] = rule.message.format(**template)
+    if own.get("hint") is None:
+        own["hint"] = rule.hint.format(**template)
     file, line = location if location else (None, None)
     return rule.finding(file=file, line=line, **own)

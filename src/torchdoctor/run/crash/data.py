@@ -74,8 +74,9 @@ def _picklable(value: Any) -> bool:
 
 
 def _describe(value: Any) -> str:
-    name = getattr(value, "__qualname__", None) or type(value).__name__
-    return "a lambda" if name == "<lambda>" else f"`{name}`"
+    if getattr(value, "__name__", None) == "<lambda>":
+        return "a lambda"
+    return f"`{getattr(value, '__qualname__', None) or type(value).__name__}`"
 
 
 def _shared_memory() -> str:

@@ -25,7 +25,7 @@ from torchdoctor.core.locate import caller_in_user_code, is_user_file
 from torchdoctor.rules.performance.host_sync_every_step import RULE as HOST_SYNC
 from torchdoctor.rules.performance.per_sample_loop import RULE as PER_SAMPLE
 from torchdoctor.run.detector import Detector
-from torchdoctor.run.detectors.support import first_tensor, place
+from torchdoctor.run.detectors.support import first_tensor, place, source_call
 from torchdoctor.run.events import Backward, Location, ModuleCall, Step
 from torchdoctor.run.instruments.optim import params_of
 
@@ -77,9 +77,10 @@ class PerSampleLoop(Detector):
 
     def _conclude(self) -> None:
         calls, self._calls = self._calls, {}
-        for record in calls.values():
+        looping = [r for r in calls.values() if r.module() is not None and r.calls >= max(self.MIN_CALLS, r.rows // 2)]
+        for record in looping:
             module = record.module()
-            if module is None or id(module) in self._reported or record.calls < max(self.MIN_CALLS, record.rows // 2):
+            if module is None or id(module) in self._reported or _inside_another(module, looping):
                 continue
             self._reported.add(id(module))
             name = self.ctx.modules.name_of(module)
@@ -95,6 +96,15 @@ class PerSampleLoop(Detector):
 
 
 DISPATCH_FILES = (f"torch{os.sep}overrides.py", f"torch{os.sep}_tensor.py")
+
+def _inside_another(module: nn.Module, records: list[SampleCalls]) -> bool:
+    """A submodule of another module called per sample: the outer call is the loop to fix."""
+    for record in records:
+        outer = record.module()
+        if outer is not None and outer is not module and any(m is module for m in outer.modules()):
+            return True
+    return False
+
 
 #: Tensor methods and functions that copy a device value to the host and wait for the device
 SYNCING = frozenset({"item", "tolist", "cpu", "numpy", "__bool__", "__float__", "__int__", "__index__",
@@ -123,6 +133,21 @@ class SyncWatcher:
 
     def done(self) -> None:
         self.detector.traced(self)
+
+
+#: what the implicit conversions look like in the script
+IMPLICIT = {
+    "__bool__": "a tensor used as a condition", "__format__": "formatting a tensor", "__repr__": "printing a tensor",
+    "__float__": "`float(tensor)`", "__int__": "`int(tensor)`", "__index__": "a tensor used as an index",
+}
+
+
+def _describe(line: Location, name: str) -> str:
+    """`loss.item()` as written on the line, or what an implicit conversion looks like."""
+    if name in IMPLICIT:
+        return IMPLICIT[name][0].upper() + IMPLICIT[name][1:]
+    call = source_call(line, r"[\w.\[\]]+\." + name)
+    return f"`{call}`" if call else f"`.{name}()`"
 
 
 def _called_by_user(frame: FrameType | None) -> bool:
@@ -172,8 +197,7 @@ class HostSyncs(Detector):
         per_step = {line: min(w.counts[line] for w in self._windows) for line in every}
         total = sum(per_step.values())
         for line, count in sorted(per_step.items(), key=lambda item: -item[1])[:3]:
-            name = self._windows[0].names.get(line, "item")
-            call = f".{name}()" if not name.startswith("__") else {"__bool__": "a tensor used as a condition", "__format__": "formatting a tensor", "__repr__": "printing a tensor", "__float__": "float(tensor)", "__int__": "int(tensor)", "__index__": "a tensor used as an index"}.get(name, name)
+            call = _describe(line, self._windows[0].names.get(line, "item"))
             self.ctx.report(
                 HOST_SYNC, at=line, key=line, call=call, count=count,
                 severity=Severity.WARNING if total >= 3 else Severity.INFO,

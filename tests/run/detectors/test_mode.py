@@ -1,0 +1,247 @@
+"""train()/eval() mistakes: TD131, TD130, TD132 and TD161, each on both sides."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from tests.run.detectors.conftest import LAB, line_of, observing, run_lab
+from torchdoctor.run.detectors.mode import DropoutInEval, EvalGraphs, EvalModeTraining, FrozenBatchNormDrift
+
+HERE = __file__
+
+
+def fit(model: nn.Module, steps: int = 3, before_step=None) -> None:  # type: ignore[no-untyped-def]
+    optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.01)
+    for _ in range(steps):
+        optimizer.zero_grad()
+        model(torch.randn(8, 6)).pow(2).mean().backward()
+        if before_step is not None:
+            before_step()
+        optimizer.step()
+
+
+# --- TD131 ------------------------------------------------------------------------------
+
+
+def test_lab_eval_never_switched_back_points_at_the_eval_call() -> None:
+    observed = run_lab("16_eval_never_switched_back.py", (EvalModeTraining,), epochs=6)
+    finding = observed.one("TD131")
+    assert finding.line == line_of(LAB / "16_eval_never_switched_back.py", "    model.eval()")
+    assert "`model.eval()` is not undone before `optimizer.step()`" in finding.message
+    assert finding.count > 1
+
+
+def test_lab_fixed_twin_switches_back() -> None:
+    assert run_lab("16_eval_never_switched_back.py", (EvalModeTraining,), fixed=True, epochs=6).codes == set()
+
+
+def test_batchnorm_with_trainable_weights_in_eval_mode_is_flagged() -> None:
+    model = nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.Linear(8, 1))
+    with observing(EvalModeTraining) as observed:
+        model.eval()  # left in eval mode
+        fit(model)
+    assert observed.one("TD131").line == line_of(HERE, "model.eval()  # left in eval mode")
+
+
+def test_eval_mode_of_the_model_inside_a_wrapper_is_flagged() -> None:
+    model = nn.Sequential(nn.Linear(6, 8), nn.Dropout(0.5), nn.Linear(8, 1))
+    wrapper = nn.DataParallel(model)  # on a machine without GPUs it just calls the module
+    with observing(EvalModeTraining) as observed:
+        wrapper(torch.randn(2, 6))
+        model.eval()
+        fit(wrapper)
+    assert "TD131" in observed.codes
+
+
+def test_frozen_batchnorm_kept_in_eval_mode_on_purpose_is_not_flagged() -> None:
+    """Linear probing: the model is in eval mode, its batch-norm frozen, no dropout."""
+    model = nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.Linear(8, 1))
+    model[1].requires_grad_(False)
+    with observing(EvalModeTraining) as observed:
+        model.eval()
+        fit(model)
+    assert observed.codes == set()
+
+
+def test_models_without_dropout_or_batchnorm_may_train_in_eval_mode() -> None:
+    model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 1))
+    with observing(EvalModeTraining) as observed:
+        model.eval()
+        fit(model)
+    assert observed.codes == set()
+
+
+def test_submodule_in_eval_mode_inside_a_training_model_is_deliberate() -> None:
+    """`norm_eval`: the model trains, some batch-norm layers are kept in eval mode."""
+    model = nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.Dropout(0.2), nn.Linear(8, 1))
+    with observing(EvalModeTraining) as observed:
+        model.train()
+        model[1].eval()
+        fit(model)
+    assert observed.codes == set()
+
+
+# --- TD130 ------------------------------------------------------------------------------
+
+
+class FunctionalDropout(nn.Module):
+    def __init__(self, mode: str) -> None:
+        super().__init__()
+        self.fc = nn.Linear(6, 6)
+        self.mode = mode
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.mode == "default":
+            x = F.dropout(x, p=0.5)  # the default training=True
+        elif self.mode == "follows":
+            x = F.dropout(x, p=0.5, training=self.training)
+        elif self.mode == "monte-carlo":
+            x = F.dropout(x, p=0.5, training=True)
+        else:
+            x = F.dropout(x, p=0.0)
+        return self.fc(x)
+
+
+def evaluate(model: nn.Module) -> None:
+    model.eval()
+    with torch.no_grad():
+        model(torch.randn(4, 6))
+    model.train()
+
+
+def test_lab_functional_dropout_is_flagged_at_its_line() -> None:
+    observed = run_lab("04_functional_dropout_in_eval.py", (DropoutInEval,), steps=100)
+    finding = observed.one("TD130")
+    assert finding.line == line_of(LAB / "04_functional_dropout_in_eval.py", "F.dropout(h, p=0.5)")
+    assert "`F.dropout(h, p=0.5)`" in finding.message
+
+
+def test_lab_fixed_twin_passes_training() -> None:
+    assert run_lab("04_functional_dropout_in_eval.py", (DropoutInEval,), fixed=True, steps=100).codes == set()
+
+
+def test_default_training_is_flagged_only_when_the_module_is_in_eval_mode() -> None:
+    model = FunctionalDropout("default")
+    with observing(DropoutInEval) as observed:
+        fit(model)
+    assert observed.codes == set()  # in train mode the default does what it should
+    with observing(DropoutInEval) as observed:
+        fit(model)
+        evaluate(model)
+    assert observed.one("TD130").line == line_of(HERE, "x = F.dropout(x, p=0.5)  # the default")
+
+
+def test_explicit_training_and_zero_p_are_not_flagged() -> None:
+    for mode in ("follows", "monte-carlo", "zero"):
+        model = FunctionalDropout(mode)
+        with observing(DropoutInEval) as observed:
+            fit(model)
+            evaluate(model)
+        assert observed.codes == set(), mode
+
+
+def test_nn_dropout_modules_are_not_flagged() -> None:
+    model = nn.Sequential(nn.Linear(6, 6), nn.Dropout(0.5), nn.Linear(6, 1))
+    with observing(DropoutInEval) as observed:
+        fit(model)
+        evaluate(model)
+    assert observed.codes == set()
+
+
+# --- TD132 ------------------------------------------------------------------------------
+
+
+def test_lab_frozen_batchnorm_drift_points_at_model_train() -> None:
+    observed = run_lab("10_frozen_batchnorm_drift.py", (FrozenBatchNormDrift,), steps=20)
+    finding = observed.one("TD132")
+    assert finding.line == line_of(LAB / "10_frozen_batchnorm_drift.py", "    model.train()")
+    assert "`backbone.1`" in finding.message
+
+
+def test_lab_fixed_twin_keeps_frozen_batchnorm_in_eval_mode() -> None:
+    assert run_lab("10_frozen_batchnorm_drift.py", (FrozenBatchNormDrift,), fixed=True, steps=20).codes == set()
+
+
+def test_trainable_batchnorm_is_not_flagged() -> None:
+    model = nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.Linear(8, 1))
+    with observing(FrozenBatchNormDrift) as observed:
+        fit(model, steps=5)
+    assert observed.codes == set()
+
+
+def test_batchnorm_frozen_later_is_seen_on_a_later_check() -> None:
+    model = nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.Linear(8, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with observing(FrozenBatchNormDrift) as observed:
+        for step in range(40):
+            if step == 10:
+                model[1].requires_grad_(False)
+            optimizer.zero_grad()
+            model(torch.randn(8, 6)).pow(2).mean().backward()
+            optimizer.step()
+    assert "TD132" in observed.codes
+
+
+# --- TD161 ------------------------------------------------------------------------------
+
+
+def validate(model: nn.Module, batches: int, no_grad: bool) -> float:
+    model.eval()
+    total = 0.0
+    for _ in range(batches):
+        if no_grad:
+            with torch.no_grad():
+                total += model(torch.randn(4, 6)).sum().item()
+        else:
+            total += model(torch.randn(4, 6)).sum().item()  # builds a graph
+    model.train()
+    return total
+
+
+def test_evaluation_with_autograd_on_is_flagged_at_the_forward_call() -> None:
+    model = nn.Sequential(nn.Linear(6, 6), nn.Dropout(0.1), nn.Linear(6, 1))
+    with observing(EvalGraphs) as observed:
+        fit(model)
+        validate(model, batches=3, no_grad=False)
+        fit(model)
+    finding = observed.one("TD161")
+    assert finding.line == line_of(HERE, "# builds a graph")
+    assert "`validate()`" in finding.message and "@torch.no_grad()" in finding.hint
+
+
+def test_evaluation_under_no_grad_is_not_flagged() -> None:
+    model = nn.Sequential(nn.Linear(6, 6), nn.Linear(6, 1))
+    with observing(EvalGraphs) as observed:
+        fit(model)
+        validate(model, batches=3, no_grad=True)
+    assert observed.codes == set()
+
+
+def test_a_single_forward_is_not_an_evaluation_loop() -> None:
+    model = nn.Sequential(nn.Linear(6, 6), nn.Linear(6, 1))
+    with observing(EvalGraphs) as observed:
+        validate(model, batches=1, no_grad=False)
+    assert observed.codes == set()
+
+
+def test_eval_mode_with_gradients_that_are_used_is_not_flagged() -> None:
+    """Input gradients in eval mode (saliency, adversarial examples) use their graphs."""
+    model = nn.Sequential(nn.Linear(6, 6), nn.Linear(6, 1))
+    with observing(EvalGraphs) as observed:
+        model.eval()
+        for _ in range(3):
+            x = torch.randn(4, 6, requires_grad=True)
+            (grad,) = torch.autograd.grad(model(x).sum(), x)
+        model.train()
+    assert observed.codes == set()
+
+
+def test_a_frozen_model_in_eval_mode_builds_no_graph() -> None:
+    teacher = nn.Sequential(nn.Linear(6, 6), nn.Linear(6, 1)).requires_grad_(False)
+    with observing(EvalGraphs) as observed:
+        teacher.eval()
+        for _ in range(3):
+            teacher(torch.randn(4, 6))
+    assert observed.codes == set()
