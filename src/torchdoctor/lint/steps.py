@@ -19,7 +19,7 @@ from torchdoctor.lint.names import dotted, keyword
 #: method names the training-step checks need recorded as events
 TRACKED = frozenset({
     "backward", "manual_backward", "step", "zero_grad", "zero_", "clip_grad_norm_", "clip_grad_value_",
-    "clip_grad_norm", "unscale_", "eval", "train", "update", "set_epoch", "grad",
+    "clip_grad_norm", "unscale_", "eval", "train", "update", "set_epoch", "grad", "scale",
 })
 CLIPS = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"})
 _NOT_OPTIMIZERS = ("sched", "scaler", "env", "lr_", "warmup", "ema", "swa", "progress", "bar", "pbar", "timer")

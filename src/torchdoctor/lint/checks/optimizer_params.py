@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from torchdoctor.lint.api import FILE_END, Context, check
+from torchdoctor.lint.api import FILE_END, Context, Event, Scope, check
 from torchdoctor.lint.names import dotted
 from torchdoctor.lint.steps import order
 
@@ -39,12 +39,18 @@ def layers_and_optimizers(node: ast.Assign, ctx: Context) -> None:
     if model is not None:
         ctx.record("optimizer_built", node, model)
         return
-    if len(node.targets) != 1 or isinstance(node.targets[0], ast.Name):
+    if len(node.targets) != 1:
         return
     kind = ctx.kind(node.value)
     if kind is None or kind.tag != "model":
         return
-    root = _root(node.targets[0])
+    target = node.targets[0]
+    if isinstance(target, ast.Name):
+        # `model = Net()` again: a new object (not `model = DDP(model)` or `model.to(device)`)
+        if not any(isinstance(n, ast.Name) and n.id == target.id for n in ast.walk(node.value)):
+            ctx.record("layer_replaced", node, target.id)
+        return
+    root = _root(target)
     if root is not None and root != "self":
         ctx.record("layer_replaced", node, root)
 
@@ -59,11 +65,28 @@ def report_layers_after_optimizer(tree: ast.Module, ctx: Context) -> None:
             after = [b for b in built if _covers(b.receiver, model) and order(replaced, b) == -1]
             if before and not after:
                 target = ctx.text(replaced.node.targets[0])  # type: ignore[attr-defined]
+                if target == model and not _still_used(before[-1], replaced, scope):
+                    continue  # a new model with a new life: the old optimizer is not used again
+                what = "is re-created" if target == model else "is assigned a new layer"
                 ctx.report("TD114", replaced.node, message=(
-                    f"`{target}` is assigned a new layer after the optimizer was built from "
+                    f"`{target}` {what} after the optimizer was built from "
                     f"`{before[-1].receiver}.parameters()` (line {before[-1].node.lineno}): its parameters are in no "  # type: ignore[attr-defined]
                     "param group and will never be updated"))
 
 
 def _covers(optimized: str | None, model: str) -> bool:
     return optimized is not None and (model == optimized or model.startswith(optimized + "."))
+
+
+def _still_used(built: Event, replaced: Event, scope: Scope) -> bool:
+    """The optimizer built before the model was re-created is used after it (stepped, reset,
+    returned) in the same function."""
+    optimizer = dotted(built.node.targets[0])  # type: ignore[attr-defined]
+    if optimizer is None:
+        return False
+    if any(e.receiver == optimizer and order(replaced, e) == -1 for e in scope.events):
+        return True
+    after = replaced.node.end_lineno  # type: ignore[attr-defined]
+    return any(isinstance(n, ast.Return) and n.lineno > after and n.value is not None
+               and any(isinstance(m, ast.Name) and m.id == optimizer for m in ast.walk(n.value))
+               for n in ast.walk(scope.node))

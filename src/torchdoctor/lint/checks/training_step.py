@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 
-from torchdoctor.lint.api import FILE_END, Context, Event, check, literal
+from torchdoctor.lint.api import FILE_END, Context, Event, check, literal, looks_like_optimizer
 from torchdoctor.lint.names import dotted, keyword
 from torchdoctor.lint.steps import (
     TRACKED,
@@ -244,3 +244,62 @@ def _over_model_parameters(call: ast.Call) -> bool:
     first = call.args[0]
     return isinstance(first, ast.Call) and isinstance(first.func, ast.Attribute) and first.func.attr in (
         "parameters", "named_parameters")
+
+
+@check(("TD170",), ast.Assign, needs_torch=False)
+def loss_computed(node: ast.Assign, ctx: Context) -> None:
+    """Remember `loss = criterion(...)` inside loops: the loop trains something."""
+    if ctx.loops and len(node.targets) == 1:
+        target = dotted(node.targets[0])
+        kind = ctx.kind(node.value)
+        named = kind is None and target is not None and "loss" in target.rpartition(".")[2].lower()
+        if named and isinstance(node.value, ast.Call) or kind is not None and kind.tag == "loss":
+            ctx.record("loss_computed", node, target)
+
+
+def _passed_to_a_call(loop: ast.AST, names: set[str]) -> bool:
+    """Some call in the loop takes one of `names` as an argument (it may do the backward or the
+    step itself: `loss_scaler(loss, optimizer)`, `amp.scale_loss(loss, opt)`, `helpers.step(opt)`)."""
+    body = getattr(loop, "body", [])
+    for node in (n for statement in body for n in ast.walk(statement)):
+        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "step", "zero_grad", "item", "detach", "backward")):
+            arguments = [*node.args, *(k.value for k in node.keywords)]
+            if any(dotted(a) in names for a in arguments):
+                return True
+    return False
+
+
+@check("TD170", FILE_END, tracks=TRACKED, needs_torch=False)
+def backward_missing(tree: ast.Module, ctx: Context) -> None:
+    for scope in ctx.scopes:
+        for info in scope.loops.values():
+            loop = info.node
+            events = [e for e, _ in reached([e for e in scope.events if inside(e, loop)], ctx)]
+            steps = [e for e in events if stepped_optimizer(e) and not has_closure(e) and e.scope is scope
+                     and e.loops and e.loops[-1] is loop]
+            losses = [e for e in events if e.name == "loss_computed" and e.scope is scope]
+            if not steps or not losses or not any(e.name == "zero_grad" for e in events):
+                continue
+            if any(is_gradient_computation(e, ctx) or e.name in ("grad_reset", "scale") for e in events):
+                continue
+            names = {e.receiver for e in losses if e.receiver} | {stepped_optimizer(s) or "" for s in steps}
+            if _passed_to_a_call(loop, names):
+                continue
+            ctx.report("TD170", steps[0].node, loss=losses[0].receiver or "loss")
+
+
+@check("TD172", FILE_END, tracks=TRACKED, needs_torch=False)
+def step_missing(tree: ast.Module, ctx: Context) -> None:
+    for scope in ctx.scopes:
+        for info in scope.loops.values():
+            loop = info.node
+            events = [e for e, _ in reached([e for e in scope.events if inside(e, loop)], ctx)]
+            resets = [e for e in events if e.name == "zero_grad" and e.scope is scope and e.loops and e.loops[-1] is loop
+                      and (e.kind is not None and e.kind.tag == "optimizer" or
+                           e.kind is None and looks_like_optimizer(e.receiver))]
+            if not resets or not any(is_backward(e) for e in events):
+                continue
+            if any(e.name == "step" for e in events) or _passed_to_a_call(loop, {r.receiver or "" for r in resets}):
+                continue
+            ctx.report("TD172", resets[0].node, optimizer=resets[0].receiver)

@@ -1,0 +1,44 @@
+"""TD170 backward-missing."""
+
+from torchdoctor.core.finding import Category, Severity
+from torchdoctor.core.rule import Rule
+
+RULE = Rule(
+    code="TD170",
+    name="backward-missing",
+    category=Category.OPTIMIZER,
+    severity=Severity.ERROR,
+    proof="lint",
+    message="this loop computes `{loss}`, resets the gradients and steps the optimizer, but never calls backward(): every step applies no gradient",
+    hint="Call `{loss}.backward()` after computing the loss and before `optimizer.step()`.",
+    doc="""
+## What it does
+Flags a training loop that computes a loss, calls `zero_grad()` and `optimizer.step()`, and
+never calls `backward()` (nor `torch.autograd.grad`, nor sets `.grad` by hand), when neither
+the loss nor the optimizer is handed to another function that could do it.
+
+## Why is this bad?
+Without backward() no gradient is computed: after `zero_grad()` every `.grad` is `None` (or
+zero), so `step()` leaves the weights as they are (or only applies weight decay). The loop runs,
+prints a loss, and the model never learns.
+
+## Example
+```python
+def train(model, loader, loss_fn, optimizer):
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        optimizer.step()
+```
+
+Use instead:
+```python
+def train(model, loader, loss_fn, optimizer):
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+```
+""",
+)

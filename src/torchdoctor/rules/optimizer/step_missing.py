@@ -1,0 +1,43 @@
+"""TD172 step-missing."""
+
+from torchdoctor.core.finding import Category, Severity
+from torchdoctor.core.rule import Rule
+
+RULE = Rule(
+    code="TD172",
+    name="step-missing",
+    category=Category.OPTIMIZER,
+    severity=Severity.ERROR,
+    proof="lint",
+    message="this loop resets `{optimizer}`'s gradients and calls backward(), but never steps an optimizer: the weights never change",
+    hint="Call `{optimizer}.step()` after `loss.backward()` (and before the next `zero_grad()`).",
+    doc="""
+## What it does
+Flags a loop that calls `optimizer.zero_grad()` and `backward()` but never `step()` (on any
+optimizer or scaler, in the loop or in the functions of the file it calls), when the optimizer
+is not handed to another function that could step it.
+
+## Why is this bad?
+The gradients are computed and then thrown away by the next `zero_grad()`: the weights never
+move, the loss only changes with the data, and nothing raises.
+
+## Example
+```python
+def train(model, loader, loss_fn, optimizer):
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+```
+
+Use instead:
+```python
+def train(model, loader, loss_fn, optimizer):
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+```
+""",
+)
