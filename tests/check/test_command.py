@@ -146,3 +146,18 @@ def test_end_to_end_in_a_subprocess() -> None:
         capture_output=True, text=True,
     )
     assert imported.stdout.strip() == "False"
+
+
+def test_a_package_module_target(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    package = tmp_path / "mypkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "setup_training.py").write_text(
+        "import torch\nfrom torch import nn\n"
+        "def build():\n    return {'model': nn.Linear(4, 2), 'data': (torch.randn(8, 4), torch.arange(8) % 2), 'loss_fn': nn.CrossEntropyLoss()}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    status, out, err = run(capsys, "mypkg.setup_training:build")
+    assert status == 0, err
+    assert out.startswith("torchdoctor check mypkg.setup_training:build")

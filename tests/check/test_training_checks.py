@@ -327,3 +327,14 @@ def make():
     return {"model": nn.Linear(8, 3), "data": loader, "loss_fn": nn.CrossEntropyLoss()}
 """)
     assert not report.notices and status(report, "batch-independence") == "skipped"
+
+
+def test_nan_made_by_the_optimizer_step_points_at_the_optimizer(check_source) -> None:  # type: ignore[no-untyped-def]
+    report = check_source(HEADER + f"""
+def make():
+    model = nn.Linear(8, 3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=float("inf"))
+    return {{"model": model, "data": {DATA}, "loss_fn": nn.CrossEntropyLoss(), "optimizer": optimizer}}
+""")
+    found = by_rule(report, "TD145")
+    assert found and "after one step" in found[0].message and "SGD.step()" in found[0].message and found[0].line == 7

@@ -112,6 +112,7 @@ class CheckContext:
         self._train: TrainPass | None = None
         self._eval: Copies | None = None
         self.step_seconds: float | None = None
+        self.stepped = False  # the step check has run the optimizer on the training pass's copy
 
     @property
     def locate(self) -> Locator:

@@ -57,7 +57,14 @@ def run(ctx: CheckContext) -> Outcome:
     if grads:
         text, site = _backward_origin(ctx)
         return _found(ctx, f"the gradient of {listing(grads, 3)}", text, site)
-    return Outcome(detail="inputs, parameters, output, loss and gradients are finite")
+    if ctx.stepped:  # the step check ran the optimizer on these finite gradients
+        stepped = [n for n, p in tp.copies.model.named_parameters() if not _finite(p)]
+        if stepped:
+            origin = f"{type(tp.copies.optimizer).__name__}.step() on finite gradients (a learning rate far too high, or an eps too small for the dtype)"
+            return _found(ctx, f"parameter(s) {listing(stepped, 3)} after one step", origin,
+                          ctx.locate.best(ctx.locate.of(ctx.subject.optimizer)))
+    return Outcome(detail="inputs, parameters, output, loss, gradients and the stepped weights are finite"
+                   if ctx.stepped else "inputs, parameters, output, loss and gradients are finite")
 
 
 def _found(ctx: CheckContext, what: str, origin: str, site: Site | None) -> Outcome:

@@ -45,6 +45,7 @@ def run(ctx: CheckContext) -> Outcome:
     except Exception as exc:  # the user's optimizer failed on real gradients
         return Outcome(findings, skipped=f"optimizer.step() raises {type(exc).__name__}: {exc}")
     ctx.step_seconds = tp.seconds + (time.perf_counter() - started)
+    ctx.stepped = True
     lr_of = {id(p): group.get("lr", None) for group in optimizer.param_groups for p in group["params"]}
     frozen_moved = [n for n, p in named if not p.requires_grad and not torch.equal(before[n], p.detach())]
     if frozen_moved:
