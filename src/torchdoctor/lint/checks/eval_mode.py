@@ -12,7 +12,7 @@ import ast
 
 from torchdoctor.lint.api import FILE_END, Context, Event, check, literal
 from torchdoctor.lint.names import dotted
-from torchdoctor.lint.steps import TRACKED, inside, is_backward, reached, stepped_optimizer
+from torchdoctor.lint.steps import TRACKED, inside, is_backward, order, reached, stepped_optimizer
 
 
 def _is_eval(event: Event) -> bool:
@@ -65,6 +65,7 @@ def training_in_eval_mode(tree: ast.Module, ctx: Context) -> None:
                 if via is not event:
                     where += f" (in {event.scope.name if event.scope else 'a function'}() called here)"
                 ctx.report("TD131", via.node, where=where + " is never undone in this loop")
+            _eval_before_loop(scope, info.node, events, optimized, restored_anywhere, reported, ctx)
 
 
 def _optimized_models(ctx: Context) -> set[str]:
@@ -90,3 +91,29 @@ def _called_with_backward(model: str | None, events: list[tuple[Event, Event]], 
             if any(b.scope is event.scope and b.loops == event.loops for b in backwards):
                 return True
     return False
+
+
+def _eval_before_loop(scope: object, loop: ast.AST, events: list[tuple[Event, Event]], optimized: set[str],
+                      restored_anywhere: set[str | None], reported: set[int], ctx: Context) -> None:
+    """`model.eval()` before the training loop (after loading weights, say), never undone."""
+    steps = [via for e, via in events if stepped_optimizer(e)]
+    if not steps or getattr(scope, "loop", lambda _: None)(loop).parent is not None:  # type: ignore[union-attr]
+        return
+    for event in scope.events:  # type: ignore[attr-defined]
+        if not _is_eval(event) or event.loops or id(event.node) in reported:
+            continue
+        if not any(order(event, step) == -1 for step in steps):
+            continue
+        model = event.receiver
+        later = [e for e in scope.events if _is_train(e) and order(event, e) == -1]  # type: ignore[attr-defined]
+        if any(_same_object(e.receiver, model) for e in later):
+            continue
+        if any(_is_train(e) and _same_object(e.receiver, model) for e, _ in events):
+            continue
+        # a frozen helper (a teacher, a VAE) is put in eval() before training on purpose: only a
+        # model the file optimizes or switches to train() somewhere is the trained one here
+        if not (model in optimized or any(_same_object(model, r) for r in restored_anywhere)):
+            continue
+        reported.add(id(event.node))
+        ctx.report("TD131", event.node, where=f"`{model}.eval()` at line {event.node.lineno}, before the training loop,"  # type: ignore[attr-defined]
+                   " is never undone")
