@@ -73,19 +73,23 @@ def innermost_module(crash: Crash, kind: Any = None) -> Any:
     return None
 
 
-def tensors_near(crash: Crash, depth: int = 4) -> Iterator[tuple[str, Any, Frame]]:
-    """(name, tensor, frame) for the tensors in the innermost live frames, and the parameters
-    and buffers of a module those frames run (`self`)."""
+def tensors_near(crash: Crash) -> Iterator[tuple[str, Any, Frame]]:
+    """(name, tensor, frame) for the tensors of the failing call: the locals of the frames from
+    the innermost one out to the user's, and the parameters and buffers of a module those
+    frames run (`self`)."""
     torch = torch_module()
     if torch is None:
         return
-    for frame in list(crash.deepest())[:depth]:
+    user = crash.user_frame()
+    for frame in crash.deepest():
         for name, value in frame.locals.items():
             if isinstance(value, torch.Tensor):
                 yield name, value, frame
             elif name == "self" and isinstance(value, torch.nn.Module):
                 for pname, tensor in (*value.named_parameters(recurse=False), *value.named_buffers(recurse=False)):
                     yield f"self.{pname}", tensor, frame
+        if frame is user:
+            return
 
 
 def describe(name: str, tensor: Any, crash: Crash, session: Session | None) -> str:

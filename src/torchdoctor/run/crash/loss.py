@@ -105,26 +105,17 @@ def batch_of_one(crash: Crash, session: Session | None) -> Explanation | None:
 
 
 def _short_last_batch(session: Session | None) -> tuple[str, str]:
-    if session is not None:
-        for loader in list(session.loaders.iterations.keys()):
-            size = _length(loader)
-            batch = getattr(loader, "batch_size", None)
-            if size and batch and size % batch == 1 and not getattr(loader, "drop_last", False):
-                return (
-                    f": the last batch of a DataLoader has one sample ({size} samples, batch_size={batch})",
-                    "Pass `drop_last=True` to the training DataLoader (or pick a batch size that does not leave one sample).",
-                )
+    for loader in reversed(session.loaders.recent if session is not None else ()):
+        size, batch = loader.samples, loader.batch_size
+        if size and batch and size % batch == 1 and not loader.drop_last:
+            return (
+                f": the last batch of a DataLoader has one sample ({size} samples, batch_size={batch})",
+                "Pass `drop_last=True` to the training DataLoader (or pick a batch size that does not leave one sample).",
+            )
     return (
         ": a batch of one sample reached it in training mode",
         "Use batches of at least 2 in training (`drop_last=True` drops a last batch of one); for single-sample inference call `model.eval()` first.",
     )
-
-
-def _length(loader: Any) -> int | None:
-    try:
-        return len(loader.dataset)
-    except TypeError:
-        return None
 
 
 def _loss_arguments(crash: Crash) -> tuple[Any, Any]:

@@ -180,8 +180,10 @@ def _pick(crash: Crash, session: Session | None, wanted: Any) -> tuple[str, Any]
     """The first tensor near the failure that satisfies `wanted`, with its best name; tensors
     the user's own frame names come first."""
     known = user_names(crash)
+    torch = torch_module()
     candidates = list(tensors_near(crash))
-    candidates.sort(key=lambda item: id(item[1]) not in known)
+    # the user's own variables first, then parameters, then whatever torch's frames hold
+    candidates.sort(key=lambda item: (id(item[1]) not in known, not isinstance(item[1], torch.nn.Parameter)))
     for name, tensor, _frame in candidates:
         try:
             if wanted(tensor):

@@ -7,7 +7,9 @@ the loader iterators is installed only when a detector listens to batches.
 from __future__ import annotations
 
 import weakref
+from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from torch.utils.data import DataLoader
@@ -19,11 +21,22 @@ from torchdoctor.run.patching import Patches
 _LOADER = "_torchdoctor_loader"
 
 
+@dataclass(frozen=True)
+class LoaderFacts:
+    """What explanations need to know about a loader after it is gone."""
+
+    samples: int | None
+    batch_size: int | None
+    drop_last: bool
+    num_workers: int
+
+
 class LoaderIndex:
-    """Loaders iterated so far, with how many times each was."""
+    """Loaders iterated so far, with how many times each was, and the facts of the last few."""
 
     def __init__(self) -> None:
         self.iterations: weakref.WeakKeyDictionary[DataLoader[Any], int] = weakref.WeakKeyDictionary()
+        self.recent: deque[LoaderFacts] = deque(maxlen=16)
 
     def install(
         self,
@@ -39,6 +52,8 @@ class LoaderIndex:
             try:
                 count = index.iterations.get(self, 0) + 1
                 index.iterations[self] = count
+                if count == 1:
+                    index.recent.append(_facts(self))
                 if on_batch is not None:
                     vars(iterator)[_LOADER] = weakref.ref(self)
                 on_iter(LoaderIter(self, count))
@@ -65,3 +80,11 @@ class LoaderIndex:
 
         __next__.__wrapped__ = original_next  # type: ignore[attr-defined]
         patches.set(_BaseDataLoaderIter, "__next__", __next__)
+
+
+def _facts(loader: DataLoader[Any]) -> LoaderFacts:
+    try:
+        samples: int | None = len(loader.dataset)  # type: ignore[arg-type]
+    except TypeError:
+        samples = None
+    return LoaderFacts(samples, loader.batch_size, bool(loader.drop_last), int(loader.num_workers))

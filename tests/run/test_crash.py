@@ -1,0 +1,342 @@
+"""Crash explanations: real exceptions from small snippets, explained at the user's line.
+
+The snippets run in-process under `torchdoctor.watch()` (the same explainers as
+`torchdoctor run`), so the failing frames are live and what the session saw (module names,
+DataLoaders) is available. Texts only seen on a GPU are tested on their message.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Callable
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+import torchdoctor
+from torchdoctor.core.finding import Finding
+from torchdoctor.run.crash.explain import explain
+
+
+def explained(action: Callable[[], object]) -> Finding:
+    """Run `action` under watch(); it must raise; return the one finding that explains it."""
+    with pytest.raises(BaseException) as raised:  # noqa: PT011 - any exception the snippet raises
+        with torchdoctor.watch() as watch:
+            action()
+    assert raised.value is not None
+    findings = watch.report.findings
+    assert len(findings) == 1, findings
+    assert findings[0].severity.value == "error"
+    return findings[0]
+
+
+def line_of(text: str, function: Callable[..., object]) -> int:
+    import inspect
+
+    lines, start = inspect.getsourcelines(function)
+    return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+class Net(nn.Module):
+    def __init__(self, features: int = 512) -> None:
+        super().__init__()
+        self.fc = nn.Linear(256, 10)
+        self.features = features
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x)
+
+
+def test_device_mismatch_names_both_sides() -> None:
+    model = nn.Linear(8, 2).to("meta")  # the only second device of a CPU-only machine
+
+    def step() -> None:
+        x = torch.randn(4, 8)
+        model(x)
+
+    finding = explained(step)
+    assert finding.rule == "TD410" and finding.line == line_of("model(x)", step)
+    assert "`x` is on cpu" in finding.message and "meta" in finding.message
+
+
+def test_dtype_mismatch_points_at_float64_data() -> None:
+    def step() -> None:
+        features = torch.rand(16, 8, dtype=torch.float64)
+        nn.Linear(8, 1)(features)
+
+    finding = explained(step)
+    assert finding.rule == "TD411"
+    assert "`features` is float64" in finding.message and ".float()" in finding.hint
+
+
+def test_in_place_change_of_a_saved_output_names_the_forward_op() -> None:
+    def step() -> None:
+        h = torch.sigmoid(nn.Linear(4, 4)(torch.randn(2, 4)))
+        h += 1
+        h.sum().backward()
+
+    finding = explained(step)
+    assert finding.rule == "TD412" and "the output of sigmoid" in finding.message
+    assert finding.line == line_of("backward()", step)
+
+
+def test_leaf_changed_in_place() -> None:
+    finding = explained(lambda: nn.Linear(3, 3).weight.mul_(2))
+    assert finding.rule == "TD413" and "torch.no_grad()" in finding.hint
+
+
+def test_view_of_a_permuted_tensor() -> None:
+    def step() -> None:
+        images = torch.randn(2, 3, 4, 4).permute(0, 2, 3, 1)
+        images.view(2, -1)
+
+    finding = explained(step)
+    assert finding.rule == "TD414" and "`images`" in finding.message and "permute" in finding.message
+
+
+def test_freed_graph_across_steps_and_within_a_step() -> None:
+    cell = nn.RNNCell(2, 3)
+    optimizer = torch.optim.SGD(cell.parameters(), lr=0.1)
+
+    def carried() -> None:
+        h = torch.zeros(1, 3)
+        for _ in range(3):
+            h = cell(torch.randn(1, 2), h)
+            optimizer.zero_grad()
+            h.sum().backward()
+            optimizer.step()
+
+    assert "earlier step" in explained(carried).message
+
+    def twice() -> None:
+        y = (nn.Linear(2, 1)(torch.randn(3, 2))).exp().sum()
+        y.backward()
+        y.backward()
+
+    finding = explained(twice)
+    assert finding.rule == "TD415" and "twice" in finding.message
+
+
+@pytest.mark.parametrize(
+    "case, reason",
+    [("no_grad", "gradients disabled"), ("inference", "inference_mode"), ("frozen", "frozen"), ("cut", "graph was cut")],
+)
+def test_backward_without_a_graph_says_why(case: str, reason: str) -> None:
+    model = nn.Linear(4, 1)
+    x, y = torch.randn(8, 4), torch.randn(8, 1)
+
+    def step() -> None:
+        if case == "no_grad":
+            with torch.no_grad():
+                loss = F.mse_loss(model(x), y)
+        elif case == "inference":
+            with torch.inference_mode():
+                loss = F.mse_loss(model(x), y)
+        elif case == "frozen":
+            model.requires_grad_(False)
+            loss = F.mse_loss(model(x), y)
+        else:
+            loss = torch.tensor(F.mse_loss(model(x), y).item())
+        loss.backward()
+
+    finding = explained(step)
+    assert finding.rule == "TD416" and reason in finding.message
+
+
+def test_linear_built_for_another_input_size() -> None:
+    net = Net()
+    finding = explained(lambda: net(torch.randn(64, 512)))
+    assert finding.rule == "TD417"
+    assert finding.message == "Linear `fc` expects in_features=256 but gets 512 features per sample (input 64x512)"
+    assert "in_features=512" in finding.hint
+
+
+def test_channels_last_images_into_a_convolution() -> None:
+    finding = explained(lambda: nn.Conv2d(3, 8, 3)(torch.randn(1, 32, 32, 3)))
+    assert finding.rule == "TD417" and "permute(0, 3, 1, 2)" in finding.hint
+
+
+def test_class_targets_out_of_range_and_padding_labels() -> None:
+    finding = explained(lambda: F.cross_entropy(torch.randn(4, 10), torch.tensor([1, 2, 10, 3])))
+    assert finding.rule == "TD105" and finding.message.startswith("class targets reach 10 but the model outputs 10 classes")
+    finding = explained(lambda: F.cross_entropy(torch.randn(4, 10), torch.tensor([1, -1, 2, 3])))
+    assert "ignore_index=-1" in finding.hint
+
+
+@pytest.mark.parametrize(
+    "logits, target, rule, text",
+    [
+        (torch.randn(4, 10), torch.tensor([1.0, 2.0, 3.0, 4.0]), "TD106", "dtype float32"),
+        (torch.randn(8, 20, 100), torch.randint(0, 100, (8, 20)), "TD418", "transpose(1, 2)"),
+        (torch.randn(32, 10), torch.randint(0, 10, (16,)), "TD418", "32 rows but the target 16"),
+        (torch.randn(4, 10), F.one_hot(torch.tensor([1, 2, 3, 4]), 10), "TD418", "one-hot"),
+    ],
+    ids=["float-labels", "sequence-logits", "batch-sizes", "one-hot"],
+)
+def test_cross_entropy_targets(logits: torch.Tensor, target: torch.Tensor, rule: str, text: str) -> None:
+    finding = explained(lambda: nn.CrossEntropyLoss()(logits, target))
+    assert finding.rule == rule and (text in finding.message or text in finding.hint)
+
+
+def test_embedding_id_past_the_table() -> None:
+    embed = nn.Embedding(4, 3)
+    finding = explained(lambda: embed(torch.tensor([[1, 4]])))
+    assert finding.rule == "TD419" and "4 rows (ids 0..3) but receives id 4" in finding.message
+
+
+def test_batchnorm_batch_of_one_names_the_short_last_batch() -> None:
+    data = TensorDataset(torch.randn(33, 8))
+    model = nn.Sequential(nn.Linear(8, 4), nn.BatchNorm1d(4))
+
+    def epoch() -> None:
+        for (x,) in DataLoader(data, batch_size=16):
+            model(x)
+
+    finding = explained(epoch)
+    assert finding.rule == "TD423" and "33 samples, batch_size=16" in finding.message
+    assert "drop_last=True" in finding.hint
+
+
+def test_missing_super_init_points_at_init() -> None:
+    class NoInit(nn.Module):
+        def __init__(self) -> None:
+            self.fc = nn.Linear(2, 2)
+
+    finding = explained(NoInit)
+    assert finding.rule == "TD422" and finding.line == line_of("def __init__", NoInit)
+    assert "NoInit.__init__" in finding.message
+
+
+def test_weights_only_load_of_a_whole_module() -> None:
+    buffer = io.BytesIO()
+    torch.save(nn.Linear(2, 2), buffer)
+    buffer.seek(0)
+    finding = explained(lambda: torch.load(buffer))
+    assert finding.rule == "TD421" and "torch.nn.modules.linear.Linear" in finding.message
+    assert "state_dict" in finding.hint
+
+
+def test_cpu_out_of_memory_of_one_huge_tensor() -> None:
+    finding = explained(lambda: torch.empty(2**40))
+    assert finding.rule == "TD424" and "4.0 TiB" in finding.message and "shape mistake" in finding.hint
+
+
+@pytest.mark.parametrize(
+    "message, hint",
+    [
+        (
+            "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.25 GiB is free. "
+            "Including non-PyTorch memory, this process has 77.89 GiB memory in use. Of the allocated memory 60.10 GiB is "
+            "allocated by PyTorch, and 16.30 GiB is reserved by PyTorch but unallocated.",
+            "expandable_segments",
+        ),
+        (
+            "CUDA out of memory. Tried to allocate 60.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 20.00 GiB is free. "
+            "Of the allocated memory 58.00 GiB is allocated by PyTorch, and 1.00 GiB is reserved by PyTorch but unallocated.",
+            "shape mistake",
+        ),
+        (
+            "CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity of 23.65 GiB of which 100.00 MiB is free. "
+            "Of the allocated memory 22.00 GiB is allocated by PyTorch, and 300.00 MiB is reserved by PyTorch but unallocated.",
+            "batch size",
+        ),
+    ],
+    ids=["fragmented", "huge-request", "full"],
+)
+def test_cuda_out_of_memory_text(message: str, hint: str) -> None:
+    try:
+        raise torch.OutOfMemoryError(message)
+    except torch.OutOfMemoryError as exc:
+        (finding, _key), = explain(exc)
+    assert finding.rule == "TD424" and "the GPU (79.15 GiB" in finding.message or "23.65" in finding.message
+    assert hint in finding.hint
+
+
+def test_numpy_of_a_tensor_in_the_graph() -> None:
+    def step() -> None:
+        prediction = nn.Linear(3, 1)(torch.randn(2, 3))
+        prediction.numpy()
+
+    finding = explained(step)
+    assert finding.rule == "TD425" and "`prediction`" in finding.message
+
+
+@pytest.mark.filterwarnings("ignore:Got pickle error")
+def test_lambda_collate_fn_under_spawn_points_at_the_lambda() -> None:
+    loader = DataLoader(
+        TensorDataset(torch.randn(4, 2)), batch_size=2, num_workers=1, multiprocessing_context="spawn",
+        collate_fn=lambda batch: batch,
+    )
+    finding = explained(lambda: next(iter(loader)))
+    assert finding.rule == "TD142" and finding.severity.value == "error" and "a lambda" in finding.message
+    assert finding.line == line_of("collate_fn=lambda", test_lambda_collate_fn_under_spawn_points_at_the_lambda)
+
+
+WORKER_TEXT = """Caught IndexError in DataLoader worker process 1.
+Original Traceback (most recent call last):
+  File "/venv/lib/python3.11/site-packages/torch/utils/data/_utils/worker.py", line 349, in _worker_loop
+    data = fetcher.fetch(index)
+  File "{user}", line 12, in __getitem__
+    return self.items[i]
+           ~~~~~~~~~~^^^
+IndexError: list index out of range
+"""
+SPAWN_TEXT = """
+
+-- Process 1 terminated with the following error:
+Traceback (most recent call last):
+  File "/venv/lib/python3.11/site-packages/torch/multiprocessing/spawn.py", line 90, in _wrap
+    fn(i, *args)
+  File "{user}", line 20, in worker
+    raise ValueError("rank 1 failed")
+ValueError: rank 1 failed
+"""
+
+
+def test_worker_and_spawned_process_tracebacks_are_read_back(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    user = str(tmp_path / "train.py")
+    (finding, _), = explain(IndexError(WORKER_TEXT.format(user=user)))
+    assert (finding.rule, finding.file, finding.line) == ("TD001", user, 12)
+    assert "IndexError: list index out of range (raised in DataLoader worker 1)" in finding.message
+    (finding, _), = explain(RuntimeError(SPAWN_TEXT.format(user=user)))
+    assert (finding.line, finding.rank) == (20, 1)
+
+
+def test_bus_error_in_a_worker_is_shared_memory() -> None:
+    try:
+        try:
+            raise RuntimeError(
+                "DataLoader worker (pid 46794) is killed by signal: Bus error. It is possible that dataloader's "
+                "workers are out of shared memory. Please try to raise your shared memory limit."
+            )
+        except RuntimeError as cause:
+            raise RuntimeError("DataLoader worker (pid(s) 46794) exited unexpectedly") from cause
+    except RuntimeError as exc:
+        (finding, _), = explain(exc)
+    assert finding.rule == "TD420" and "/dev/shm" in finding.message and "--shm-size" in finding.hint
+
+
+def test_torchrun_relay_and_stops_are_not_crashes() -> None:
+    class ChildFailedError(Exception):
+        pass
+
+    assert explain(ChildFailedError("rank 1 failed")) == []
+    assert explain(KeyboardInterrupt()) == []
+    assert explain(SystemExit(3)) == []
+
+
+def test_crash_explained_without_torch_in_the_process() -> None:
+    """Explaining never imports torch (a script can crash before it imports it)."""
+    import subprocess
+
+    code = (
+        "import sys\nfrom torchdoctor.run.crash.explain import explain\n"
+        "try:\n    {}['x']\nexcept KeyError as e:\n    found = explain(e)\n"
+        "print(found[0][0].rule, 'torch' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["TD001", "False"]
