@@ -19,7 +19,7 @@ from torchdoctor.core.rule import Rule
 from torchdoctor.core.suppress import is_suppressed
 from torchdoctor.lint import flow
 from torchdoctor.lint.model import ClassInfo, Event, Kind, LoopInfo, Scope
-from torchdoctor.lint.names import ImportTable, argument, chain_root, dotted, may_pass, terminal
+from torchdoctor.lint.names import ImportTable, chain_root, dotted, terminal
 from torchdoctor.lint.source import Source
 
 Handler = Callable[[Any, "Context"], None]
@@ -135,10 +135,6 @@ class Context:
     def text(self, node: ast.AST) -> str:
         """The node's source text."""
         return self.source.segment(node)
-
-    argument = staticmethod(argument)
-    may_pass = staticmethod(may_pass)
-    dotted = staticmethod(dotted)
 
     @property
     def function(self) -> ast.FunctionDef | ast.AsyncFunctionDef | None:

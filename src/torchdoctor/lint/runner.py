@@ -17,7 +17,6 @@ from pathlib import Path
 from torchdoctor.core import registry
 from torchdoctor.core.config import Config
 from torchdoctor.core.errors import UsageError
-from torchdoctor.core.finding import Finding
 from torchdoctor.core.report import Report
 from torchdoctor.core.suppress import is_suppressed
 from torchdoctor.lint.engine import Engine, describe, fixable, parse
@@ -198,8 +197,3 @@ def _summarise(report: Report, options: Options, state: _Counts) -> None:
             report.notices.append(f"{state.unsafe} {more}can be fixed with `--fix --unsafe-fixes` "
                                   "(read the rule's 'Fix safety' first)")
 
-
-def lint_text(text: str, path: str = "<string>", config: Config | None = None) -> list[Finding]:
-    """Findings for one source text (for tests, editors and the doc proofs)."""
-    outcome = lint_paths([], config or Config(), Options(stdin_text=text, stdin_filename=path))
-    return outcome.report.findings

@@ -167,6 +167,3 @@ def loop_events(scope: Scope, loop: ast.AST) -> list[Event]:
     """The events of `scope` inside `loop` (nested loops included)."""
     return [e for e in scope.events if inside(e, loop)]
 
-
-def innermost_loop(event: Event) -> ast.AST | None:
-    return event.loops[-1] if event.loops else None
