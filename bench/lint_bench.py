@@ -118,7 +118,7 @@ def table(rows: list[dict[str, object]]) -> str:
         tf = row.get("torchfix")
         lint_cpu = max(float(lint["cpu_s"]), 1e-6)  # type: ignore[index, arg-type]
         cells = [
-            Path(str(row["corpus"])).name if "/" not in str(row["corpus"]).rstrip("/")[-20:] else str(row["corpus"]).split("corpus/")[-1],
+            str(row["name"]),
             f"{row['files']:,}", f"{row['lines']:,}", f"{parse['cpu_s']:.2f}", f"{lint_cpu:.2f}",  # type: ignore[index]
             f"{lint_cpu / max(float(parse['cpu_s']), 1e-6):.2f}x",  # type: ignore[index, arg-type]
             f"{int(row['lines']) / lint_cpu:,.0f}", f"{lint['peak_mb']:.0f}",  # type: ignore[index, call-overload]
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"skipping {folder}: not a folder", file=sys.stderr)
             continue
         print(f"measuring {folder} ...", file=sys.stderr, flush=True)
-        rows.append(bench_corpus(folder, args, previous))
+        rows.append({"name": name, **bench_corpus(folder, args, previous)})
     print(table(rows))
     results = HERE / "results"
     results.mkdir(exist_ok=True)

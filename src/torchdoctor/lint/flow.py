@@ -251,7 +251,8 @@ def iterated(node: ast.expr, ctx: Context) -> tuple[str, str | None]:
     from torchdoctor.lint.names import dotted
 
     while node.__class__ is ast.Call:
-        callee = ctx.qualified(node.func) or getattr(node.func, "id", None) or getattr(node.func, "attr", None)  # type: ignore[attr-defined]
+        func = node.func  # type: ignore[attr-defined]
+        callee = ctx.qualified(func) or getattr(func, "id", None) or getattr(func, "attr", None)
         if callee in ("range", "builtins.range"):
             return "range", None
         if callee in ITER_WRAPPERS or callee == "tqdm" and node.args:  # type: ignore[attr-defined]

@@ -16,7 +16,8 @@ class Kind:
     name), `loss` (a loss value; `detail` the loss), `optimizer`, `scheduler`, `scaler`,
     `dataloader`, `sampler`, `dataset`, `rng` (a random generator object), `probs` (softmax
     output), `sigmoid` (sigmoid output), `log_probs` (log_softmax output), `batch` (a value
-    drawn from a DataLoader), `output` (what a model returned), `parameter` (an nn.Parameter), `checkpoint` (what `torch.load` returned, or a part of it), `mapping` / `tuple` (a dict or
+    drawn from a DataLoader), `output` (what a model returned), `parameter` (an nn.Parameter),
+    `checkpoint` (what `torch.load` returned, or a part of it), `mapping` / `tuple` (a dict or
     tuple display whose items have kinds: `items`).
     `node` is where the value was made (the call), for messages and for reading its arguments.
     """

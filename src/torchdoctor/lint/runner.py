@@ -196,4 +196,3 @@ def _summarise(report: Report, options: Options, state: _Counts) -> None:
             more = "more " if safe else ""
             report.notices.append(f"{state.unsafe} {more}can be fixed with `--fix --unsafe-fixes` "
                                   "(read the rule's 'Fix safety' first)")
-

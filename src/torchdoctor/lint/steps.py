@@ -166,4 +166,3 @@ def _renamed(event: Event, renames: dict[str, str]) -> Event:
 def loop_events(scope: Scope, loop: ast.AST) -> list[Event]:
     """The events of `scope` inside `loop` (nested loops included)."""
     return [e for e in scope.events if inside(e, loop)]
-

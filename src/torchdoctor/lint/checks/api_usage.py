@@ -97,7 +97,8 @@ def requires_grad_typo(node: ast.Assign, ctx: Context) -> None:
     for target in node.targets:
         if isinstance(target, ast.Attribute) and target.attr in _TYPOS:
             end = ctx.source.char_column(target.end_lineno, target.end_col_offset)  # type: ignore[arg-type]
-            edit = Edit(target.end_lineno, end - len(target.attr), target.end_lineno, end, "requires_grad")  # type: ignore[arg-type]
+            line = target.end_lineno
+            edit = Edit(line, end - len(target.attr), line, end, "requires_grad")  # type: ignore[arg-type]
             ctx.report("TD168", target, attribute=target.attr, target=ctx.text(target.value),
                        fix=Fix(title="Rename to `requires_grad`", edits=(edit,)))
 

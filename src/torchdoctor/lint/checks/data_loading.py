@@ -155,7 +155,8 @@ def loader_with_distributed_sampler(node: ast.Call, ctx: Context) -> None:
     if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
         loader = dotted(statement.targets[0])
         if loader is not None:
-            ctx.memo.setdefault("TD141", []).append((ctx.scope, loader, dotted(sampler) or "sampler", node))  # type: ignore[arg-type]
+            name = dotted(sampler) or "sampler"  # type: ignore[arg-type]
+            ctx.memo.setdefault("TD141", []).append((ctx.scope, loader, name, node))
 
 
 @check("TD141", FILE_END, tracks=("set_epoch",))
@@ -178,4 +179,3 @@ def _epoch_loop(scope: Scope, loader: str) -> ast.AST | None:
             if any(dotted(a) == loader for a in event.node.args) or any(dotted(k.value) == loader for k in event.node.keywords):
                 return event.loops[0]
     return None
-

@@ -115,5 +115,5 @@ def _eval_before_loop(scope: object, loop: ast.AST, events: list[tuple[Event, Ev
         if not (model in optimized or any(_same_object(model, r) for r in restored_anywhere)):
             continue
         reported.add(id(event.node))
-        ctx.report("TD131", event.node, where=f"`{model}.eval()` at line {event.node.lineno}, before the training loop,"  # type: ignore[attr-defined]
-                   " is never undone")
+        line = event.node.lineno  # type: ignore[attr-defined]
+        ctx.report("TD131", event.node, where=f"`{model}.eval()` at line {line}, before the training loop, is never undone")

@@ -83,8 +83,9 @@ def detached_output(node: ast.Return, ctx: Context) -> None:
         return
     if (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "detach"
             and _carries(value.func.value, _activations(ctx), _methods(ctx))):
-        ctx.report("TD121", value, call=ctx.text(value),
-                   message=f"forward() returns `{ctx.text(value)}`: the whole output is cut from the autograd graph, so no layer of this module receives a gradient")
+        message = (f"forward() returns `{ctx.text(value)}`: the whole output is cut from the autograd graph, "
+                   "so no layer of this module receives a gradient")
+        ctx.report("TD121", value, call=ctx.text(value), message=message)
 
 
 @check("TD121", ast.Call, names={"tensor", "as_tensor", "from_numpy", "Tensor", "FloatTensor"})

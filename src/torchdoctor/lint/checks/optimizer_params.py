@@ -70,7 +70,7 @@ def report_layers_after_optimizer(tree: ast.Module, ctx: Context) -> None:
                 what = "is re-created" if target == model else "is assigned a new layer"
                 ctx.report("TD114", replaced.node, message=(
                     f"`{target}` {what} after the optimizer was built from "
-                    f"`{before[-1].receiver}.parameters()` (line {before[-1].node.lineno}): its parameters are in no "  # type: ignore[attr-defined]
+                    f"`{before[-1].receiver}.parameters()` (line {_line(before[-1])}): its parameters are in no "
                     "param group and will never be updated"))
 
 
@@ -90,3 +90,7 @@ def _still_used(built: Event, replaced: Event, scope: Scope) -> bool:
     return any(isinstance(n, ast.Return) and n.lineno > after and n.value is not None
                and any(isinstance(m, ast.Name) and m.id == optimizer for m in ast.walk(n.value))
                for n in ast.walk(scope.node))
+
+
+def _line(event: Event) -> int:
+    return event.node.lineno  # type: ignore[attr-defined,no-any-return]

@@ -132,7 +132,8 @@ def clip_grad_on_scaled_gradients(tree: ast.Module, ctx: Context) -> None:
     for scope in ctx.scopes:
         events = scope.events
         for clip in events:
-            if not is_clip(clip) or not (ctx.qualified(clip.node.func) or "").startswith("torch.nn.utils."):  # type: ignore[attr-defined]
+            if not is_clip(clip) or not (ctx.qualified(clip.node.func) or "").startswith(  # type: ignore[attr-defined]
+                    "torch.nn.utils."):
                 continue
             backward = _last_before(events, clip, is_scaled_backward)
             if backward is None:
