@@ -166,3 +166,25 @@ def _renamed(event: Event, renames: dict[str, str]) -> Event:
 def loop_events(scope: Scope, loop: ast.AST) -> list[Event]:
     """The events of `scope` inside `loop` (nested loops included)."""
     return [e for e in scope.events if inside(e, loop)]
+
+
+def passed_to_a_call(loop: ast.AST, names: set[str], ctx: Context) -> bool:
+    """Some call in the loop to a function *not* defined in this file takes one of `names` as an
+    argument: it may do the backward, the step or the reset itself (`loss_scaler(loss, optimizer)`,
+    `amp.scale_loss(loss, opt)`, `utils.zero_grads(model)`). Same-file functions are not counted:
+    their calls are followed (`steps.reached`)."""
+    names = {n for n in names if n}
+    for node in (n for statement in getattr(loop, "body", []) for n in ast.walk(statement)):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in ("step", "zero_grad", "item", "detach", "backward", "to"):
+            continue
+        if isinstance(func, ast.Name) and func.id in ctx.functions:
+            continue
+        if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
+                and any(s.name.endswith("." + func.attr) for s in ctx.scopes)):
+            continue
+        if any(dotted(a) in names for a in [*node.args, *(k.value for k in node.keywords)]):
+            return True
+    return False

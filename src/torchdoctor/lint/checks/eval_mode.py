@@ -12,7 +12,7 @@ import ast
 
 from torchdoctor.lint.api import FILE_END, Context, Event, check, literal
 from torchdoctor.lint.names import dotted
-from torchdoctor.lint.steps import TRACKED, inside, is_backward, order, reached, stepped_optimizer
+from torchdoctor.lint.steps import TRACKED, inside, is_backward, order, passed_to_a_call, reached, stepped_optimizer
 
 
 def _is_eval(event: Event) -> bool:
@@ -56,6 +56,8 @@ def training_in_eval_mode(tree: ast.Module, ctx: Context) -> None:
                 model = event.receiver
                 if any(_is_train(e) and _same_object(e.receiver, model) for e, _ in events):
                     continue
+                if passed_to_a_call(loop, {model or ""}, ctx):
+                    continue  # a function of another module gets the model: it may call train()
                 trained = (any(_same_object(model, r) for r in restored_anywhere) or model in optimized
                            or _called_with_backward(model, events, backwards))
                 if not trained:

@@ -24,6 +24,7 @@ from torchdoctor.lint.steps import (
     is_scaler,
     is_scaler_step,
     order,
+    passed_to_a_call,
     reached,
     stepped_optimizer,
 )
@@ -43,8 +44,10 @@ def missing_zero_grad(tree: ast.Module, ctx: Context) -> None:
                 if any(e.name == "optimizer_created" and e.receiver == step.receiver for e in events):
                     break  # a new optimizer (over new tensors) every iteration: nothing accumulates
                 if id(loop) not in flagged and not any(is_grad_reset(e) for e in events):
-                    flagged.add(id(loop))
-                    ctx.report("TD110", step.node)
+                    models = {e.receiver for e in events if e.name == "call" and e.scope is scope}
+                    if not passed_to_a_call(loop, {step.receiver or "", *models}, ctx):  # type: ignore[arg-type]
+                        flagged.add(id(loop))
+                        ctx.report("TD110", step.node)
                 break
 
 
@@ -258,19 +261,6 @@ def loss_computed(node: ast.Assign, ctx: Context) -> None:
             ctx.record("loss_computed", node, target)
 
 
-def _passed_to_a_call(loop: ast.AST, names: set[str]) -> bool:
-    """Some call in the loop takes one of `names` as an argument (it may do the backward or the
-    step itself: `loss_scaler(loss, optimizer)`, `amp.scale_loss(loss, opt)`, `helpers.step(opt)`)."""
-    body = getattr(loop, "body", [])
-    for node in (n for statement in body for n in ast.walk(statement)):
-        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Attribute) and node.func.attr in (
-                "step", "zero_grad", "item", "detach", "backward")):
-            arguments = [*node.args, *(k.value for k in node.keywords)]
-            if any(dotted(a) in names for a in arguments):
-                return True
-    return False
-
-
 @check("TD170", FILE_END, tracks=TRACKED, needs_torch=False)
 def backward_missing(tree: ast.Module, ctx: Context) -> None:
     for scope in ctx.scopes:
@@ -285,7 +275,7 @@ def backward_missing(tree: ast.Module, ctx: Context) -> None:
             if any(is_gradient_computation(e, ctx) or e.name in ("grad_reset", "scale") for e in events):
                 continue
             names = {e.receiver for e in losses if e.receiver} | {stepped_optimizer(s) or "" for s in steps}
-            if _passed_to_a_call(loop, names):
+            if passed_to_a_call(loop, names, ctx):
                 continue
             ctx.report("TD170", steps[0].node, loss=losses[0].receiver or "loss")
 
@@ -301,6 +291,6 @@ def step_missing(tree: ast.Module, ctx: Context) -> None:
                            e.kind is None and looks_like_optimizer(e.receiver))]
             if not resets or not any(is_backward(e) for e in events):
                 continue
-            if any(e.name == "step" for e in events) or _passed_to_a_call(loop, {r.receiver or "" for r in resets}):
+            if any(e.name == "step" for e in events) or passed_to_a_call(loop, {r.receiver or "" for r in resets}, ctx):
                 continue
             ctx.report("TD172", resets[0].node, optimizer=resets[0].receiver)
