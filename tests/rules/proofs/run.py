@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,8 @@ def triggered(source: str, folder: Path, rule: Rule) -> set[str]:
         capture_output=True,
         text=True,
         timeout=180,
+        # no GPU here: let the GPU-only checks (host syncs, TD452) treat CPU tensors as device ones
+        env={**os.environ, "TORCHDOCTOR_DEVICE_CHECKS_ON_CPU": "1"},
     )
     if not report.is_file():
         raise AssertionError(f"torchdoctor run wrote no report (exit {result.returncode}):\n{result.stderr[-3000:]}")

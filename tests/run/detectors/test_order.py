@@ -143,3 +143,13 @@ def test_one_class_after_another_is_sorted() -> None:
     for batch in (3 - torch.arange(512) // 128).split(32):
         descending.add(batch)
     assert descending.sorted(32)
+
+
+def test_evaluating_on_the_training_loader_within_an_epoch_is_not_flagged() -> None:
+    """The same loader iterated twice per epoch (train, then measure training accuracy)."""
+    data = dataset()
+    sampler = DistributedSampler(data, num_replicas=1, rank=0)
+    loader = DataLoader(data, batch_size=16, sampler=sampler)
+    with observing(LoaderOrder) as observed:
+        train_epochs(loader, epochs=3, sampler=sampler, validation=loader)
+    assert observed.codes == set()

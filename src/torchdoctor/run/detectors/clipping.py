@@ -11,6 +11,7 @@ something is wrong.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from torchdoctor.core.locate import caller_in_user_code
@@ -62,6 +63,8 @@ class Clipping(Detector):
         self._early = []
 
     def _clipped(self, clip: Clip) -> None:
+        if _unbounded(clip.limit):
+            return  # `clip_grad_norm_(params, inf)` measures the norm and changes nothing
         if self.ctx.backward.completed == 0 or max(self._last_step_seq, self._last_zero_seq) > self.ctx.last_backward_seq:
             self._early.append(caller_in_user_code())
             return
@@ -77,3 +80,10 @@ class Clipping(Detector):
         if not holders:
             return not unscaled
         return any(id(opt) not in unscaled for opt in holders)
+
+
+def _unbounded(limit: Any) -> bool:
+    try:
+        return math.isinf(float(limit))
+    except (TypeError, ValueError, RuntimeError):
+        return False

@@ -44,9 +44,6 @@ class Float64(Detector):
         inputs = [t for t in tensors_in((event.args, event.kwargs), depth=3) if t.is_floating_point()]
         if any(t.dtype == torch.float64 for t in inputs):
             return
-        own = list(event.module.parameters(recurse=False)) + list(event.module.buffers(recurse=False))
-        if own and all(p.dtype == torch.float64 for p in own):
-            return  # a float64 layer: its own dtype, not a promotion (reported with the parameters)
         module = event.module
         site = definition_site(type(module).forward)  # None for torch's own modules
         self._origin = (self.ctx.modules.name_of(module), (site.file, site.line) if site else None)

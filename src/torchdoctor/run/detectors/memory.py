@@ -182,7 +182,8 @@ class LossHistory(Detector):
     def on_step(self, event: Step) -> None:
         step = self.ctx.steps + 1
         if not checked_step(step):
-            self._held.clear()  # never keep a graph alive outside the window
+            if self._held:
+                self._held.clear()  # never keep a graph alive outside the window
             return
         held, self._held = self._held, {}
         for frame in user_frames(sys._getframe(1)):
@@ -265,6 +266,8 @@ class RetainedGraphs(Detector):
         self._newest_root = -1
         self._retained_since_step: Retained | None = None
         self._reported: set[Location | None] = set()
+        #: whether backward graphs are still walked (until every optimizer has taken WINDOW steps)
+        self._walking = True
 
     def install(self) -> None:
         self._grad_calls = self.ctx.instrument(GradCalls)
@@ -274,7 +277,7 @@ class RetainedGraphs(Detector):
         if site is not None:
             site.calls += 1
             self._retained_since_step = site
-        if not self._walking():
+        if not self._walking:
             self._pending = None
             return
         roots = [t.grad_fn for t in event.tensors if isinstance(t, torch.Tensor) and t.grad_fn is not None]
@@ -291,6 +294,10 @@ class RetainedGraphs(Detector):
             self._pending = Pending(site, newest, self._grad_count())
 
     def on_step(self, event: Step) -> None:
+        if not self._walking:
+            return
+        if event.index > self.WINDOW:
+            self._walking = any(info.steps < self.WINDOW for info in self.ctx.optimizers.known.values())
         optimizer = event.optimizer
         if optimizer in self._marker:
             history = self._history.setdefault(optimizer, [])
@@ -312,10 +319,6 @@ class RetainedGraphs(Detector):
 
     def _grad_count(self) -> int:
         return self._grad_calls.calls if self._grad_calls is not None else 0
-
-    def _walking(self) -> bool:
-        steps = [info.steps for info in self.ctx.optimizers.known.values()]
-        return not steps or min(steps) <= self.WINDOW
 
     def _sequences(self, roots: list[Any]) -> list[int]:
         """The sequence numbers of every node of the graph (parameters' accumulators excepted)."""

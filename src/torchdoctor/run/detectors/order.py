@@ -102,6 +102,28 @@ def never_shuffles(loader: DataLoader[Any]) -> bool:
     )
 
 
+@dataclass
+class SamplerEpochs:
+    """The epochs a DistributedSampler had at the start of each iteration of its loader."""
+
+    seen: set[Any] = field(default_factory=set)  # every epoch any iteration started with
+    trained: list[Any] = field(default_factory=list)  # epochs of the iterations that trained
+    current: Any = None
+    current_trained: bool = False
+    location: Location | None = None
+
+    def start(self, epoch: Any, location: Location | None) -> None:
+        if self.current_trained:
+            self.trained.append(self.current)
+        self.current, self.current_trained, self.location = epoch, False, location
+        self.seen.add(epoch)
+
+    def repeated(self) -> bool:
+        """A second training iteration with the same epoch, and `set_epoch` never changed it
+        (a second pass over the training set to evaluate it is not an epoch of its own)."""
+        return bool(self.trained) and len(self.seen) == 1
+
+
 class LoaderOrder(Detector):
     """TD141 and TD451: the order in which training loaders visit their samples.
 
@@ -118,7 +140,7 @@ class LoaderOrder(Detector):
         super().__init__(ctx)
         self._last_loader: weakref.ref[DataLoader[Any]] | None = None
         self._training: weakref.WeakSet[DataLoader[Any]] = weakref.WeakSet()
-        self._epochs: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+        self._samplers: weakref.WeakKeyDictionary[Any, SamplerEpochs] = weakref.WeakKeyDictionary()
         self._orders: weakref.WeakKeyDictionary[DataLoader[Any], LabelOrder] = weakref.WeakKeyDictionary()
         self._loops: weakref.WeakKeyDictionary[DataLoader[Any], Location | None] = weakref.WeakKeyDictionary()
         self._sites: LoaderSites | None = None
@@ -151,36 +173,42 @@ class LoaderOrder(Detector):
 
     def on_step_end(self, event: Step) -> None:
         loader = self._last_loader() if self._last_loader is not None else None
-        if loader is not None:
-            self._training.add(loader)
+        if loader is None:
+            return
+        self._training.add(loader)
+        sampler = distributed_sampler(loader)
+        epochs = self._samplers.get(sampler) if sampler is not None else None
+        if epochs is not None and not epochs.current_trained:
+            epochs.current_trained = True
+            if epochs.repeated():
+                self._report_epoch(sampler, epochs)
 
     def on_finish(self, outcome: Outcome) -> None:
         for loader in list(self._orders.keys()):
             self._conclude(loader)
 
     def _check_epoch(self, loader: DataLoader[Any]) -> None:
+        """A new iteration of a loader with a shuffling DistributedSampler: remember its epoch."""
         sampler = distributed_sampler(loader)
         if sampler is None or not getattr(sampler, "shuffle", False):
             return
-        epoch = getattr(sampler, "epoch", None)
-        previous = self._epochs.get(sampler)
-        if isinstance(epoch, int):
-            self._epochs[sampler] = epoch
-        if previous is None or previous != epoch or loader not in self._training:
-            return
+        epochs = self._samplers.get(sampler)
+        if epochs is None:
+            epochs = self._samplers[sampler] = SamplerEpochs()
+        epochs.start(getattr(sampler, "epoch", None), caller_in_user_code())
+
+    def _report_epoch(self, sampler: Any, epochs: SamplerEpochs) -> None:
+        epoch = epochs.current
+        fields: dict[str, Any] = {"evidence": {"epoch": epoch, "training_epochs": len(epochs.trained) + 1}}
         if epoch == 0:
-            text = "(its epoch is still 0)"
-            message = None
+            fields["sampler"] = "(its epoch is still 0)"
         else:
-            text = f"(its epoch stays at {epoch})"
-            message = (
-                f"DistributedSampler {text} is iterated again with the same epoch: `set_epoch()` gets the same "
-                "value every time, so every epoch sees the same order"
+            fields["sampler"] = f"(its epoch stays at {epoch})"
+            fields["message"] = (
+                f"DistributedSampler {fields['sampler']} is iterated again with the same epoch: `set_epoch()` gets "
+                "the same value every time, so every epoch sees the same order"
             )
-        fields: dict[str, Any] = {"sampler": text, "evidence": {"epoch": epoch}}
-        if message:
-            fields["message"] = message
-        self.ctx.report(SAMPLER_EPOCH, key=id(sampler), **fields)
+        self.ctx.report(SAMPLER_EPOCH, at=epochs.location, key=id(sampler), **fields)
 
     def _conclude(self, loader: DataLoader[Any]) -> None:
         order = self._orders.get(loader)

@@ -54,7 +54,7 @@ class PerSampleLoop(Detector):
 
     def on_module_call(self, event: ModuleCall) -> None:
         module = event.module
-        if id(module) in self._reported or isinstance(module, nn.RNNCellBase):
+        if isinstance(module, nn.RNNCellBase):
             return
         x = first_tensor(event.args)
         base = x._base if x is not None else None
@@ -95,8 +95,6 @@ class PerSampleLoop(Detector):
             )
 
 
-DISPATCH_FILES = (f"torch{os.sep}overrides.py", f"torch{os.sep}_tensor.py")
-
 def _inside_another(module: nn.Module, records: list[SampleCalls]) -> bool:
     """A submodule of another module called per sample: the outer call is the loop to fix."""
     for record in records:
@@ -134,6 +132,8 @@ class SyncWatcher:
     def done(self) -> None:
         self.detector.traced(self)
 
+
+DISPATCH_FILES = (f"torch{os.sep}overrides.py", f"torch{os.sep}_tensor.py")
 
 #: what the implicit conversions look like in the script
 IMPLICIT = {

@@ -63,6 +63,7 @@ class WorkerRandomness(Detector):
 
     def install(self) -> None:
         self.ctx.instrument(FirstFetch).listen(self)
+        self._records(create=True)  # before any worker is forked: they inherit where to write
 
     # -- in the worker ---------------------------------------------------------------------
 
@@ -92,7 +93,6 @@ class WorkerRandomness(Detector):
 
     def on_loader_iter(self, event: LoaderIter) -> None:
         if event.loader.num_workers > 0:
-            self._records(create=True)
             self._compare()
 
     def on_finish(self, outcome: Outcome) -> None:
@@ -104,8 +104,7 @@ class WorkerRandomness(Detector):
 
     def _records(self, create: bool = False) -> Path | None:
         """Where workers write: the run folder under `torchdoctor run` (spawned workers find it
-        too), else a temporary folder made before the first workers start (forked workers
-        inherit it)."""
+        too), else a temporary folder made when the session starts (forked workers inherit it)."""
         if self._folder is None:
             run_dir = os.environ.get(ENV_DIR)
             if run_dir and Path(run_dir).is_dir():

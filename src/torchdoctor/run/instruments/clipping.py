@@ -29,6 +29,7 @@ class Clip:
 
     function: str
     parameters: tuple[torch.Tensor, ...]
+    limit: Any  # max_norm / clip_value (inf: a call that only measures the norm)
 
 
 @dataclass
@@ -85,7 +86,8 @@ class GradientClipping:
             else:
                 return original(*args, **kwargs)
             try:
-                event = Clip(name, (params,) if isinstance(params, torch.Tensor) else tuple(params))
+                limit = args[1] if len(args) > 1 else kwargs.get("max_norm", kwargs.get("clip_value"))
+                event = Clip(name, (params,) if isinstance(params, torch.Tensor) else tuple(params), limit)
                 for listener in listeners:
                     listener(event)
             except Exception:  # noqa: BLE001, S110 - observing must never change the clip

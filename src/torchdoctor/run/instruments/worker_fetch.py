@@ -48,10 +48,8 @@ class FirstFetch:
         watch = self
 
         def fetch(fetcher: Any, possibly_batched_index: Any) -> Any:
-            if watch._done_in == os.getpid() or not watch._listeners:
-                return original(fetcher, possibly_batched_index)
-            info = get_worker_info()
-            if info is None:
+            info = get_worker_info() if watch._listeners else None
+            if info is None or watch._done_in == os.getpid():  # the main process, or seen already
                 return original(fetcher, possibly_batched_index)
             watch._done_in = os.getpid()
             tokens = []
