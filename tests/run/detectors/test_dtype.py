@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from tests.run.detectors.conftest import LAB, line_of, observing, run_lab
+from tests.run.detectors.conftest import line_of, observing, run_lab
 from torchdoctor.run.detectors.dtype import Float64
 
 HERE = __file__

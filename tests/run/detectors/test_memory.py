@@ -62,6 +62,29 @@ def total_by_addition(steps: int = 6) -> torch.Tensor:
     return total
 
 
+def losses_kept_in_a_list(steps: int = 6, detach: bool = False) -> list[torch.Tensor]:
+    model, optimizer = model_and_optimizer()
+    losses = []
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = loss_of(model)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.detach() if detach else loss)  # kept for the epoch's mean
+    return losses
+
+
+def micro_batches_stacked_each_step(steps: int = 6) -> None:
+    model, optimizer = model_and_optimizer()
+    for _ in range(steps):
+        optimizer.zero_grad()
+        parts = []
+        for _micro in range(2):
+            parts.append(loss_of(model))
+        torch.stack(parts).mean().backward()
+        optimizer.step()
+
+
 def loss_terms_summed_within_a_step(steps: int = 6) -> None:
     model, optimizer = model_and_optimizer()
     for _ in range(steps):
@@ -107,6 +130,21 @@ def test_totals_of_numbers_and_terms_of_one_step_are_not_flagged() -> None:
     assert observed.codes == set()
 
 
+def test_a_list_of_losses_with_history_is_flagged_at_the_append() -> None:
+    with observing(LossHistory) as observed:
+        losses_kept_in_a_list()
+    finding = observed.one("TD147")
+    assert finding.line == line_of(HERE, "# kept for the epoch's mean")
+    assert "`losses.append(loss.detach() if detach else loss)`" in finding.message
+
+
+def test_detached_lists_and_lists_of_one_step_are_not_flagged() -> None:
+    with observing(LossHistory) as observed:
+        losses_kept_in_a_list(detach=True)
+        micro_batches_stacked_each_step()
+    assert observed.codes == set()
+
+
 def test_a_state_that_backward_goes_through_is_not_a_metric() -> None:
     with observing(LossHistory) as observed:
         carried_state_that_is_trained()
@@ -137,7 +175,7 @@ def test_module_level_training_loop(tmp_path: Path) -> None:
 
 def test_accumulations_are_read_from_the_source() -> None:
     found = accumulations(total_by_addition.__code__)
-    assert [(a.target, a.value, a.augmented) for a in found] == [("total", "loss * 8", False)]
+    assert [(a.target, a.value, a.kind) for a in found] == [("total", "loss * 8", "sum")]
 
 
 def test_reaches_follows_the_graph() -> None:

@@ -13,10 +13,11 @@ from typing import Any
 
 import torch
 
+from torchdoctor.check.batch import tensors_in
 from torchdoctor.check.sites import attribute_site, definition_site
 from torchdoctor.rules.dtype.unintended_float64 import RULE as FLOAT64
 from torchdoctor.run.detector import Detector
-from torchdoctor.run.detectors.support import first_tensor, listing, tensors_in
+from torchdoctor.run.detectors.support import first_tensor, listing
 from torchdoctor.run.events import Location, LossCall, ModuleCall, Step
 from torchdoctor.run.instruments.optim import params_of
 
@@ -41,7 +42,7 @@ class Float64(Detector):
         output = first_tensor(event.output)
         if output is None or output.dtype != torch.float64:
             return
-        inputs = [t for t in tensors_in((event.args, event.kwargs), depth=3) if t.is_floating_point()]
+        inputs = [t for t in tensors_in((event.args, event.kwargs)) if t.is_floating_point()]
         if any(t.dtype == torch.float64 for t in inputs):
             return
         module = event.module

@@ -1,7 +1,8 @@
 """Autograd graphs kept alive across training steps.
 
 TD147: a running total (`total += loss`) that still carries autograd history: at the next
-step the total's graph contains the previous total's node, so every step's graph stays alive.
+step the total's graph contains the previous total's node, so every step's graph stays alive;
+or a list that collects such tensors (`losses.append(loss)`) across steps.
 TD148: `backward(retain_graph=True)` in a loop, where either nothing uses the retained graph
 again, or the next steps' backward() passes reach further and further back into earlier
 steps' graphs (a hidden state carried across steps without `.detach()`).
@@ -24,7 +25,7 @@ from typing import Any
 
 import torch
 
-from torchdoctor.core.locate import caller_in_user_code, is_user_file, user_frame
+from torchdoctor.core.locate import caller_in_user_code, user_frame
 from torchdoctor.rules.memory.loss_accumulated_with_history import RULE as LOSS_HISTORY
 from torchdoctor.rules.memory.retain_graph_in_loop import RULE as RETAIN_GRAPH
 from torchdoctor.run.detector import Detector
@@ -49,12 +50,13 @@ def checked_step(step: int) -> bool:
 
 @dataclass(frozen=True)
 class Accumulation:
-    """`target += value` or `target = target + value` in the source of a function."""
+    """`target += value`, `target = target + value` or `target.append(value)` in the source
+    of a function."""
 
     target: str  # `total` or `self.total`
     line: int
     value: str  # the source of what is added
-    augmented: bool
+    kind: str  # "augmented", "sum" or "append"
     statement: str
 
 
@@ -110,16 +112,27 @@ def accumulations(code: CodeType) -> tuple[Accumulation, ...]:
         if isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub)):
             target = _dotted(node.target)
             if target is not None:
-                found.append(Accumulation(target, node.lineno, ast.get_source_segment(source, node.value) or "...", True,
-                                          ast.get_source_segment(source, node) or ""))
+                found.append(Accumulation(target, node.lineno, ast.get_source_segment(source, node.value) or "...",
+                                          "augmented", ast.get_source_segment(source, node) or ""))
         elif isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = _dotted(node.targets[0])
             value = node.value
             if (target is not None and isinstance(value, ast.BinOp) and isinstance(value.op, (ast.Add, ast.Sub))
                     and _dotted(value.left) == target):
-                found.append(Accumulation(target, node.lineno, ast.get_source_segment(source, value.right) or "...", False,
+                found.append(Accumulation(target, node.lineno, ast.get_source_segment(source, value.right) or "...", "sum",
                                           ast.get_source_segment(source, node) or ""))
+        elif isinstance(node, ast.Expr) and _is_append(node.value):
+            call = node.value
+            target = _dotted(call.func.value)  # type: ignore[union-attr]
+            if target is not None:
+                found.append(Accumulation(target, node.lineno, ast.get_source_segment(source, call.args[0]) or "...",
+                                          "append", ast.get_source_segment(source, call) or ""))
     return tuple(sorted(found, key=lambda a: a.line))
+
+
+def _is_append(node: ast.expr) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "append"
+            and len(node.args) == 1 and not node.keywords)
 
 
 def _value(frame: FrameType, target: str) -> Any:
@@ -157,13 +170,17 @@ def user_frames(frame: FrameType | None, count: int = FRAMES) -> list[FrameType]
 
 
 class LossHistory(Detector):
-    """TD147: a running total whose graph spans steps (it holds the previous total's node)."""
+    """TD147: a running total whose graph spans steps (it holds the previous total's node), or
+    a list that keeps collecting tensors with their history (it still holds the last step's)."""
 
     rules = (LOSS_HISTORY,)
+    #: how far back from its end a list is searched for the previous step's tensor
+    LIST_TAIL = 256
 
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
-        #: (code, target) -> the total's autograd node at the previous checked step
+        #: (code, target) -> what the total or list held at the previous checked step: the
+        #: total's autograd node, or the list's last tensor
         self._held: dict[tuple[CodeType, str], Any] = {}
         self._reported: set[tuple[CodeType, str]] = set()
         self._backpropagated: set[tuple[CodeType, str]] = set()
@@ -174,7 +191,8 @@ class LossHistory(Detector):
         if not self._held:
             return
         roots = [t.grad_fn for t in event.tensors if isinstance(t, torch.Tensor) and t.grad_fn is not None]
-        for key, node in list(self._held.items()):
+        for key, held in list(self._held.items()):
+            node = held.grad_fn if isinstance(held, torch.Tensor) else held
             if any(root is node or reaches(root, node, depth=64, limit=4096) for root in roots):
                 self._backpropagated.add(key)
                 del self._held[key]
@@ -189,16 +207,31 @@ class LossHistory(Detector):
         for frame in user_frames(sys._getframe(1)):
             for accumulation in accumulations(frame.f_code):
                 key = (frame.f_code, accumulation.target)
+                if key in self._reported or key in self._backpropagated:
+                    continue
                 value = _value(frame, accumulation.target)
-                node = value.grad_fn if isinstance(value, torch.Tensor) else None
-                if node is None or key in self._reported or key in self._backpropagated:
+                now = self._marker(value, accumulation.kind)
+                if now is None:
                     continue
                 previous = held.get(key)
-                if previous is not None and previous is not node and reaches(node, previous):
+                if previous is not None and previous is not now and self._spans(value, now, previous, accumulation.kind):
                     self._reported.add(key)
                     self._report(frame, accumulation)
                 else:
-                    self._held[key] = node
+                    self._held[key] = now
+
+    def _marker(self, value: Any, kind: str) -> Any:
+        """What identifies the accumulator's state now: a total's node, a list's last tensor."""
+        if kind == "append":
+            last = value[-1] if isinstance(value, list) and value else None
+            return last if isinstance(last, torch.Tensor) and last.grad_fn is not None else None
+        return value.grad_fn if isinstance(value, torch.Tensor) else None
+
+    def _spans(self, value: Any, now: Any, previous: Any, kind: str) -> bool:
+        """The accumulator still holds the previous step's history."""
+        if kind == "append":
+            return any(item is previous for item in value[-self.LIST_TAIL:])
+        return reaches(now, previous)
 
     def _report(self, frame: FrameType, accumulation: Accumulation) -> None:
         at = (frame.f_code.co_filename, accumulation.line)
@@ -206,12 +239,18 @@ class LossHistory(Detector):
         simple = value.replace(".", "").replace("_", "").isalnum()
         term = value if simple else f"({value})"
         fields: dict[str, Any] = {"target": accumulation.target, "value": value}
-        if not accumulation.augmented:
+        if accumulation.kind == "append":
+            fields["message"] = (
+                f"`{accumulation.statement}` keeps every step's `{value}` with its autograd history: "
+                "each step's graph stays alive and memory grows with each iteration"
+            )
+            fields["hint"] = f"Append a number or a detached tensor instead: `{accumulation.target}.append({term}.item())` (or `.detach()`)."
+        elif accumulation.kind == "sum":
             fields["message"] = (
                 f"`{accumulation.statement}` keeps the autograd history of every step alive: "
                 "memory grows with each iteration"
             )
-        if not accumulation.augmented or not simple:
+        if accumulation.kind == "sum" or (accumulation.kind == "augmented" and not simple):
             fields["hint"] = f"Accumulate a number instead: add `{term}.item()` (or `.detach()`) to `{accumulation.target}`."
         self.ctx.report(LOSS_HISTORY, at=at, key=accumulation.target, **fields)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
@@ -204,7 +204,6 @@ class EvalPhase:
     graphs: int = 0
     location: Location | None = None
     function: str = ""
-    seen: set[int] = field(default_factory=set)
 
 
 class EvalGraphs(Detector):

@@ -1,19 +1,20 @@
 """What several silent-bug detectors need to know about the run: the models an optimizer
 trains (through DDP / DataParallel / torch.compile wrappers), sparse check schedules, the
-first tensor of a module's output, and short texts for messages."""
+first tensor of a module's output, and short texts for messages (built on the check
+family's `listing`)."""
 
 from __future__ import annotations
 
 import linecache
 import re
 import weakref
-from collections.abc import Iterator
 from typing import Any
 
 import torch
 from torch import nn
 from torch.optim.optimizer import Optimizer
 
+from torchdoctor.check.checks import listing as shortened
 from torchdoctor.core.locate import display_path
 from torchdoctor.run.events import Location
 from torchdoctor.run.instruments.optim import params_of
@@ -61,14 +62,6 @@ class TrainedModels:
             self._cache[optimizer] = cached
         return [model for model in (ref() for ref in cached[1]) if model is not None]
 
-    def all(self) -> list[nn.Module]:
-        """Models trained by any optimizer of the process."""
-        seen: dict[int, nn.Module] = {}
-        for optimizer in list(self.ctx.optimizers.known.keys()):
-            for model in self.of(optimizer):
-                seen.setdefault(id(model), model)
-        return list(seen.values())
-
 
 def first_tensor(value: Any, depth: int = 2) -> torch.Tensor | None:
     """The first tensor in a module's output (a tensor, a tuple/list, a dict, a dataclass-like)."""
@@ -89,22 +82,9 @@ def first_tensor(value: Any, depth: int = 2) -> torch.Tensor | None:
     return None
 
 
-def tensors_in(value: Any, depth: int = 2) -> Iterator[torch.Tensor]:
-    """Every tensor of a batch or an output, looking into tuples, lists and dicts."""
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif depth > 0 and isinstance(value, (list, tuple)):
-        for item in value:
-            yield from tensors_in(item, depth - 1)
-    elif depth > 0 and isinstance(value, dict):
-        for item in value.values():
-            yield from tensors_in(item, depth - 1)
-
-
 def listing(names: list[str]) -> str:
     """`a`, `b`, `c` and 4 more."""
-    shown = ", ".join(f"`{n}`" for n in names[:SHOWN])
-    return shown + (f" and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
+    return shortened([f"`{name}`" for name in names], SHOWN)
 
 
 def place(location: Location | None) -> str:

@@ -17,7 +17,6 @@ import re
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,17 +30,6 @@ from torchdoctor.run.events import LoaderIter, Location
 from torchdoctor.run.instruments.worker_fetch import FirstFetch
 from torchdoctor.run.outcome import Outcome
 from torchdoctor.run.records import ENV_DIR
-
-
-@dataclass(frozen=True)
-class WorkerGenerators:
-    """What one worker process found: the digest of each generator its first fetch used."""
-
-    dataset: str
-    base_seed: int
-    worker: int
-    generators: dict[str, tuple[str, str]]  # path -> (kind, digest at the start of the fetch)
-    sites: dict[str, Location | None]
 
 
 class WorkerRandomness(Detector):

@@ -10,7 +10,7 @@ tensors it returns, so a backward() of one of them is known to produce scaled gr
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +18,7 @@ import torch
 from torch.amp import GradScaler
 from torch.nn.utils import clip_grad
 
+from torchdoctor.check.batch import tensors_in
 from torchdoctor.run.patching import Patches, observed
 
 CLIPPERS = ("clip_grad_norm_", "clip_grad_value_")
@@ -101,7 +102,7 @@ class GradientClipping:
         if not scaler.is_enabled() or result is None:
             return
         scaled = self.scaler.scaled
-        for tensor in _tensors(result):
+        for tensor in tensors_in(result):
             key = id(tensor)
             scaled[key] = weakref.ref(tensor, lambda _ref, key=key: scaled.pop(key, None))
 
@@ -112,14 +113,6 @@ class GradientClipping:
 
     def _updated(self, _args: tuple[Any, ...], _kwargs: dict[str, Any]) -> None:
         self.scaler.unscaled.clear()
-
-
-def _tensors(value: Any) -> Iterable[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _tensors(item)
 
 
 def _materialized(parameters: Any) -> Any:
