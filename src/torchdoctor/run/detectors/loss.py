@@ -9,12 +9,14 @@ step; if the run ends first, the finding points at the loss call instead.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch import nn
 
-from torchdoctor.core.locate import caller_in_user_code, display_path
+from torchdoctor.core.locate import caller_in_user_code, display_path, is_user_file
 from torchdoctor.core.rule import Rule
 from torchdoctor.rules.loss.loss_target_broadcast import RULE as BROADCAST
 from torchdoctor.rules.loss.sigmoid_before_bce_with_logits import RULE as SIGMOID_BCE
@@ -82,20 +84,36 @@ class Locator:
     """Trace watcher: the user line of every softmax/log-softmax/sigmoid of one step, by node."""
 
     functions: frozenset[str] = frozenset({"softmax", "log_softmax", "sigmoid"})
-    lines: dict[int, tuple[Any, Location]] = field(default_factory=dict)
+    lines: dict[int, tuple[Any, Location, nn.Module | None]] = field(default_factory=dict)
     active: bool = True
 
     def seen(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any, location: Location | None) -> None:
         node = getattr(result, "grad_fn", None)
         if node is not None and location is not None:
-            self.lines[id(node)] = (node, location)
+            self.lines[id(node)] = (node, location, _activation_layer())
 
     def done(self) -> None:
         self.active = False
 
-    def line_of(self, node: Any) -> Location | None:
+    def place_of(self, node: Any) -> tuple[Location, nn.Module | None] | None:
+        """Where the op that made `node` was called, and the nn.Softmax/Sigmoid layer if one did."""
         entry = self.lines.get(id(node))
-        return entry[1] if entry is not None and entry[0] is node else None
+        return (entry[1], entry[2]) if entry is not None and entry[0] is node else None
+
+
+ACTIVATION_LAYERS = (nn.Softmax, nn.LogSoftmax, nn.Sigmoid, nn.Softmax2d)
+
+
+def _activation_layer() -> nn.Module | None:
+    """The nn.Softmax / nn.Sigmoid module running the current call, if one is (a model's last
+    layer): its line in the user's code is only the model's call."""
+    frame = sys._getframe(2)
+    while frame is not None and not is_user_file(frame.f_code.co_filename):
+        candidate = frame.f_locals.get("self")
+        if isinstance(candidate, ACTIVATION_LAYERS):
+            return candidate
+        frame = frame.f_back
+    return None
 
 
 @dataclass
@@ -153,9 +171,9 @@ class LossInputs(Detector):
         if key in self._done:
             return
         locator = self._locator
-        line = locator.line_of(made.node) if locator is not None else None
-        if line is not None:
-            self._report(rule, line, fields, made, loss_line=caller_in_user_code())
+        place = locator.place_of(made.node) if locator is not None else None
+        if place is not None:
+            self._report(rule, place[0], fields, made, loss_line=caller_in_user_code(), layer=place[1])
             return
         if key not in self._pending:
             self._pending[key] = Pending(rule, caller_in_user_code(), {**fields, "made": made.kind})
@@ -165,10 +183,15 @@ class LossInputs(Detector):
         elif locator is not None and not locator.active:
             self._flush()
 
-    def _report(self, rule: Rule, line: Location | None, fields: dict[str, Any], made: Producer | None, loss_line: Location | None) -> None:
+    def _report(
+        self, rule: Rule, line: Location | None, fields: dict[str, Any], made: Producer | None, loss_line: Location | None, layer: nn.Module | None = None
+    ) -> None:
         kind = made.kind if made is not None else fields.get("made", "softmax")
         where = f" (the loss is computed at {display_path(loss_line[0])}:{loss_line[1]})" if loss_line and line and loss_line != line else ""
-        source = f"{kind} on this line{where}" if line else kind
+        if layer is not None:
+            source = f"the model's {type(layer).__name__} layer `{self.ctx.modules.name_of(layer)}` (the model is called on this line){where}"
+        else:
+            source = f"{kind} on this line{where}" if line else kind
         template = {k: v for k, v in fields.items() if k != "made"}
         self.ctx.report(rule, at=line, key="loss", source=source, **template)
         self._done.add(f"{rule.code}:{kind}")
