@@ -245,3 +245,31 @@ def test_a_frozen_model_in_eval_mode_builds_no_graph() -> None:
         for _ in range(3):
             teacher(torch.randn(4, 6))
     assert observed.codes == set()
+
+
+def test_evaluation_graphs_are_flagged_even_if_training_goes_on_in_eval_mode() -> None:
+    """validate() leaves the model in eval mode (TD131); its graphs are still never used."""
+    model = nn.Sequential(nn.Linear(6, 6), nn.Dropout(0.1), nn.Linear(6, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with observing(EvalGraphs) as observed:
+        for epoch in range(2):
+            for _ in range(2):
+                optimizer.zero_grad()
+                model(torch.randn(8, 6)).pow(2).mean().backward()
+                optimizer.step()
+            model.eval()
+            for _ in range(3):
+                model(torch.randn(4, 6)).sum().item()  # evaluation, never switched back
+    assert observed.one("TD161").line == line_of(HERE, "# evaluation, never switched back")
+
+
+def test_eval_mode_fine_tuning_uses_its_graphs() -> None:
+    model = nn.Sequential(nn.Linear(6, 6), nn.Linear(6, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with observing(EvalGraphs) as observed:
+        model.eval()
+        for _ in range(4):
+            optimizer.zero_grad()
+            model(torch.randn(8, 6)).pow(2).mean().backward()
+            optimizer.step()
+    assert observed.codes == set()

@@ -29,11 +29,10 @@ from torchdoctor.core.locate import caller_in_user_code, user_frame
 from torchdoctor.rules.memory.loss_accumulated_with_history import RULE as LOSS_HISTORY
 from torchdoctor.rules.memory.retain_graph_in_loop import RULE as RETAIN_GRAPH
 from torchdoctor.run.detector import Detector
+from torchdoctor.run.detectors.support import backward_roots, graph_sequences
 from torchdoctor.run.events import Backward, Location, Step
 from torchdoctor.run.instruments.grad_calls import GradCalls
 
-#: autograd nodes that stand for leaves (a parameter's gradient accumulator): created once, old
-LEAF_SEQUENCE = 2**63
 #: how far back from a total's node its previous value is looked for
 ACCUMULATION_DEPTH = 4
 #: user frames (innermost first) whose variables are looked at, from the optimizer.step() call
@@ -190,7 +189,7 @@ class LossHistory(Detector):
         summed on purpose): not a metric, not this bug."""
         if not self._held:
             return
-        roots = [t.grad_fn for t in event.tensors if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+        roots = backward_roots(event.tensors)
         for key, held in list(self._held.items()):
             node = held.grad_fn if isinstance(held, torch.Tensor) else held
             if any(root is node or reaches(root, node, depth=64, limit=4096) for root in roots):
@@ -319,10 +318,10 @@ class RetainedGraphs(Detector):
         if not self._walking:
             self._pending = None
             return
-        roots = [t.grad_fn for t in event.tensors if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+        roots = backward_roots(event.tensors)
         if not roots:
             return
-        sequences = self._sequences(roots)
+        sequences = graph_sequences(roots, self.MAX_NODES)
         oldest = min(sequences, default=None)
         self._judge_pending(oldest)
         for optimizer, marker in list(self._marker.items()):
@@ -358,22 +357,6 @@ class RetainedGraphs(Detector):
 
     def _grad_count(self) -> int:
         return self._grad_calls.calls if self._grad_calls is not None else 0
-
-    def _sequences(self, roots: list[Any]) -> list[int]:
-        """The sequence numbers of every node of the graph (parameters' accumulators excepted)."""
-        sequences = []
-        seen: set[int] = set()
-        stack = list(roots)
-        while stack and len(seen) < self.MAX_NODES:
-            node = stack.pop()
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            number = node._sequence_nr()
-            if number < LEAF_SEQUENCE:
-                sequences.append(number)
-            stack.extend(child for child, _ in node.next_functions if child is not None)
-        return sequences
 
     def _judge_pending(self, oldest: int | None) -> None:
         """The previous backward retained its graph: this one reaches no node of it (none as

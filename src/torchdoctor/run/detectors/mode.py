@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
 
@@ -30,8 +30,10 @@ from torchdoctor.rules.mode.frozen_batchnorm_drift import RULE as BATCHNORM_DRIF
 from torchdoctor.rules.mode.functional_dropout_ignores_eval import RULE as FUNCTIONAL_DROPOUT
 from torchdoctor.rules.mode.training_in_eval_mode import RULE as TRAINING_IN_EVAL
 from torchdoctor.run.detector import Detector
-from torchdoctor.run.detectors.support import TrainedModels, due, first_tensor, listing, place, source_call, unwrapped
-from torchdoctor.run.events import Location, Step
+from torchdoctor.run.detectors.support import (
+    TrainedModels, backward_roots, due, first_tensor, graph_sequences, listing, place, source_call, unwrapped,
+)
+from torchdoctor.run.events import Backward, Location, Step
 from torchdoctor.run.instruments.dropout import FunctionalDropout
 from torchdoctor.run.instruments.grad_calls import GradCalls
 from torchdoctor.run.instruments.modes import ModeSwitch, ModeSwitches
@@ -202,6 +204,8 @@ class EvalPhase:
     grad_calls: int
     steps: int
     graphs: int = 0
+    outputs: list[int] = field(default_factory=list)  # creation numbers of the outputs' nodes
+    judged: bool = False  # a backward() came: whether it used the graphs is settled
     location: Location | None = None
     function: str = ""
 
@@ -212,6 +216,8 @@ class EvalGraphs(Detector):
     rules = (EVAL_WITH_GRAD,)
     #: graph-building eval forwards before it counts as an evaluation (one call is not a loop)
     MIN_FORWARDS = 2
+    #: eval outputs remembered per phase (to tell whether a backward() used them)
+    MAX_OUTPUTS = 256
 
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
@@ -221,6 +227,21 @@ class EvalGraphs(Detector):
     def install(self) -> None:
         self.ctx.instrument(ModeSwitches).listen(self._switched)
         self._grad_calls = self.ctx.instrument(GradCalls)
+
+    def on_backward(self, event: Backward) -> None:
+        """The first backward() after graph-building eval forwards: the outputs whose nodes
+        are not in its graph were not used by it (the model may still be in eval mode,
+        training by mistake: TD131 says so, and this finding stands on its own)."""
+        pending = [p for p in self._phases.values() if p.graphs and not p.judged]
+        if not pending:
+            return
+        grad_calls = self._grad_calls.calls if self._grad_calls else 0
+        used = set(graph_sequences(backward_roots(event.tensors)))
+        for phase in pending:
+            phase.judged = True
+            unused = sum(1 for number in phase.outputs if number not in used)
+            if phase.grad_calls == grad_calls and unused >= self.MIN_FORWARDS:
+                self._report(phase, unused)
 
     def on_finish(self, outcome: Outcome) -> None:
         for key in list(self._phases):
@@ -251,6 +272,8 @@ class EvalGraphs(Detector):
         if phase is None or tensor is None or tensor.grad_fn is None:
             return
         phase.graphs += 1
+        if len(phase.outputs) < self.MAX_OUTPUTS:
+            phase.outputs.append(tensor.grad_fn._sequence_nr())
         if phase.location is None:
             frame = _user_caller()
             if frame is not None:
@@ -260,22 +283,27 @@ class EvalGraphs(Detector):
     def _end(self, key: int) -> None:
         phase = self._phases.pop(key)
         phase.handle.remove()
-        module = phase.module()
         grad_calls = self._grad_calls.calls if self._grad_calls else 0
         used = phase.backward_calls != self.ctx.backward.calls or phase.grad_calls != grad_calls or phase.steps != self.ctx.steps
-        if module is None or used or phase.graphs < self.MIN_FORWARDS:
+        if not used and not phase.judged:
+            self._report(phase, phase.graphs)
+
+    def _report(self, phase: EvalPhase, graphs: int) -> None:
+        module = phase.module()
+        if module is None or graphs < self.MIN_FORWARDS:
             return
         model = type(module).__name__
         inside = f" in `{phase.function}()`" if phase.function and not phase.function.startswith("<") else ""
         message = (
-            f"{model} runs in eval mode with autograd on{inside} ({phase.graphs} forward passes): each one "
+            f"{model} runs in eval mode with autograd on{inside} ({graphs} forward passes): each one "
             "records a graph and keeps its activations for a backward() that never comes"
         )
         hint = (
             f"Wrap the evaluation in `with torch.no_grad():` (or `torch.inference_mode()`), or decorate `{phase.function}` with `@torch.no_grad()`."
             if inside else "Wrap the evaluation in `with torch.no_grad():` (or `torch.inference_mode()`)."
         )
-        self.ctx.report(EVAL_WITH_GRAD, at=phase.location, key=key, message=message, hint=hint, count=phase.graphs)
+        self.ctx.report(EVAL_WITH_GRAD, at=phase.location, key=id(module), message=message, hint=hint,
+                        evidence={"forward_passes": graphs})
 
 
 def _contains(outer: nn.Module, inner: nn.Module) -> bool:

@@ -99,3 +99,30 @@ def source_call(location: Location | None, pattern: str) -> str | None:
     text = linecache.getline(location[0], location[1])
     match = re.search(pattern + r"\([^()]*(?:\([^()]*\)[^()]*)*\)", text)
     return match.group(0) if match else None
+
+
+#: autograd nodes that stand for leaves (a parameter's gradient accumulator): created once, old
+LEAF_SEQUENCE = 2**63
+
+
+def graph_sequences(roots: list[Any], max_nodes: int = 100_000) -> list[int]:
+    """The creation numbers (`_sequence_nr`, in the order autograd made them) of the nodes of
+    the graph below `roots`, leaves' gradient accumulators excepted."""
+    sequences = []
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack and len(seen) < max_nodes:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        number = node._sequence_nr()
+        if number < LEAF_SEQUENCE:
+            sequences.append(number)
+        stack.extend(child for child, _ in node.next_functions if child is not None)
+    return sequences
+
+
+def backward_roots(tensors: tuple[Any, ...]) -> list[Any]:
+    """The autograd nodes a backward() call starts from."""
+    return [t.grad_fn for t in tensors if isinstance(t, torch.Tensor) and t.grad_fn is not None]
