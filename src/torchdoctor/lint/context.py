@@ -382,6 +382,10 @@ class Context:
             if len(tags) == 1 and tags <= {"probs", "sigmoid", "log_probs"}:
                 method_of.output = tags.pop()
                 method_of.output_node = scope.returns[0].node  # type: ignore[union-attr]
+            elif tags == {"tuple"}:
+                items = flow.agreed_items(scope.returns)  # type: ignore[arg-type]
+                if items:
+                    method_of.output, method_of.output_items = "tuple", items
 
     def _lambda(self, node: ast.Lambda) -> None:
         handlers = self._handlers.get(ast.Lambda)

@@ -84,8 +84,8 @@ def constructor_kind(qualified: str, call: ast.Call, ctx: Context) -> Kind | Non
             return Kind("model", "sigmoid", call)
         if last == "Sequential":
             return Kind("model", _sequential_output(call, ctx), call)
-        if last == "Parameter":
-            return Kind("parameter", "", call)
+        if last in ("Parameter", "ParameterList", "ParameterDict"):
+            return Kind("parameter", last if last != "Parameter" else "", call)
         if last[:1].isupper() and last not in _NOT_MODULES:
             return Kind("model", "", call)
         return None
@@ -211,7 +211,7 @@ def _call_kind(call: ast.Call, ctx: Context) -> Kind | None:
         local = ctx.classes.get(name)
         if local is not None:
             if local.is_module:
-                return Kind("model", local.output, local.output_node or call)
+                return Kind("model", local.output, local.output_node or call, local.output_items)
             if local.is_dataset:
                 return Kind("dataset", name, call)
             return None
@@ -227,6 +227,24 @@ def _returned(returns: list[Kind | None]) -> Kind | None:
     return kinds[0]
 
 
+#: what a model's output can be known to be, item by item (see `agreed_items`)
+_OUTPUT_TAGS = frozenset({"probs", "sigmoid", "log_probs"})
+
+
+def agreed_items(returns: list[Kind]) -> tuple[tuple[object, Kind | None], ...]:
+    """The items of a `forward` that returns tuples: for each position, the probabilities (or
+    sigmoid, log-probabilities) that *every* `return` puts there; () when no position agrees."""
+    lengths = {len(k.items) for k in returns}
+    if len(lengths) != 1:
+        return ()
+    items: list[tuple[object, Kind | None]] = []
+    for index in range(lengths.pop()):
+        kinds = [k.items[index][1] for k in returns]
+        tags = {k.tag if k is not None else "" for k in kinds}
+        items.append((index, kinds[0] if len(tags) == 1 and tags <= _OUTPUT_TAGS else None))
+    return tuple(items) if any(kind for _, kind in items) else ()
+
+
 def _called(callee: Kind | None, call: ast.Call) -> Kind | None:
     """Calling a value: a loss module gives a loss value, a model gives its output."""
     if callee is None:
@@ -234,6 +252,8 @@ def _called(callee: Kind | None, call: ast.Call) -> Kind | None:
     if callee.tag == "loss_fn":
         return Kind("loss", callee.detail, call)
     if callee.tag == "model":
+        if callee.detail == "tuple":
+            return Kind("tuple", "", call, callee.items)  # `validity, label = discriminator(x)`
         if callee.detail:
             return Kind(callee.detail, "model", callee.node)  # made by the model: point at the model
         return Kind("output", "", call)

@@ -84,8 +84,10 @@ class ClassInfo:
     is_dataset: bool
     methods: frozenset[str]
     attributes: dict[str, Kind | None] = field(default_factory=dict)
-    output: str = ""  # kind tag of what forward() always returns ("probs", ...), "" if unknown
+    output: str = ""  # kind tag of what forward() always returns ("probs", ..., "tuple"), "" if unknown
     output_node: ast.AST | None = None  # where forward() makes it (the softmax call)
+    #: for `output == "tuple"`: the kinds of the returned tuple's items, by index
+    output_items: tuple[tuple[object, Kind | None], ...] = ()
 
 
 @dataclass(eq=False)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.core.finding import Edit, Fix
-from torchdoctor.lint.api import Context, check, keyword, literal, may_pass
+from torchdoctor.lint.api import FILE_END, Context, check, keyword, literal, may_pass
 
 _FUNCTIONAL_SOFTMAX = frozenset({"torch.nn.functional.softmax", "torch.nn.functional.log_softmax",
                                  "torch.nn.functional.softmin"})
@@ -120,5 +120,43 @@ def requires_grad_then_copied(node: ast.Call, ctx: Context) -> None:
     if not trainable or not isinstance(made, ast.Call):
         return
     name = ctx.qualified(made.func) or ""
-    if name.startswith("torch.") and not name.startswith("torch.nn."):
+    if not name.startswith("torch.") or name.startswith("torch.nn."):
+        return
+    statement = ctx.statement
+    if (isinstance(statement, ast.Assign) and statement.value is node and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)):
+        ctx.memo.setdefault("TD169", []).append((ctx.scope, statement.targets[0].id, node, func.attr))
+    else:
         ctx.report("TD169", node, call=ctx.text(node), method=func.attr)
+
+
+@check("TD169", FILE_END)
+def report_copies_used_as_weights(tree: ast.Module, ctx: Context) -> None:
+    """`x = torch.rand(n, requires_grad=True).to(device)` used only as an input (`model(x)`,
+    `x * 2`) is a tensor that lets gradients flow, not a weight: its own .grad is never needed."""
+    for scope, variable, node, method in ctx.memo.get("TD169", []):
+        if _used_as_weight(scope.node, variable, ctx):
+            ctx.report("TD169", node, call=ctx.text(node), method=method)
+
+
+_COLLECTS = frozenset({"append", "extend", "insert", "add"})
+
+
+def _used_as_weight(function: ast.AST, variable: str, ctx: Context) -> bool:
+    """Some use of `variable` could need it to be a leaf: its `.grad` is read, an optimizer gets
+    it, it is collected, returned or stored. Only uses as an input to a call or an operator are not."""
+    for parent in ast.walk(function):
+        for child in ast.iter_child_nodes(parent):
+            if not (isinstance(child, ast.Name) and child.id == variable and isinstance(child.ctx, ast.Load)):
+                continue
+            if isinstance(parent, ast.Attribute):
+                if parent.attr == "grad":
+                    return True
+            elif isinstance(parent, ast.Call) and parent.func is not child:
+                callee = parent.func
+                if (ctx.qualified(callee) or "").startswith("torch.optim.") or (
+                        isinstance(callee, ast.Attribute) and callee.attr in _COLLECTS):
+                    return True
+            elif not isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.keyword)):
+                return True
+    return False

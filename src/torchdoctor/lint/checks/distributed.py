@@ -26,9 +26,10 @@ def rank_test(test: ast.expr, ctx: Context) -> bool:
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         left, right = test.left, test.comparators[0]
         if isinstance(test.ops[0], (ast.Eq, ast.NotEq, ast.Gt, ast.LtE)):
-            return (_is_rank(left, ctx) and _is_int(right)) or (_is_rank(right, ctx) and _is_int(left))
+            return (_is_rank(left, ctx) and _is_rank_number(right)) or (_is_rank(right, ctx) and _is_rank_number(left))
         if isinstance(test.ops[0], (ast.In, ast.NotIn)) and isinstance(right, (ast.List, ast.Tuple, ast.Set)):
-            return _is_rank(left, ctx) and all(_is_int(e) for e in right.elts)
+            return (_is_rank(left, ctx) and all(_is_int(e) for e in right.elts)
+                    and any(_is_rank_number(e) for e in right.elts))
         return False
     name = _name(test)
     return name is not None and any(word in name.lower() for word in _MAIN_WORDS)
@@ -50,6 +51,13 @@ def _name(node: ast.expr) -> str | None:
 
 def _is_int(node: ast.expr) -> bool:
     return isinstance(literal(node), int)
+
+
+def _is_rank_number(node: ast.expr) -> bool:
+    """A rank (0, 1, ...). `rank != -1` is "distributed is on", true on every rank or on none:
+    -1 is the usual "not launched by torchrun" value of `local_rank`."""
+    value = literal(node)
+    return isinstance(value, int) and value >= 0
 
 
 def _collectives(body: list[ast.stmt], ctx: Context) -> list[tuple[ast.Call, str]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 
-from torchdoctor.lint.api import FILE_END, Context, Event, check, literal
+from torchdoctor.lint.api import FILE_END, Context, Event, Scope, check, literal
 from torchdoctor.lint.names import dotted
 from torchdoctor.lint.steps import TRACKED, inside, is_backward, order, passed_to_a_call, reached, stepped_optimizer
 
@@ -42,6 +42,7 @@ def _same_object(a: str | None, b: str | None) -> bool:
 def training_in_eval_mode(tree: ast.Module, ctx: Context) -> None:
     optimized = _optimized_models(ctx)
     restored_anywhere = {e.receiver for s in ctx.scopes for e in s.events if _is_train(e)}
+    frozen = _frozen_models(ctx)
     reported: set[int] = set()
     for scope in ctx.scopes:
         for info in scope.loops.values():
@@ -59,7 +60,7 @@ def training_in_eval_mode(tree: ast.Module, ctx: Context) -> None:
                 if passed_to_a_call(loop, {model or ""}, ctx):
                     continue  # a function of another module gets the model: it may call train()
                 trained = (any(_same_object(model, r) for r in restored_anywhere) or model in optimized
-                           or _called_with_backward(model, events, backwards))
+                           or model not in frozen and _called_with_backward(model, events, backwards))
                 if not trained:
                     continue
                 reported.add(id(event.node))
@@ -86,6 +87,26 @@ def _optimized_models(ctx: Context) -> set[str]:
     return models
 
 
+def _mode_switch(event: Event, scope: Scope) -> bool:
+    """`if mode == "train": model.train() else: model.eval()`: the function is told which mode."""
+    return any(_is_train(e) and _same_object(e.receiver, event.receiver) and order(event, e) is None
+               for e in scope.events)
+
+
+def _frozen_models(ctx: Context) -> set[str]:
+    """Models a function puts in eval() (outside any loop) before a loop of its own that steps an
+    optimizer: a teacher or a feature extractor frozen on purpose. Calling one next to backward()
+    does not make it the trained model."""
+    frozen: set[str] = set()
+    for scope in ctx.scopes:
+        evals = [e for e in scope.events if _is_eval(e) and not e.loops and e.receiver and not _mode_switch(e, scope)]
+        if not evals:
+            continue
+        steps = [via for e, via in reached(scope.events, ctx) if via.loops and stepped_optimizer(e)]
+        frozen.update(e.receiver for e in evals if any(order(e, s) == -1 for s in steps))  # type: ignore[misc]
+    return frozen
+
+
 def _called_with_backward(model: str | None, events: list[tuple[Event, Event]], backwards: list[Event]) -> bool:
     """`model(x)` runs in the same loop (and function) as a backward(): it is the trained model."""
     for event, _ in events:
@@ -107,6 +128,8 @@ def _eval_before_loop(scope: object, loop: ast.AST, events: list[tuple[Event, Ev
         if not any(order(event, step) == -1 for step in steps):
             continue
         model = event.receiver
+        if _mode_switch(event, scope):  # type: ignore[arg-type]
+            continue
         later = [e for e in scope.events if _is_train(e) and order(event, e) == -1]  # type: ignore[attr-defined]
         if any(_same_object(e.receiver, model) for e in later):
             continue

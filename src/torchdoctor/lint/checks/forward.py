@@ -27,30 +27,81 @@ def _activations(ctx: Context) -> set[str]:
     return store.setdefault(id(ctx.scope), set())
 
 
+#: calls whose result has no gradient to cut: integers, booleans, indices
+_DISCRETE_FUNCTIONS = frozenset({"len", "isinstance", "type", "int", "bool", "round", "range"})
+_DISCRETE_METHODS = frozenset({
+    "argmax", "argmin", "argsort", "long", "int", "bool", "byte", "eq", "ne", "gt", "lt", "ge", "le", "nonzero",
+    "sign", "floor", "ceil", "round", "isnan", "isinf", "isfinite", "any", "all", "count_nonzero",
+})
+#: `x.new_zeros(n)`: only the dtype and device of `x` are read
+_NEW = frozenset({"new", "new_zeros", "new_ones", "new_empty", "new_full"})
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
 def _carries(node: ast.expr, names: set[str], methods: frozenset[str] = frozenset()) -> bool:
     """Does the value of `node` depend on an activation (its values, not only its shape)?
-    `self.x(...)` makes one, unless `x` is one of the class's own methods (`methods`)."""
+    `self.x(...)` makes one, unless `x` is one of the class's own methods (`methods`).
+    Integers, booleans and indices made from an activation (`len`, `int()`, `argmax`,
+    comparisons, `.max(1)[1]`) carry no gradient, so they are not activations."""
     stack = [node]
     while stack:
         item = stack.pop()
-        if isinstance(item, ast.Name):
-            if item.id in names:
+        cls = item.__class__
+        if cls is ast.Name:
+            if item.id in names:  # type: ignore[attr-defined]
                 return True
             continue
-        if isinstance(item, ast.Attribute):
-            if item.attr in _METADATA:
+        if cls is ast.Compare:
+            continue
+        if cls is ast.Attribute:
+            if item.attr in _METADATA:  # type: ignore[attr-defined]
                 continue
-            if isinstance(item.value, ast.Name) and item.value.id == "self":
+            if isinstance(item.value, ast.Name) and item.value.id == "self":  # type: ignore[attr-defined]
                 continue  # a parameter or buffer read is not an activation
-        if isinstance(item, ast.Call):
-            func = item.func
-            if isinstance(func, ast.Name) and func.id in ("len", "isinstance", "type"):
+        elif cls is ast.Call:
+            func = item.func  # type: ignore[attr-defined]
+            if isinstance(func, ast.Name) and func.id in _DISCRETE_FUNCTIONS:
                 continue
-            if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
-                    and func.attr not in methods):
-                return True  # a submodule call makes an activation
+            if isinstance(func, ast.Attribute):
+                if func.attr in _DISCRETE_METHODS:
+                    continue
+                if func.attr in _NEW:
+                    stack.extend([*item.args, *(k.value for k in item.keywords)])  # type: ignore[attr-defined]
+                    continue
+                if isinstance(func.value, ast.Name) and func.value.id == "self" and func.attr not in methods:
+                    return True  # a submodule call makes an activation
+        elif cls is ast.Subscript and _indices(item):  # type: ignore[arg-type]
+            continue
+        elif cls in _COMPREHENSIONS:
+            if _comprehension_carries(item, names, methods):  # type: ignore[arg-type]
+                return True
+            continue
         stack.extend(ast.iter_child_nodes(item))
     return False
+
+
+def _indices(node: ast.Subscript) -> bool:
+    """`x.max(1)[1]`, `x.topk(k)[1]`: the indices of a max, sort or top-k."""
+    value = node.value
+    return (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+            and value.func.attr in ("max", "min", "topk", "sort", "kthvalue", "mode")
+            and isinstance(node.slice, ast.Constant) and node.slice.value == 1)
+
+
+def _comprehension_carries(node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp,
+                           names: set[str], methods: frozenset[str]) -> bool:
+    """A comprehension's items carry an activation when they are computed from one: its loop
+    variables hold activations only when what they iterate does (`[t.shape[0] for t in tokens]`
+    is a list of sizes)."""
+    inner = set(names)
+    for generator in node.generators:
+        targets = {n.id for n in ast.walk(generator.target) if isinstance(n, ast.Name)}
+        if _carries(generator.iter, inner, methods):
+            inner |= targets
+        else:
+            inner -= targets
+    results = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+    return any(_carries(r, inner, methods) for r in results)
 
 
 def _methods(ctx: Context) -> frozenset[str]:
@@ -96,12 +147,53 @@ def rewrapped_activation(node: ast.Call, ctx: Context) -> None:
         ctx.report("TD121", node, call=ctx.text(node))
 
 
+#: tensor methods that compute on the values: `h.data.view(...)` still feeds the model
+_VALUE_OPS = frozenset({
+    "view", "reshape", "squeeze", "unsqueeze", "flatten", "contiguous", "float", "double", "half", "bfloat16", "to",
+    "cuda", "clone", "permute", "transpose", "t", "expand", "expand_as", "view_as", "reshape_as", "repeat", "mean",
+    "sum", "add", "sub", "mul", "div", "matmul", "mm", "bmm", "exp", "log", "pow", "sqrt", "abs", "neg", "clamp",
+    "relu", "sigmoid", "tanh", "softmax", "log_softmax", "chunk", "split", "narrow", "masked_fill", "index_select",
+    "gather",
+})
+
+
+def _feeds_computation(node: ast.Attribute, ctx: Context) -> bool:
+    """`h.data` is used as a value of the model's computation (assigned, computed on, passed to
+    a layer or a torch function, returned), not read for logging (`{"loss": loss.data}`), for
+    indices (`h.data.max(1)[1]`), for a dtype (`h.data.new(...)`) or changed in place
+    (`h.data.masked_fill_(...)`)."""
+    parent = ctx.parent
+    if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.BinOp, ast.UnaryOp, ast.Return)):
+        return True
+    if isinstance(parent, ast.Subscript):
+        return parent.value is node
+    if isinstance(parent, ast.Attribute):
+        return parent.attr in _VALUE_OPS
+    if isinstance(parent, ast.Call) and parent.func is not node:
+        func = parent.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            return func.attr not in _methods(ctx)  # handed to a submodule
+        return (ctx.qualified(func) or "").startswith("torch.")
+    return False
+
+
 @check("TD121", ast.Attribute)
 def data_of_activation(node: ast.Attribute, ctx: Context) -> None:
     if node.attr != "data" or not isinstance(node.ctx, ast.Load) or not ctx.in_forward or ctx.grad_disabled:
         return
-    if _carries(node.value, _activations(ctx), _methods(ctx)):
+    if _feeds_computation(node, ctx) and _carries(node.value, _activations(ctx), _methods(ctx)):
         ctx.report("TD121", node, call=ctx.text(node))
+
+
+def _guarded_by_training(ctx: Context) -> bool:
+    """Inside `if self.training ...:`: the default `training=True` is then exactly right."""
+    for condition in ctx.conditions:
+        for node in ast.walk(condition.test):
+            if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+                break  # `if not self.training:` says the opposite
+            if isinstance(node, ast.Attribute) and node.attr == "training":
+                return True
+    return False
 
 
 @check("TD130", ast.Call, names=_DROPOUTS)
@@ -112,7 +204,7 @@ def functional_dropout_ignores_eval(node: ast.Call, ctx: Context) -> None:
     name = ctx.qualified(node.func) or ""
     if name.rpartition(".")[0] != "torch.nn.functional" or may_pass(node, "training", 2):
         return
-    if not (info.is_module or "forward" in info.methods):
+    if not (info.is_module or "forward" in info.methods) or _guarded_by_training(ctx):
         return
     fix = None
     if "self" in ctx.scope.params:

@@ -58,19 +58,33 @@ def _elements(value: ast.expr) -> tuple[str, list[ast.expr]] | None:
     return None
 
 
+#: methods that register a module or parameter by hand (a plain list beside them is only an index)
+_REGISTERS = frozenset({"self.add_module", "self.register_module", "self.register_parameter"})
+
+
+def _new_value(element: ast.expr) -> bool:
+    """An element made here, not `self.conv1` (a layer registered as its own attribute already)."""
+    return not (isinstance(element, ast.Attribute) and _self_attribute(element) is not None)
+
+
 @check("TD122", ast.Assign)
 def module_in_plain_container(node: ast.Assign, ctx: Context) -> None:
     if not _is_module_class(ctx.class_info) or ctx.scope.cls is None or len(node.targets) != 1:
         return
     attribute = _self_attribute(node.targets[0])
-    found = _elements(node.value) if attribute is not None else None
+    if attribute is None:
+        return
+    found = _elements(node.value)
+    # every value the attribute is given: only a plain container throughout is one to append to
+    values = ctx.memo.setdefault("TD122-values", {}).setdefault((id(ctx.class_info), attribute), set())
+    values.add("plain" if found is not None else "other")
     if found is None:
         return
     container, elements = found
-    registered = {_registered(ctx.kind(e)) for e in elements} - {None}
+    registered = {_registered(ctx.kind(e)) for e in elements if _new_value(e)} - {None}
     if registered:
         pending = ctx.memo.setdefault("TD122", [])
-        pending.append((ctx.class_info, attribute, node, container, registered))
+        pending.append((ctx.class_info, attribute, node, container, registered, ctx.scope))
 
 
 @check("TD122", ast.Call, names={"append", "extend", "insert", "__setitem__"})
@@ -79,20 +93,33 @@ def module_added_to_plain_container(node: ast.Call, ctx: Context) -> None:
     if not _is_module_class(ctx.class_info) or not isinstance(func, ast.Attribute):
         return
     attribute = _self_attribute(func.value)
-    if attribute is None or not node.args:
+    if attribute is None or not node.args or not _new_value(node.args[-1]):
         return
     added = node.args[-1]
     registered = {_registered(ctx.kind(added))} - {None}
-    if registered and ctx.class_info.attributes.get(attribute) is None:  # type: ignore[union-attr]
-        ctx.memo.setdefault("TD122", []).append((ctx.class_info, attribute, node, "list", registered))
+    if registered:
+        ctx.memo.setdefault("TD122", []).append((ctx.class_info, attribute, node, "list", registered, ctx.scope))
+
+
+@check("TD122", ast.Call, names={"setattr"})
+def registered_by_setattr(node: ast.Call, ctx: Context) -> None:
+    """`setattr(self, name, layer)` registers the layer: remember the method that does it."""
+    if node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == "self":
+        ctx.memo.setdefault("TD122-setattr", set()).add(id(ctx.scope))
 
 
 @check("TD122", FILE_END)
 def report_plain_containers(tree: ast.Module, ctx: Context) -> None:
     seen: set[tuple[int, str]] = set()
-    for info, attribute, node, container, registered in ctx.memo.get("TD122", []):
+    values = ctx.memo.get("TD122-values", {})
+    by_hand = ctx.memo.get("TD122-setattr", set())
+    for info, attribute, node, container, registered, scope in ctx.memo.get("TD122", []):
         if _registered(info.attributes.get(attribute)) is not None or (id(info), attribute) in seen:
             continue  # wrapped in nn.ModuleList/ModuleDict later, or reported already
+        if values.get((id(info), attribute)) != {"plain"}:
+            continue  # not (always) a plain list or dict: an nn.ModuleList made elsewhere, a base class's, ...
+        if id(scope) in by_hand or any(e.receiver in _REGISTERS for e in scope.events):
+            continue  # `self.add_module(name, layer)` beside it: the list is only an index
         seen.add((id(info), attribute))
         what = "nn.Parameter objects" if registered == {"parameter"} else "submodules"
         ctx.report("TD122", node, what=what, container=container,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 
-from torchdoctor.lint.api import FILE_END, Context, Scope, check
+from torchdoctor.lint.api import FILE_END, Context, Scope, check, literal
 from torchdoctor.lint.names import dotted
 from torchdoctor.lint.steps import TRACKED, is_backward
 
@@ -19,8 +19,8 @@ def evaluation_with_grad(tree: ast.Module, ctx: Context) -> None:
         if scope.grad_disabled or scope.parent is not ctx.module_scope or scope.cls is not None:
             continue
         events = scope.events
-        if any(is_backward(e) or e.name == "step" for e in events):
-            continue
+        if any(is_backward(e) or e.name in ("step", "grad", "input_grad") for e in events):
+            continue  # it trains, or it needs gradients on purpose (saliency maps, adversarial inputs)
         for mode in events:
             if mode.name != "eval" or mode.receiver is None or mode.loops:
                 continue
@@ -29,6 +29,19 @@ def evaluation_with_grad(tree: ast.Module, ctx: Context) -> None:
             if uses and _called_with_grad(scope, ctx):
                 ctx.report("TD161", mode.node, model=mode.receiver, function=scope.name)
                 break
+
+
+@check("TD161", ast.Assign, needs_torch=False)
+def input_gradient_asked(node: ast.Assign, ctx: Context) -> None:
+    """`x.requires_grad = True`: the function differentiates with respect to its inputs."""
+    if any(isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in node.targets):
+        ctx.record("input_grad", node)
+
+
+@check("TD161", ast.Call, names={"requires_grad_"}, needs_torch=False)
+def input_gradient_asked_in_place(node: ast.Call, ctx: Context) -> None:
+    if not node.args or literal(node.args[0]) is not False:
+        ctx.record("input_grad", node)
 
 
 def _over_loader(scope: Scope, loop: ast.AST) -> bool:
