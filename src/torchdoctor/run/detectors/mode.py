@@ -292,7 +292,7 @@ class EvalGraphs(Detector):
         module = phase.module()
         if module is None or graphs < self.MIN_FORWARDS:
             return
-        model = type(module).__name__
+        model = type(unwrapped(module)).__name__
         inside = f" in `{phase.function}()`" if phase.function and not phase.function.startswith("<") else ""
         message = (
             f"{model} runs in eval mode with autograd on{inside} ({graphs} forward passes): each one "

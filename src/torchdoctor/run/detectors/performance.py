@@ -25,7 +25,8 @@ from torchdoctor.core.locate import caller_in_user_code, is_user_file
 from torchdoctor.rules.performance.host_sync_every_step import RULE as HOST_SYNC
 from torchdoctor.rules.performance.per_sample_loop import RULE as PER_SAMPLE
 from torchdoctor.run.detector import Detector
-from torchdoctor.run.detectors.support import first_tensor, place, source_call
+from torchdoctor.check.batch import tensors_in
+from torchdoctor.run.detectors.support import place, source_call
 from torchdoctor.run.events import Backward, Location, ModuleCall, Step
 from torchdoctor.run.instruments.optim import params_of
 
@@ -56,8 +57,11 @@ class PerSampleLoop(Detector):
         module = event.module
         if isinstance(module, nn.RNNCellBase):
             return
-        x = first_tensor(event.args)
-        base = x._base if x is not None else None
+        tensors = list(tensors_in((event.args, event.kwargs)))
+        if len(tensors) != 1:
+            return  # a state passed along (a recurrent cell over time steps) is not a per-sample call
+        x = tensors[0]
+        base = x._base
         if base is None or base.dim() < 1 or base.shape[0] < self.MIN_CALLS:
             return
         one = tuple(base.shape[1:])
