@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 
-from torchdoctor.lint.api import FILE_END, Context, Event, check, literal, looks_like_optimizer
+from torchdoctor.lint.api import FILE_END, Context, Event, Scope, check, literal, looks_like_optimizer
 from torchdoctor.lint.names import dotted, keyword
 from torchdoctor.lint.steps import (
     TRACKED,
@@ -43,12 +43,75 @@ def missing_zero_grad(tree: ast.Module, ctx: Context) -> None:
                     continue
                 if any(e.name == "optimizer_created" and e.receiver == step.receiver for e in events):
                     break  # a new optimizer (over new tensors) every iteration: nothing accumulates
-                if id(loop) not in flagged and not any(is_grad_reset(e) for e in events):
+                resets = [e for e in events if is_grad_reset(e)]
+                if id(loop) not in flagged and not resets:
                     models = {e.receiver for e in events if e.name == "call" and e.scope is scope}
                     if not passed_to_a_call(loop, {step.receiver or "", *models}, ctx):  # type: ignore[arg-type]
                         flagged.add(id(loop))
                         ctx.report("TD110", step.node)
+                elif resets and _other_optimizers_only(step, resets, loop, ctx):
+                    optimizer = stepped_optimizer(step)
+                    others = ", ".join(sorted({f"`{r.receiver}`" for r in resets}))
+                    ctx.report("TD110", step.node, message=(
+                        f"`{optimizer}` is stepped in this loop but its gradients are never reset (only {others} "
+                        f"is): each `{optimizer}.step()` uses the sum of all earlier gradients"),
+                        hint=f"Call `{optimizer}.zero_grad()` before the backward() whose gradients it applies.")
                 break
+    reported: set[int] = set()
+    for scope in ctx.scopes:
+        for info in scope.loops.values():
+            _step_in_called_function(info.node, scope, reported, ctx)
+
+
+def _step_in_called_function(loop: ast.AST, scope: Scope, reported: set[int], ctx: Context) -> None:
+    """`for batch in loader: train_step(batch)` where `train_step()` runs backward() and
+    `optimizer.step()` (outside any loop of its own) and nothing resets the gradients."""
+    pairs = list(reached([e for e in scope.events if inside(e, loop)], ctx))
+    steps = [(e, via) for e, via in pairs if via is not e and not e.loops and id(e.node) not in reported
+             and stepped_optimizer(e) is not None and not has_closure(e)]
+    if not steps:
+        return
+    events = [e for e, _ in pairs]
+    if any(is_grad_reset(e) for e in events) or not any(is_backward(e) for e in events):
+        return
+    for step, via in steps:
+        if any(e.name == "optimizer_created" and e.receiver == step.receiver for e in events):
+            continue
+        if passed_to_a_call(loop, {step.receiver or "", *(dotted(a) or "" for a in via.node.args)}, ctx):  # type: ignore[attr-defined]
+            continue
+        reported.add(id(step.node))
+        callee = via.receiver or "a function"
+        ctx.report("TD110", step.node, message=(
+            f"gradients are never reset in the loop that calls `{callee}()` (line {via.line}): each "
+            "optimizer.step() uses the sum of all earlier gradients"))
+
+
+def _other_optimizers_only(step: Event, resets: list[Event], loop: ast.AST, ctx: Context) -> bool:
+    """Every reset in the loop is `zero_grad()` of *another* optimizer (a GAN that resets the
+    generator's optimizer and steps the discriminator's too): nothing resets this one's
+    gradients. A reset of a model, of `p.grad`, or of an optimizer over the same parameters
+    may cover it: then this is not said."""
+    optimizer = stepped_optimizer(step)
+    if optimizer is None:
+        return False
+    made = _made_from(step)
+    for reset in resets:
+        if reset.name != "zero_grad" or reset.receiver is None or reset.receiver == optimizer:
+            return False
+        if not (reset.kind is not None and reset.kind.tag == "optimizer"
+                or reset.kind is None and looks_like_optimizer(reset.receiver)):
+            return False  # `model.zero_grad()`: it may hold this optimizer's parameters
+        other = _made_from(reset)
+        if made is None or other is None or ast.dump(made) == ast.dump(other):
+            return False  # built from the same parameters, or we cannot tell
+    return not passed_to_a_call(loop, {optimizer}, ctx)
+
+
+def _made_from(event: Event) -> ast.expr | None:
+    """The first argument of the optimizer's constructor (`model.parameters()`), when known."""
+    kind = event.kind
+    made = kind.node if kind is not None and kind.tag == "optimizer" else None
+    return made.args[0] if isinstance(made, ast.Call) and made.args else None
 
 
 @check(("TD110", "TD111"), ast.Assign, needs_torch=False)
