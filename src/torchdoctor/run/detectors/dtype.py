@@ -60,7 +60,10 @@ class Float64(Detector):
             self.ctx.report(
                 FLOAT64, at=origin[1] if origin and origin[1] else True, key="output",
                 what=f"the model output reaching `{event.function}`{where}", other="the model's parameters",
-                consequence="something in forward() promotes to float64 (a float64 tensor or NumPy array mixed in), and everything after it runs in float64",
+                consequence=(
+                    "something in forward() promotes to float64 (a float64 tensor or NumPy array mixed in), "
+                    "and everything after it runs in float64"
+                ),
             )
         if ("target" not in self._loss_done and isinstance(target, torch.Tensor) and target.dtype == torch.float64
                 and output.dtype in LOW_PRECISION):

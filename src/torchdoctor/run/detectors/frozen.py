@@ -66,7 +66,9 @@ class FrozenUpdates(Detector):
             reasons.append("the optimizer keeps momentum for it from earlier steps")
         name = f"`{names[0]}`" if len(names) == 1 else f"`{names[0]}` (and {len(names) - 1} more: {listing(names[1:])})"
         at = self.ctx.optimizers.info(optimizer).created_at or True
-        self.ctx.report(FROZEN_UPDATED, at=at, key=id(optimizer), name=name, cause=" and ".join(reasons), evidence={"parameters": names})
+        self.ctx.report(
+            FROZEN_UPDATED, at=at, key=id(optimizer), name=name, cause=" and ".join(reasons), evidence={"parameters": names},
+        )
 
 
 def _sample(param: torch.Tensor) -> torch.Tensor:

@@ -243,7 +243,9 @@ class LossHistory(Detector):
                 f"`{accumulation.statement}` keeps every step's `{value}` with its autograd history: "
                 "each step's graph stays alive and memory grows with each iteration"
             )
-            fields["hint"] = f"Append a number or a detached tensor instead: `{accumulation.target}.append({term}.item())` (or `.detach()`)."
+            fields["hint"] = (
+                f"Append a number or a detached tensor instead: `{accumulation.target}.append({term}.item())` (or `.detach()`)."
+            )
         elif accumulation.kind == "sum":
             fields["message"] = (
                 f"`{accumulation.statement}` keeps the autograd history of every step alive: "

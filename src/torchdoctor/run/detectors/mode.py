@@ -203,11 +203,17 @@ class EvalPhase:
     backward_calls: int
     grad_calls: int
     steps: int
+    calls: int = 0
     graphs: int = 0
     outputs: list[int] = field(default_factory=list)  # creation numbers of the outputs' nodes
     judged: bool = False  # a backward() came: whether it used the graphs is settled
     location: Location | None = None
     function: str = ""
+
+    def stop_watching(self) -> None:
+        if self.handle is not None:
+            self.handle.remove()
+            self.handle = None
 
 
 class EvalGraphs(Detector):
@@ -218,6 +224,9 @@ class EvalGraphs(Detector):
     MIN_FORWARDS = 2
     #: eval outputs remembered per phase (to tell whether a backward() used them)
     MAX_OUTPUTS = 256
+    #: forward calls without a graph after which a model in eval mode is left alone (a teacher
+    #: or a model evaluated under no_grad, used correctly)
+    IDLE_CALLS = 64
 
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
@@ -239,6 +248,7 @@ class EvalGraphs(Detector):
         used = set(graph_sequences(backward_roots(event.tensors)))
         for phase in pending:
             phase.judged = True
+            phase.stop_watching()
             unused = sum(1 for number in phase.outputs if number not in used)
             if phase.grad_calls == grad_calls and unused >= self.MIN_FORWARDS:
                 self._report(phase, unused)
@@ -250,7 +260,11 @@ class EvalGraphs(Detector):
     def _switched(self, switch: ModeSwitch) -> None:
         key = id(switch.module)
         if switch.training:
-            for other in [k for k, p in self._phases.items() if (m := p.module()) is None or m is switch.module or _contains(switch.module, m)]:
+            ended = [
+                key for key, phase in self._phases.items()
+                if (module := phase.module()) is None or module is switch.module or _contains(switch.module, module)
+            ]
+            for other in ended:
                 self._end(other)
             return
         if key in self._phases or not any(True for _ in switch.module.parameters()):
@@ -265,11 +279,14 @@ class EvalGraphs(Detector):
         )
 
     def _forward(self, module: nn.Module, _args: Any, output: Any) -> None:
-        if module.training or not torch.is_grad_enabled() or torch.compiler.is_compiling():
-            return
         phase = self._phases.get(id(module))
-        tensor = first_tensor(output)
-        if phase is None or tensor is None or tensor.grad_fn is None:
+        if phase is None or module.training or torch.compiler.is_compiling():
+            return
+        phase.calls += 1
+        tensor = first_tensor(output) if torch.is_grad_enabled() else None
+        if tensor is None or tensor.grad_fn is None:
+            if phase.calls >= self.IDLE_CALLS and not phase.graphs:
+                phase.stop_watching()
             return
         phase.graphs += 1
         if len(phase.outputs) < self.MAX_OUTPUTS:
@@ -282,7 +299,7 @@ class EvalGraphs(Detector):
 
     def _end(self, key: int) -> None:
         phase = self._phases.pop(key)
-        phase.handle.remove()
+        phase.stop_watching()
         grad_calls = self._grad_calls.calls if self._grad_calls else 0
         used = phase.backward_calls != self.ctx.backward.calls or phase.grad_calls != grad_calls or phase.steps != self.ctx.steps
         if not used and not phase.judged:
@@ -299,7 +316,8 @@ class EvalGraphs(Detector):
             "records a graph and keeps its activations for a backward() that never comes"
         )
         hint = (
-            f"Wrap the evaluation in `with torch.no_grad():` (or `torch.inference_mode()`), or decorate `{phase.function}` with `@torch.no_grad()`."
+            "Wrap the evaluation in `with torch.no_grad():` (or `torch.inference_mode()`), "
+            f"or decorate `{phase.function}` with `@torch.no_grad()`."
             if inside else "Wrap the evaluation in `with torch.no_grad():` (or `torch.inference_mode()`)."
         )
         self.ctx.report(EVAL_WITH_GRAD, at=phase.location, key=id(module), message=message, hint=hint,

@@ -94,7 +94,10 @@ class PerSampleLoop(Detector):
                     f"`{name}` is called {record.calls} times per step, once per sample of the same batch of "
                     f"{record.rows}: one small launch per sample instead of one batched call"
                 ),
-                hint=f"Call `{name}` once on the whole batch (modules take a batch dimension), or use `torch.vmap` for a per-sample function.",
+                hint=(
+                    f"Call `{name}` once on the whole batch (modules take a batch dimension), "
+                    "or use `torch.vmap` for a per-sample function."
+                ),
                 evidence={"calls": record.calls, "batch": record.rows},
             )
 
