@@ -1,6 +1,6 @@
-"""A GradScaler whose scaled gradients are clipped, and a `.item()` every step (the sync check
-is made to treat CPU tensors as device tensors), in one deterministic run that saves its final
-state (argv[1]) for the no-harm comparison."""
+"""A GradScaler whose scaled gradients are clipped, a model called once per sample, and a
+`.item()` every step (the sync check is made to treat CPU tensors as device tensors), in one
+deterministic run that saves its final state (argv[1]) for the no-harm comparison."""
 
 import os
 import sys
@@ -17,8 +17,10 @@ scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
 running = 0.0
 for step in range(30):
     optimizer.zero_grad()
+    inputs = torch.randn(16, 8)
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        loss = nn.functional.cross_entropy(model(torch.randn(16, 8)), torch.randint(0, 2, (16,)))
+        logits = torch.cat([model(row.unsqueeze(0)) for row in inputs])  # one sample at a time
+        loss = nn.functional.cross_entropy(logits, torch.randint(0, 2, (16,)))
     scaler.scale(loss).backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     scaler.step(optimizer)
