@@ -1,4 +1,4 @@
-"""TD450: raw 0..255 pixels reaching the first convolution, on both sides."""
+"""TD450: raw 0..255 pixels reaching the first layer of a model, on both sides."""
 
 from __future__ import annotations
 
@@ -66,4 +66,22 @@ def test_masks_class_maps_and_standardised_inputs_are_not_flagged() -> None:
     for images in (masks, class_map, standardised, pixels() / 255):
         with observing(RawPixels) as observed:
             fit(conv_net(), images)
+        assert observed.codes == set()
+
+
+def test_raw_pixels_flattened_into_a_linear_layer_are_flagged() -> None:
+    mlp = nn.Sequential(nn.Flatten(), nn.Linear(784, 32), nn.ReLU(), nn.Linear(32, 1))
+    images = torch.randint(0, 256, (8, 1, 28, 28), generator=torch.Generator().manual_seed(0)).float()
+    with observing(RawPixels) as observed:
+        fit(mlp, images)
+    assert "`1`" in observed.one("TD450").message
+
+
+def test_integer_tabular_features_and_word_counts_are_not_pixels() -> None:
+    generator = torch.Generator().manual_seed(0)
+    ages = torch.randint(0, 100, (8, 12), generator=generator).float()
+    counts = torch.poisson(torch.full((8, 300), 0.5), generator=generator)
+    for features in (ages, counts):
+        with observing(RawPixels) as observed:
+            fit(nn.Linear(features.shape[1], 1), features)
         assert observed.codes == set()

@@ -9,21 +9,22 @@ RULE = Rule(
     category=Category.DATA,
     severity=Severity.WARNING,
     proof="run",
-    message="the first convolution `{layer}` receives raw pixel values (whole numbers from {low} to {high} in a float tensor): the images were never scaled to [0, 1] or standardised",
+    message="the first layer `{layer}` receives raw pixel values (whole numbers from {low} to {high} in a float tensor): the images were never scaled to [0, 1] or standardised",
     hint="Scale once in the data pipeline: `images.float() / 255` (then normalise with the dataset's mean and std, e.g. `transforms.Normalize`), or use `transforms.ToTensor()`, which does both conversions.",
     doc="""
 ## What it does
-At run time, looks at the input of the first convolution of the model during the first
-training steps. It flags a floating-point batch whose values are all whole numbers between 0
-and 255 (with a maximum above 64): images converted with `.float()` but never divided by 255
-or standardised.
+At run time, looks at the input of the model's first layer with weights (a convolution, or
+a linear layer over image-sized vectors) during the first training steps. It flags a
+floating-point batch whose values are all whole numbers between 0 and 255, with a maximum of
+at least 128: images converted with `.float()` but never divided by 255 or standardised.
 
 ## Why is this bad?
 Weight initialisation assumes inputs of roughly unit scale. Values up to 255 make the first
 activations and logits hundreds of times too large: the first loss is far above that of a
 random guess, the softmax saturates and training is slow and unstable, or diverges unless the
-learning rate is cut, with no error anywhere. Masks (0/1) and class maps (small integers) are
-not flagged, and neither are models that normalise their input before the first convolution.
+learning rate is cut, with no error anywhere. Masks (0/1), class maps (small integers),
+integer-coded tabular features and word counts are not flagged, and neither are models that
+normalise their input before their first layer.
 
 ## Example
 ```python

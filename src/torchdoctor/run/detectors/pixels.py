@@ -1,4 +1,4 @@
-"""TD450: raw 0..255 pixel values reaching the first convolution of a model (warm-up only)."""
+"""TD450: raw 0..255 pixel values reaching the first layer of a model (warm-up only)."""
 
 from __future__ import annotations
 
@@ -13,39 +13,50 @@ from torchdoctor.run.events import ModuleCall
 
 
 class RawPixels(Detector):
-    """TD450: the first convolution of a model call gets integer values in 0..255 in a float
-    tensor: images that were converted to float but never scaled (warm-up steps only)."""
+    """TD450: the first layer with weights of a model call (a convolution, or a linear layer
+    over image-sized vectors) gets whole numbers in 0..255 in a float tensor: images that were
+    converted to float but never scaled (warm-up steps only)."""
 
     rules = (RAW_PIXELS,)
-    #: model calls whose first convolution input is looked at (each read costs a device sync)
+    #: model calls whose first layer input is looked at (each look reads values back)
     LOOKS = 3
-    #: the smallest maximum that counts as raw pixels (a mask of 0/1 or a few classes is not)
-    MIN_HIGH = 64
+    #: the smallest maximum that counts as raw pixels (masks, small class maps are not)
+    MIN_HIGH = 128
+    #: a linear layer counts only over image-sized inputs with many distinct values (counts and
+    #: integer-coded tabular features are not pixels)
+    MIN_FEATURES = 256
+    MIN_DISTINCT = 32
 
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
         self._looked = 0
-        self._seen_conv = False
+        self._seen_layer = False
         self._raw: tuple[str, int, int] | None = None
 
     def on_module_call(self, event: ModuleCall) -> None:
         if event.root:
-            raw, self._raw, self._seen_conv = self._raw, None, False
+            raw, self._raw, self._seen_layer = self._raw, None, False
             if raw is not None:
                 name, low, high = raw
                 self.ctx.report(RAW_PIXELS, key=name, layer=name, low=low, high=high, evidence={"min": low, "max": high})
             return
-        if self._seen_conv or self._looked >= self.LOOKS or not isinstance(event.module, (nn.Conv2d, nn.Conv3d)):
+        module = event.module
+        if self._seen_layer or self._looked >= self.LOOKS or not isinstance(module, (nn.Conv2d, nn.Conv3d, nn.Linear)):
             return
-        self._seen_conv = True
+        self._seen_layer = True
         x = event.args[0] if event.args else None
         if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.numel() < 256:
             return
+        linear = isinstance(module, nn.Linear)
+        if linear and module.in_features < self.MIN_FEATURES:
+            return
         self._looked += 1
+        if self._raw_pixels(x.detach(), linear):
+            self._raw = (self.ctx.modules.name_of(module), int(x.min()), int(x.max()))
+
+    def _raw_pixels(self, x: torch.Tensor, linear: bool) -> bool:
         with torch.no_grad():
-            low, high = (float(v) for v in torch.aminmax(x.detach()))
-            if not (low >= 0 and self.MIN_HIGH < high <= 255):
-                return
-            if not bool(torch.equal(x.detach(), torch.round(x.detach()))):
-                return
-        self._raw = (self.ctx.modules.name_of(event.module), int(low), int(high))
+            low, high = (float(v) for v in torch.aminmax(x))
+            if not (low >= 0 and self.MIN_HIGH <= high <= 255) or not torch.equal(x, torch.round(x)):
+                return False
+            return not linear or torch.unique(x).numel() >= self.MIN_DISTINCT
