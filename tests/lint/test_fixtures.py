@@ -25,3 +25,13 @@ def test_fixture_findings_are_exactly_the_marked_ones(path: Path) -> None:
 def test_correct_training_code_gets_no_finding(path: Path) -> None:
     findings = lint_file(path)
     assert findings == [], "\n".join(f"{f.location}: {f.rule} {f.message}" for f in findings)
+
+
+def test_parameters_in_a_plain_list_are_a_warning_and_modules_an_error() -> None:
+    """TorchScript code keeps parameters in plain lists on purpose; modules cannot be scripted so."""
+    path = FIXTURES / "module_structure.py"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    severities = {f.line: f.severity.value for f in lint_file(path) if f.rule == "TD122"}
+    parameters = next(n for n, line in enumerate(lines, 1) if "self.scales = [nn.Parameter" in line)
+    modules = next(n for n, line in enumerate(lines, 1) if "self.layers = [nn.Linear" in line)
+    assert (severities[parameters], severities[modules]) == ("warning", "error")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.core.finding import Fix
-from torchdoctor.lint.api import FILE_END, ClassInfo, Context, Kind, check, keyword, literal
+from torchdoctor.lint.api import FILE_END, ClassInfo, Context, Kind, Severity, check, keyword, literal
 from torchdoctor.lint.names import dotted
 
 #: nn layers that own parameters: built in forward(), they are fresh and untrained every call
@@ -121,9 +121,13 @@ def report_plain_containers(tree: ast.Module, ctx: Context) -> None:
         if id(scope) in by_hand or any(e.receiver in _REGISTERS for e in scope.events):
             continue  # `self.add_module(name, layer)` beside it: the list is only an index
         seen.add((id(info), attribute))
-        what = "nn.Parameter objects" if registered == {"parameter"} else "submodules"
-        ctx.report("TD122", node, what=what, container=container,
-                   attribute=attribute, fix=_wrap_fix(node, container, registered, ctx))
+        parameters_only = registered == {"parameter"}
+        what = "nn.Parameter objects" if parameters_only else "submodules"
+        # a plain list of parameters is also how TorchScript code indexes them by a variable
+        # (an nn.ParameterList cannot be), filled from the checkpoint by hand: a warning only
+        ctx.report("TD122", node, what=what, container=container, attribute=attribute,
+                   severity=Severity.WARNING if parameters_only else None,
+                   fix=_wrap_fix(node, container, registered, ctx))
 
 
 def _wrap_fix(node: ast.AST, container: str, registered: set[str], ctx: Context) -> Fix | None:

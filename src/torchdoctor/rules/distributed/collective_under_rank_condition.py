@@ -24,7 +24,8 @@ A collective completes only when every rank of the group calls it. If rank 0 alo
 metric), it waits forever for the others: the job hangs with no error until the NCCL watchdog
 kills it after its timeout (10 minutes by default), far from the line that caused it. (The
 deliberate hand-shake `if rank != 0: barrier()` ... `if rank == 0: barrier()`, where each
-rank calls the barrier once, is not flagged.)
+rank calls the barrier once, is not flagged, nor is `if local_rank != -1:`, which tests whether
+the job is distributed at all and is true on every rank or on none.)
 
 ## Example
 ```python

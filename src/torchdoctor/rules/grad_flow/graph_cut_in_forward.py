@@ -22,7 +22,9 @@ The result carries no gradient history, so every layer that produced the value g
 gradient through this path. When it is the only path, those layers never train, and
 the only symptom is a loss that stops improving. (A deliberate stop-gradient, such as a
 target network or an EMA teacher, is fine: that is why this is a warning, and `.detach()`
-of a value that only feeds logging is not flagged.)
+of a value that only feeds logging is not flagged, nor are values that carry no gradient
+anyway: sizes, indices (`argmax`, `.max(1)[1]`), `h.data.new(...)`, an in-place
+`h.data.masked_fill_(...)`, a `.data` put in a logging dict.)
 
 ## Example
 ```python

@@ -15,7 +15,10 @@ RULE = Rule(
 ## What it does
 Flags a tensor created with `requires_grad=True` (or `.requires_grad_()`) and then moved or
 converted in the same expression: `torch.randn(3, requires_grad=True).cuda()`,
-`.to(device)`, `.double()`, ...
+`.to(device)`, `.double()`, ... when the copy is used as a weight: returned, stored, collected,
+given to an optimizer or read for its `.grad`. A copy used only as an input (`model(x)`, `x *
+w`), whose own gradient nobody reads (a tensor that requires grad so that activation
+checkpointing has something to differentiate), is not flagged.
 
 ## Why is this bad?
 A move or a dtype conversion returns a new tensor computed *from* the trainable one, so the

@@ -14,7 +14,9 @@ RULE = Rule(
     doc="""
 ## What it does
 Flags a softmax (`torch.softmax`, `F.softmax`, `Tensor.softmax`, or an `nn.Softmax` as the
-model's last layer) whose output is passed to `nn.CrossEntropyLoss` / `F.cross_entropy`.
+model's last layer) whose output is passed to `nn.CrossEntropyLoss` / `F.cross_entropy`,
+also through the tuple a model's `forward()` returns (`validity, label = discriminator(x)`
+where `label` always comes from a softmax head).
 
 ## Why is this bad?
 `CrossEntropyLoss` applies `log_softmax` to its input itself. Fed probabilities, it computes

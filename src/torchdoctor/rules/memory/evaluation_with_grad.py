@@ -15,13 +15,16 @@ RULE = Rule(
 ## What it does
 Flags a function that calls `model.eval()`, then runs the model over a DataLoader with
 gradients enabled and never calls backward() or steps an optimizer, when this file calls the
-function outside `torch.no_grad()`.
+function outside `torch.no_grad()`. A function that asks for gradients itself (`x.requires_grad
+= True`, `requires_grad_()`, `torch.autograd.grad`: saliency maps, adversarial examples) is not
+flagged.
 
 ## Why is this bad?
 `eval()` switches dropout and batch-norm to inference behaviour; it does not turn autograd
 off. Every forward pass still records its graph and keeps the activations it needs for a
-backward that never comes: evaluation takes several times the memory of a training step (and
-runs out of it on large validation batches) and runs slower. (A function only ever called
+backward that never comes: evaluation holds every layer's activations at once, several times
+the memory it needs under `no_grad()` (and runs out of it on large validation batches), and
+runs slower. (A function only ever called
 under `torch.no_grad()` is not flagged.)
 
 ## Example

@@ -16,7 +16,10 @@ RULE = Rule(
 Flags optimizer steps taken while the model is in `eval()` mode. Statically: an epoch loop
 that calls `model.eval()` (directly or in a validation function) and has no `model.train()`
 on the way back to the next training step. At run time: an `optimizer.step()` while dropout
-or batch-norm modules of the trained model have `training=False`.
+or batch-norm modules of the trained model have `training=False`. Lint leaves alone a model
+frozen on purpose (put in `eval()` before the training loop, never optimized nor switched to
+`train()`: a teacher, a feature extractor) and a function told which mode to run in
+(`if mode == "train": model.train()` / `else: model.eval()`).
 
 ## Why is this bad?
 `eval()` is sticky. After the first validation, dropout stays off and batch-norm stops

@@ -16,7 +16,11 @@ RULE = Rule(
 Flags a training loop that calls `backward()` and `optimizer.step()` on every iteration but
 never resets the gradients (`optimizer.zero_grad()`, `model.zero_grad()` or setting
 `p.grad = None`), neither in the loop nor in a function it calls each iteration.
-Gradient accumulation, where the reset runs every K iterations, is not flagged.
+The backward and the step may sit in a function the loop calls (`for batch in loader:
+train_step(batch)`). With several optimizers built in the file, one that is stepped while only
+*another* one, over other parameters, is reset (a GAN loop that resets only the generator's
+optimizer) is flagged too. Gradient accumulation, where the reset runs every K iterations, is
+not flagged.
 
 ## Why is this bad?
 `backward()` adds into `.grad` by design. Without a reset, step N updates the weights with

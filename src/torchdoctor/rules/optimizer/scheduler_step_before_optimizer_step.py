@@ -14,7 +14,10 @@ RULE = Rule(
     doc="""
 ## What it does
 Flags a learning-rate scheduler stepped before the optimizer in the same pass of a training
-loop (for example at the start of every epoch, before the batches).
+loop (for example at the start of every epoch, before the batches). A scheduler whose type
+the file does not show (a parameter, a library's or the project's own class) is flagged only
+when it is stepped once per epoch before the batches: hand-written warm-up schedulers are
+often meant to set the rate of the step about to be taken, right before `optimizer.step()`.
 
 ## Why is this bad?
 Since PyTorch 1.1 the scheduler must be stepped *after* the optimizer. Stepped first, it moves
