@@ -27,6 +27,7 @@ from torchdoctor.check.sites import attribute_site
 from torchdoctor.rules.data.rng_copied_into_workers import RULE as RNG_COPIED
 from torchdoctor.run.detector import Detector
 from torchdoctor.run.events import LoaderIter, Location
+from torchdoctor.run.instruments.loader_sites import LoaderSites
 from torchdoctor.run.instruments.worker_fetch import FirstFetch
 from torchdoctor.run.outcome import Outcome
 from torchdoctor.run.records import ENV_DIR
@@ -48,9 +49,14 @@ class WorkerRandomness(Detector):
         self._read: set[str] = set()
         self._seen: dict[tuple[str, str], dict[str, tuple[int, int]]] = {}
         self._done: set[tuple[str, str]] = set()
+        #: dataset class -> the line that built a loader with workers over it (when the
+        #: generator's own line cannot be found)
+        self._loaders: dict[str, Location | None] = {}
+        self._sites: LoaderSites | None = None
 
     def install(self) -> None:
         self.ctx.instrument(FirstFetch).listen(self)
+        self._sites = self.ctx.instrument(LoaderSites)
         self._records(create=True)  # before any worker is forked: they inherit where to write
 
     # -- in the worker ---------------------------------------------------------------------
@@ -80,7 +86,10 @@ class WorkerRandomness(Detector):
     # -- in the main process ---------------------------------------------------------------
 
     def on_loader_iter(self, event: LoaderIter) -> None:
-        if event.loader.num_workers > 0:
+        loader = event.loader
+        if loader.num_workers > 0:
+            if event.index == 1:
+                self._loaders[type(loader.dataset).__qualname__] = self._sites.of(loader) if self._sites else None
             self._compare()
 
     def on_finish(self, outcome: Outcome) -> None:
@@ -126,7 +135,7 @@ class WorkerRandomness(Detector):
             if other is None or other == origin or key in self._done:
                 continue
             self._done.add(key)
-            site = record.get("sites", {}).get(attribute)
+            site = record.get("sites", {}).get(attribute) or self._loaders.get(record["dataset"])
             same = "in every epoch" if other[1] == origin[1] else "in every worker"
             self.ctx.report(
                 RNG_COPIED, at=tuple(site) if site else None, key=key,
