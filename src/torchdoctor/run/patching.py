@@ -120,3 +120,18 @@ def as_caller(frame: FrameType) -> Callable[..., Any]:
         code = _call.__code__.replace(co_filename=frame.f_code.co_filename, co_firstlineno=frame.f_lineno, co_name=frame.f_code.co_name)
         caller = _CALLERS[key] = types.FunctionType(code, frame.f_globals)
     return caller
+
+
+def call_in_mode(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Call `func` from a TorchFunctionMode's `__torch_function__` so that warnings name the
+    same line as without the mode: the caller of the Python function being handled (F.mse_loss
+    re-enters itself through the mode), or the mode's own caller for a builtin."""
+    frame = sys._getframe(2)  # the caller of __torch_function__
+    code = getattr(func, "__code__", None)
+    if code is not None:
+        probe: FrameType | None = frame
+        while probe is not None and probe.f_code is not code:
+            probe = probe.f_back
+        if probe is not None and probe.f_back is not None:
+            frame = probe.f_back
+    return as_caller(frame)(func, args, kwargs)

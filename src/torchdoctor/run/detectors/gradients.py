@@ -77,13 +77,13 @@ class ParametersWithoutGradient(Detector):
         self._seen: set[int] = set()
         self._starved: dict[int, Starved] = {}
         self._finder: CutFinder | None = None
+        self._counts: dict[int, int] = {}
 
     def on_step(self, event: Step) -> None:
-        for param in params_of(event.optimizer):
+        params = list(params_of(event.optimizer)) if self.ctx.warmup or self._grew(event.optimizer) else self._still_starved()
+        for param in params:
             key = id(param)
-            if key in self._seen:
-                continue
-            if not param.requires_grad:
+            if key in self._seen or not param.requires_grad:
                 continue
             if param.grad is not None or self._arrived(param):
                 self._seen.add(key)
@@ -93,6 +93,16 @@ class ParametersWithoutGradient(Detector):
         if self._starved and self._finder is None and self.ctx.backward.completed:
             self._finder = CutFinder(targets=set(self._starved))
             self.ctx.trace_next_step(self._finder, now=True)
+
+    def _grew(self, optimizer: Any) -> bool:
+        """After warm-up, parameters are only looked at again if param groups were added."""
+        count = sum(len(group["params"]) for group in optimizer.param_groups)
+        grew = count != self._counts.get(id(optimizer))
+        self._counts[id(optimizer)] = count
+        return grew
+
+    def _still_starved(self) -> list[torch.Tensor]:
+        return [param for param in (s.param() for s in self._starved.values()) if param is not None]
 
     def _arrived(self, param: torch.Tensor) -> bool:
         record = self.ctx.grads.record(param)

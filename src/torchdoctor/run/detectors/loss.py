@@ -187,7 +187,10 @@ class LossInputs(Detector):
         self, rule: Rule, line: Location | None, fields: dict[str, Any], made: Producer | None, loss_line: Location | None, layer: nn.Module | None = None
     ) -> None:
         kind = made.kind if made is not None else fields.get("made", "softmax")
-        where = f" (the loss is computed at {display_path(loss_line[0])}:{loss_line[1]})" if loss_line and line and loss_line != line else ""
+        where = ""
+        if loss_line and line and loss_line != line:
+            place = f"line {loss_line[1]}" if loss_line[0] == line[0] else f"{display_path(loss_line[0])}:{loss_line[1]}"
+            where = f" (the loss is computed at {place})"
         if layer is not None:
             source = f"the model's {type(layer).__name__} layer `{self.ctx.modules.name_of(layer)}` (the model is called on this line){where}"
         else:

@@ -30,6 +30,7 @@ from torchdoctor.run.detector import Detector
 from torchdoctor.run.detectors.optimizer import names_text
 from torchdoctor.run.events import Backward, Location, ModuleCall
 from torchdoctor.run.instruments.trace import function_name
+from torchdoctor.run.patching import call_in_mode
 
 
 @dataclass
@@ -47,7 +48,7 @@ class FirstNonFinite(TorchFunctionMode):
 
     def __torch_function__(self, func: Callable[..., Any], types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
-        result = func(*args, **kwargs)
+        result = call_in_mode(func, args, kwargs)
         if self.culprit is None and _any_non_finite(result) and not _any_non_finite((args, kwargs)):
             self.culprit = Culprit(function_name(func), caller_in_user_code())
         return result

@@ -56,7 +56,8 @@ class GradientResets(Detector):
             self.ctx.report(ZERO_GRAD_BEFORE_STEP, at=reset)
 
     def on_step_end(self, event: Step) -> None:
-        self._previous_step_seq[event.optimizer] = self.ctx.seq
+        if self.ctx.warmup:
+            self._previous_step_seq[event.optimizer] = self.ctx.seq
 
     def _carried(self, optimizer: Optimizer) -> bool:
         """Every parameter that got a gradient since the last step found that step's gradient

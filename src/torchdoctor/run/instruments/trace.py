@@ -17,6 +17,7 @@ from torch.overrides import TorchFunctionMode
 
 from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.run.events import Location
+from torchdoctor.run.patching import call_in_mode
 
 
 class Watcher(Protocol):
@@ -66,7 +67,7 @@ class OpTrace(TorchFunctionMode):
         self, func: Callable[..., Any], types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
-        result = func(*args, **kwargs)
+        result = call_in_mode(func, args, kwargs)
         if self.active:
             watchers = self._by_name.get(function_name(func))
             if watchers:
