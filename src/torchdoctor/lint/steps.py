@@ -160,7 +160,7 @@ def _renamed(event: Event, renames: dict[str, str]) -> Event:
     if root not in renames:
         return event
     return Event(event.name, event.node, renames[root] + dot + rest, event.loops, event.path,
-                 event.grad_disabled, event.conditions, event.scope)
+                 event.grad_disabled, event.conditions, event.scope, event.kind)
 
 
 def loop_events(scope: Scope, loop: ast.AST) -> list[Event]:

@@ -77,6 +77,8 @@ def _step_in_called_function(loop: ast.AST, scope: Scope, reported: set[int], ct
     for step, via in steps:
         if any(e.name == "optimizer_created" and e.receiver == step.receiver for e in events):
             continue
+        if _made_in(step, step.scope):
+            continue  # a new optimizer every call, as in a loop that builds one per iteration
         if passed_to_a_call(loop, {step.receiver or "", *(dotted(a) or "" for a in via.node.args)}, ctx):  # type: ignore[attr-defined]
             continue
         reported.add(id(step.node))
@@ -84,6 +86,16 @@ def _step_in_called_function(loop: ast.AST, scope: Scope, reported: set[int], ct
         ctx.report("TD110", step.node, message=(
             f"gradients are never reset in the loop that calls `{callee}()` (line {via.line}): each "
             "optimizer.step() uses the sum of all earlier gradients"))
+
+
+def _made_in(step: Event, scope: Scope | None) -> bool:
+    """The stepped optimizer is built in `scope` (a function), so anew on every call."""
+    kind = step.kind
+    made = kind.node if kind is not None and kind.tag == "optimizer" else None
+    function = scope.node if scope is not None else None
+    if made is None or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    return function.lineno <= made.lineno <= (function.end_lineno or function.lineno)  # type: ignore[attr-defined]
 
 
 def _other_optimizers_only(step: Event, resets: list[Event], loop: ast.AST, ctx: Context) -> bool:
