@@ -77,6 +77,7 @@ class Context:
         self.errors: list[tuple[str, BaseException]] = []
         self.classes: dict[str, ClassInfo] = {}
         self.functions: dict[str, Scope] = {}  # module-level functions by name (for what they return)
+        self.methods: dict[tuple[int, str], Scope] = {}  # (id of the ClassInfo, name) -> the method seen so far
         self.module_scope = Scope(node=ast.Module(body=[], type_ignores=[]), name="<module>")
         self.scope = self.module_scope
         self.scopes: list[Scope] = [self.module_scope]
@@ -369,6 +370,8 @@ class Context:
         self.scopes.append(scope)
         if self.scope is self.module_scope and method_of is None:
             self.functions[node.name] = scope
+        elif method_of is not None:
+            self.methods[(id(method_of), node.name)] = scope
         saved = self.scope, self.loops, self.grad_disabled, self.conditions, self._class_body
         self.scope, self.loops, self.grad_disabled, self.conditions = scope, (), scope.grad_disabled, ()
         self._class_body = None

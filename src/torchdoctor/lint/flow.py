@@ -195,6 +195,10 @@ def _call_kind(call: ast.Call, ctx: Context) -> Kind | None:
         if attr in ("get", "pop", "copy"):
             inner = kind_of(base, ctx)
             return inner if inner is not None and inner.tag == "checkpoint" else None
+        if base.__class__ is ast.Name and base.id == "self" and ctx.class_info is not None:  # type: ignore[attr-defined]
+            method = ctx.methods.get((id(ctx.class_info), attr))
+            if method is not None:  # `self.predict(x)`: what the method (seen above) returns
+                return _returned(method.returns)
         if attr in ("forward", "__call__"):
             return _called(kind_of(base, ctx), call)
         return _called(kind_of(func, ctx), call)
@@ -215,6 +219,9 @@ def _call_kind(call: ast.Call, ctx: Context) -> Kind | None:
             if local.is_dataset:
                 return Kind("dataset", name, call)
             return None
+        if name == "self" and ctx.class_info is not None:  # `self(x)` in a LightningModule's step
+            method = ctx.methods.get((id(ctx.class_info), "forward"))
+            return _returned(method.returns) if method is not None else None
         return _called(ctx.lookup(name), call)
     return None
 
