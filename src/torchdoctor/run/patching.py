@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import types
 from collections.abc import Callable
-from types import FrameType
+from types import CodeType, FrameType
 from typing import Any, Protocol
 
 _MISSING = object()
@@ -102,6 +102,13 @@ def _call(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
 
 
 _CALLERS: dict[tuple[int, str, int], Callable[..., Any]] = {}
+_CALLER_CODES: set[CodeType] = set()
+
+
+def is_stand_in_frame(code: CodeType) -> bool:
+    """True for the frames `as_caller` makes: they look like the user's line but hold none of
+    its variables (crash explanations skip them)."""
+    return code in _CALLER_CODES
 
 
 def as_caller(frame: FrameType) -> Callable[..., Any]:
@@ -119,6 +126,7 @@ def as_caller(frame: FrameType) -> Callable[..., Any]:
     if caller is None:
         code = _call.__code__.replace(co_filename=frame.f_code.co_filename, co_firstlineno=frame.f_lineno, co_name=frame.f_code.co_name)
         caller = _CALLERS[key] = types.FunctionType(code, frame.f_globals)
+        _CALLER_CODES.add(code)
     return caller
 
 

@@ -53,6 +53,7 @@ class Session:
         self._patches = Patches()
         self._pending_traces: list[Watcher] = []
         self._trace: OpTrace | None = None
+        self._ended_traces: list[OpTrace] = []  # ended inside their own handler: leave later
         self._forwards_since_backward = 0
         self._finished = False
         self.notes: list[str] = []
@@ -108,6 +109,7 @@ class Session:
 
     def uninstall(self) -> None:
         self._end_trace()
+        self._leave_ended_traces()
         self.modules.stop()
         self.grads.stop()
         self._patches.undo()
@@ -262,6 +264,8 @@ class Session:
         self._dispatch("on_module_call", event)
 
     def _on_loss(self, event: LossCall) -> None:
+        if self._ended_traces:
+            self._leave_ended_traces()
         self._dispatch("on_loss", event)
 
     def _on_backward(self, event: Backward) -> None:
@@ -277,11 +281,16 @@ class Session:
         self.steps_at_last_backward = self.steps
         self._dispatch("on_backward_end", event)
         if self._pending_traces:
-            self._trace = OpTrace(self._pending_traces)
+            if self._trace is None:  # a detector may have started one just now (now=True)
+                self._trace = OpTrace([])
+                self._trace.begin()
+            for watcher in self._pending_traces:
+                self._trace.add(watcher)
             self._pending_traces = []
-            self._trace.begin()
 
     def _on_zero_grad(self, owner: nn.Module | Optimizer, set_to_none: bool) -> None:
+        if self._ended_traces:
+            self._leave_ended_traces()
         self.last_zero_grad[id(owner)] = self.next_seq()
         location = None
         if self.warmup:
@@ -292,6 +301,8 @@ class Session:
         self._dispatch("on_zero_grad", ZeroGrad(owner, set_to_none, location))
 
     def _on_step(self, event: Step) -> None:
+        if self._ended_traces:
+            self._leave_ended_traces()
         if self.warmup:
             self.grads.track(params_of(event.optimizer))
         self._dispatch("on_step", event)
@@ -320,7 +331,12 @@ class Session:
     def _end_trace(self) -> None:
         if self._trace is not None:
             trace, self._trace = self._trace, None
-            trace.end()
+            if not trace.end():
+                self._ended_traces.append(trace)
+
+    def _leave_ended_traces(self) -> None:
+        """Take off the mode stack the traces that ended while torch had them off it."""
+        self._ended_traces = [trace for trace in self._ended_traces if not trace.leave()]
 
 
 def _builtin() -> tuple[type[Detector], ...]:

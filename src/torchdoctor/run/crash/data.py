@@ -47,9 +47,9 @@ def unpicklable(crash: Crash, session: Session | None) -> Explanation | None:
         return None
     for argument in ("collate_fn", "worker_init_fn", "dataset", "sampler", "batch_sampler"):
         value = getattr(loader, argument, None)
-        if value is None or _picklable(value):
+        if value is None or picklable(value):
             continue
-        what = _describe(value)
+        what = function_label(value)
         code = getattr(value, "__code__", None)
         at = (code.co_filename, code.co_firstlineno) if code is not None and not code.co_filename.startswith("<") else None
         return Explanation(UNPICKLABLE, {"argument": argument, "what": what}, at=at)
@@ -65,7 +65,7 @@ def _loader(crash: Crash) -> Any:
     return crash.find_local(DataLoader)
 
 
-def _picklable(value: Any) -> bool:
+def picklable(value: Any) -> bool:
     try:
         pickle.dumps(value)
     except Exception:  # noqa: BLE001 - any failure to pickle is the answer
@@ -73,7 +73,8 @@ def _picklable(value: Any) -> bool:
     return True
 
 
-def _describe(value: Any) -> str:
+def function_label(value: Any) -> str:
+    """`a lambda`, or the function's qualified name."""
     if getattr(value, "__name__", None) == "<lambda>":
         return "a lambda"
     return f"`{getattr(value, '__qualname__', None) or type(value).__name__}`"

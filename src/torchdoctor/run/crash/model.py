@@ -16,6 +16,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from torchdoctor.core.locate import is_user_file
+from torchdoctor.run.patching import is_stand_in_frame
 
 _FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+), in (?P<function>.+)$')
 _EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<message>.*))?$")
@@ -130,6 +131,7 @@ def _frames(tb: TracebackType | None) -> tuple[Frame, ...]:
     frames: list[Frame] = []
     while tb is not None:
         code = tb.tb_frame.f_code
-        frames.append(Frame(code.co_filename, tb.tb_lineno, code.co_name, tb.tb_frame))
+        if not is_stand_in_frame(code):
+            frames.append(Frame(code.co_filename, tb.tb_lineno, code.co_name, tb.tb_frame))
         tb = tb.tb_next
     return tuple(frames)

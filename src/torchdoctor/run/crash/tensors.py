@@ -47,12 +47,17 @@ _CHANNELS = re.compile(
 )
 
 
-def device_mismatch(crash: Crash, session: Session | None) -> Explanation | None:
-    for pattern in _DEVICES:
-        match = pattern.search(crash.message)
+def _first_match(patterns: tuple[re.Pattern[str], ...], text: str) -> re.Match[str] | None:
+    for pattern in patterns:
+        match = pattern.search(text)
         if match:
-            break
-    else:
+            return match
+    return None
+
+
+def device_mismatch(crash: Crash, session: Session | None) -> Explanation | None:
+    match = _first_match(_DEVICES, crash.message)
+    if match is None:
         return None
     first, second = _device(match["a"]), _device(match["b"])
     a = _pick(crash, session, lambda t: str(t.device) == first or t.device.type == first)
@@ -70,11 +75,8 @@ def device_mismatch(crash: Crash, session: Session | None) -> Explanation | None
 
 
 def dtype_mismatch(crash: Crash, session: Session | None) -> Explanation | None:
-    for pattern in _DTYPES:
-        match = pattern.search(crash.message)
-        if match:
-            break
-    else:
+    match = _first_match(_DTYPES, crash.message)
+    if match is None:
         return None
     first, second = dtype_name(match["a"]), dtype_name(match["b"])
     if first == second:

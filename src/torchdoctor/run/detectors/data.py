@@ -9,11 +9,9 @@ functions defined inside another function, which no start method can send by ref
 
 from __future__ import annotations
 
-import pickle
-from typing import Any
-
 from torchdoctor.core.locate import is_user_file
 from torchdoctor.rules.data.unpicklable_worker_function import RULE
+from torchdoctor.run.crash.data import function_label, picklable
 from torchdoctor.run.detector import Detector
 from torchdoctor.run.events import LoaderIter
 
@@ -28,18 +26,10 @@ class WorkerFunctionsPicklable(Detector):
         for argument in ("collate_fn", "worker_init_fn"):
             function = getattr(loader, argument, None)
             nested = getattr(function, "__name__", "") == "<lambda>" or "<locals>" in getattr(function, "__qualname__", "")
-            if not nested or _picklable(function):
+            if not nested or picklable(function):
                 continue
             code = getattr(function, "__code__", None)
             if code is None or not is_user_file(code.co_filename):
                 continue
-            what = "a lambda" if function.__name__ == "<lambda>" else f"`{function.__qualname__}`"
-            self.ctx.report(RULE, at=(code.co_filename, code.co_firstlineno), key=argument, argument=argument, what=what)
-
-
-def _picklable(function: Any) -> bool:
-    try:
-        pickle.dumps(function)
-    except Exception:  # noqa: BLE001 - any failure to pickle is the answer
-        return False
-    return True
+            at = (code.co_filename, code.co_firstlineno)
+            self.ctx.report(RULE, at=at, key=argument, argument=argument, what=function_label(function))

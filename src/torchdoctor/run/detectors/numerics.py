@@ -223,55 +223,51 @@ def _finite(tensor: torch.Tensor) -> bool:
 
 
 def _any_non_finite(value: Any) -> bool:
-    if isinstance(value, torch.Tensor):
-        return value.is_floating_point() and value.numel() > 0 and not bool(torch.isfinite(value.detach()).all())
+    return any(
+        isinstance(leaf, torch.Tensor) and leaf.is_floating_point() and leaf.numel() > 0 and not bool(torch.isfinite(leaf.detach()).all())
+        for leaf in _leaves(value)
+    )
+
+
+def _leaves(value: Any) -> Iterator[Any]:
+    """Everything inside nested tuples, lists and dicts (a module's arguments, an output)."""
     if isinstance(value, (list, tuple)):
-        return any(_any_non_finite(v) for v in value)
-    if isinstance(value, dict):
-        return any(_any_non_finite(v) for v in value.values())
-    return False
+        for item in value:
+            yield from _leaves(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _leaves(item)
+    else:
+        yield value
 
 
-def _weak(value: Any) -> Any:
-    """Tensors replaced by weak references (so capturing keeps no batch alive)."""
-    if isinstance(value, torch.Tensor):
-        return weakref.ref(value)
+def _mapped(value: Any, leaf: Callable[[Any], Any]) -> Any:
+    """The same nesting of tuples, lists and dicts, with `leaf` applied to everything else."""
     if isinstance(value, tuple):
-        return tuple(_weak(v) for v in value)
+        return tuple(_mapped(v, leaf) for v in value)
     if isinstance(value, list):
-        return [_weak(v) for v in value]
+        return [_mapped(v, leaf) for v in value]
     if isinstance(value, dict):
-        return {k: _weak(v) for k, v in value.items()}
-    return value
+        return {k: _mapped(v, leaf) for k, v in value.items()}
+    return leaf(value)
 
 
 _DEAD = object()
 
 
+def _weak(value: Any) -> Any:
+    """Tensors replaced by weak references (so capturing keeps no batch alive)."""
+    return _mapped(value, lambda v: weakref.ref(v) if isinstance(v, torch.Tensor) else v)
+
+
 def _strong(value: Any) -> Any:
     """The inverse of `_weak`; None when a tensor has been freed."""
-    result = _resolve(value)
-    return None if _contains_dead(result) else result
 
+    def alive(v: Any) -> Any:
+        if isinstance(v, weakref.ref):
+            target = v()
+            return _DEAD if target is None else target
+        return v
 
-def _resolve(value: Any) -> Any:
-    if isinstance(value, weakref.ref):
-        target = value()
-        return _DEAD if target is None else target
-    if isinstance(value, tuple):
-        return tuple(_resolve(v) for v in value)
-    if isinstance(value, list):
-        return [_resolve(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _resolve(v) for k, v in value.items()}
-    return value
-
-
-def _contains_dead(value: Any) -> bool:
-    if value is _DEAD:
-        return True
-    if isinstance(value, (list, tuple)):
-        return any(_contains_dead(v) for v in value)
-    if isinstance(value, dict):
-        return any(_contains_dead(v) for v in value.values())
-    return False
+    result = _mapped(value, alive)
+    return None if any(leaf is _DEAD for leaf in _leaves(result)) else result

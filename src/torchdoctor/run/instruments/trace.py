@@ -82,14 +82,35 @@ class OpTrace(TorchFunctionMode):
     def begin(self) -> None:
         self.__enter__()
 
-    def end(self) -> None:
-        """Pop this mode if it is on top of the stack; otherwise just stop watching."""
-        self.active = False
-        stack = torch.overrides._get_current_function_mode_stack()
-        if stack and stack[-1] is self:
-            self.__exit__(None, None, None)
-        for watcher in self.watchers:
-            try:
-                watcher.done()
-            except Exception:  # noqa: BLE001, S110 - same as above
-                pass
+    def end(self) -> bool:
+        """Stop watching, tell the watchers, and take this mode off the stack (from under any mode
+        pushed after it). False when it could not be: while torch runs this mode's own
+        `__torch_function__` (e.g. for `Tensor.backward`), it is off the stack and torch puts it
+        back afterwards; call `leave()` again later."""
+        if self.active:
+            self.active = False
+            for watcher in self.watchers:
+                try:
+                    watcher.done()
+                except Exception:  # noqa: BLE001, S110 - same as above
+                    pass
+        return self.leave()
+
+    def leave(self) -> bool:
+        return _remove_from_stack(self)
+
+
+def _remove_from_stack(mode: TorchFunctionMode) -> bool:
+    """Pop the modes above `mode`, pop it, push the others back in their order."""
+    stack = torch.overrides._get_current_function_mode_stack()
+    if not any(entry is mode for entry in stack):
+        return False
+    above = []
+    while True:
+        top = torch._C._pop_torch_function_stack()
+        if top is mode:
+            break
+        above.append(top)
+    for entry in reversed(above):
+        torch._C._push_on_torch_function_stack(entry)
+    return True
