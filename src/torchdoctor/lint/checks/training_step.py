@@ -90,8 +90,7 @@ def _step_in_called_function(loop: ast.AST, scope: Scope, reported: set[int], ct
 
 def _made_in(step: Event, scope: Scope | None) -> bool:
     """The stepped optimizer is built in `scope` (a function), so anew on every call."""
-    kind = step.kind
-    made = kind.node if kind is not None and kind.tag == "optimizer" else None
+    made = _constructor(step)
     function = scope.node if scope is not None else None
     if made is None or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
@@ -119,11 +118,17 @@ def _other_optimizers_only(step: Event, resets: list[Event], loop: ast.AST, ctx:
     return not passed_to_a_call(loop, {optimizer}, ctx)
 
 
-def _made_from(event: Event) -> ast.expr | None:
-    """The first argument of the optimizer's constructor (`model.parameters()`), when known."""
+def _constructor(event: Event) -> ast.Call | None:
+    """The call that built the optimizer the event's receiver holds (`torch.optim.SGD(...)`)."""
     kind = event.kind
     made = kind.node if kind is not None and kind.tag == "optimizer" else None
-    return made.args[0] if isinstance(made, ast.Call) and made.args else None
+    return made if isinstance(made, ast.Call) else None
+
+
+def _made_from(event: Event) -> ast.expr | None:
+    """The first argument of the optimizer's constructor (`model.parameters()`), when known."""
+    made = _constructor(event)
+    return made.args[0] if made is not None and made.args else None
 
 
 @check(("TD110", "TD111"), ast.Assign, needs_torch=False)
@@ -171,9 +176,8 @@ def _resets(reset: Event, step: Event, optimizer: str) -> bool:
     """Does this zero_grad() clear the gradients this step applies?"""
     if reset.receiver == optimizer:
         return True
-    made = step.kind.node if step.kind is not None and step.kind.tag == "optimizer" else None
-    if isinstance(made, ast.Call) and made.args and reset.receiver is not None:
-        first = made.args[0]
+    first = _made_from(step)
+    if first is not None and reset.receiver is not None:
         if isinstance(first, ast.Call) and isinstance(first.func, ast.Attribute) and first.func.attr == "parameters":
             return dotted(first.func.value) == reset.receiver
     return False
