@@ -80,6 +80,8 @@ class Session:
     @classmethod
     def start(cls, emit: Emit, enabled: frozenset[str] | None = None, detectors: Iterable[type[Detector]] | None = None) -> Session:
         """Create the process's session and install it (the previous one, if any, is stopped)."""
+        if not hasattr(torch, "compiler") or not hasattr(torch.compiler, "is_compiling"):
+            raise RuntimeError(f"observing a run needs torch >= 2.3 (this is torch {torch.__version__})")
         if cls._current is not None:
             cls._current.uninstall()
         from torchdoctor.run.crash.explain import explainers
