@@ -16,7 +16,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -98,8 +98,6 @@ def emit(finding: Finding, key: str) -> None:
     if finding.rank is None:
         rank = current_rank()
         if rank is not None:
-            from dataclasses import replace
-
             finding = replace(finding, rank=rank)
     _STATE.log.write(finding_record(finding, key=key, pid=os.getpid()))
 
