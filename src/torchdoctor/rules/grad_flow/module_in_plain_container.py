@@ -23,7 +23,7 @@ plain list are invisible to `model.parameters()`, `model.to(device)`, `state_dic
 are not saved. If all layers are hidden you get "optimizer got an empty parameter list";
 if only some are, nothing is reported at all.
 
-`nn.Parameter`s in a plain list are reported as a warning, not an error: TorchScript code
+`torchdoctor lint` reports `nn.Parameter`s in a plain list as a warning, not an error: TorchScript code
 keeps parameters in a plain list on purpose (`torch.jit.script` accepts `self.ws[i]` on a
 plain list of tensors but not on an `nn.ParameterList`, checked on torch 2.13) and fills it
 from the checkpoint by hand. A plain list of modules cannot be scripted at all, so it stays

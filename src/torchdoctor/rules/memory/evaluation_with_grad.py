@@ -15,9 +15,9 @@ RULE = Rule(
 ## What it does
 Flags a function that calls `model.eval()`, then runs the model over a DataLoader with
 gradients enabled and never calls backward() or steps an optimizer, when this file calls the
-function outside `torch.no_grad()`. A function that asks for gradients itself (`x.requires_grad
-= True`, `requires_grad_()`, `torch.autograd.grad`: saliency maps, adversarial examples) is not
-flagged.
+function outside `torch.no_grad()`. Lint leaves alone a function that asks for gradients itself
+(`x.requires_grad = True`, `requires_grad_()`, `torch.autograd.grad`: saliency maps, adversarial
+examples).
 
 ## Why is this bad?
 `eval()` switches dropout and batch-norm to inference behaviour; it does not turn autograd

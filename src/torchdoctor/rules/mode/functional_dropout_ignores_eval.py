@@ -15,8 +15,8 @@ RULE = Rule(
     doc="""
 ## What it does
 Flags `F.dropout` (and `dropout1d/2d/3d`, `alpha_dropout`, `feature_alpha_dropout`) called in
-an `nn.Module` method without a `training=` argument. A call inside `if self.training:` is
-not flagged: there the default `training=True` is right.
+an `nn.Module` method without a `training=` argument. Lint leaves alone a call inside
+`if self.training:`: there the default `training=True` is right.
 
 ## Why is this bad?
 Functional dropout defaults to `training=True` and knows nothing about `model.eval()`. The
