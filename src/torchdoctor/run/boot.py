@@ -58,10 +58,6 @@ def start() -> None:
         sys.meta_path.insert(0, _AfterImport("torch", _on_torch_imported))
 
 
-def state() -> ProcessState | None:
-    return _STATE
-
-
 def _read_config(folder: Path) -> dict[str, Any]:
     try:
         data = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))

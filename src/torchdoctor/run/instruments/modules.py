@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,12 +94,6 @@ class ModuleIndex:
         """Between steps no module is running; a forward that raised left the count behind."""
         self._local.depth = 0
 
-    def add_root(self, module: nn.Module, location: Location | None = None) -> None:
-        """Make a model known without having seen it called (e.g. from an optimizer's owner)."""
-        if module not in self.roots:
-            self.roots[module] = location
-            self._names.clear()
-
     def live_roots(self) -> list[nn.Module]:
         """Top-level models, outermost first: a root inside another root is not listed."""
         roots = list(self.roots.keys())
@@ -131,10 +125,6 @@ class ModuleIndex:
                 if any(p is param for p in module._parameters.values()):
                     return module
         return None
-
-    def modules(self) -> Iterator[nn.Module]:
-        for root in self.live_roots():
-            yield from root.modules()
 
 
 def _strip(name: str) -> str:
