@@ -103,7 +103,7 @@ class Session:
         functional.install(patches, self._on_loss)
         self.loaders.install(patches, self._on_loader_iter, self._on_batch if self._has("on_batch") else None)
         if self._has("on_module_call"):
-            self.modules._on_call = self._on_module_call
+            self.modules.on_call = self._on_module_call
         self.modules.start()
         for detector in self.detectors:
             if overridden(detector, "install"):
@@ -119,8 +119,14 @@ class Session:
             Session._current = None
 
     def after_fork(self) -> None:
-        """In a forked child (a DataLoader worker): keep observing, drop any half-done trace."""
+        """In a forked child (a DataLoader worker): keep observing, but without the parent's
+        half-done trace (its mode came along on the copied stack; the parent concludes it)."""
+        for trace in [self._trace, *self._ended_traces]:
+            if trace is not None:
+                trace.active = False
+                trace.leave()
         self._trace = None
+        self._ended_traces = []
         self._pending_traces = []
 
     def finish(self, outcome: Outcome) -> None:

@@ -39,7 +39,7 @@ class ModuleIndex:
     def __init__(self, on_call: Callable[[ModuleCall], None] | None, on_root: Callable[[], None]) -> None:
         self.roots: weakref.WeakKeyDictionary[nn.Module, Location | None] = weakref.WeakKeyDictionary()
         self.ran: weakref.WeakKeyDictionary[nn.Module, ModuleUse] = weakref.WeakKeyDictionary()
-        self._on_call = on_call
+        self.on_call = on_call
         self._on_root = on_root
         self._local = threading.local()
         self._handles: list[Any] = []
@@ -87,8 +87,8 @@ class ModuleIndex:
             return
         depth = getattr(self._local, "depth", 1) - 1
         self._local.depth = max(depth, 0)
-        if self._on_call is not None:
-            self._on_call(ModuleCall(module, args, kwargs, output, root=depth == 0, grad_enabled=torch.is_grad_enabled()))
+        if self.on_call is not None:
+            self.on_call(ModuleCall(module, args, kwargs, output, root=depth == 0, grad_enabled=torch.is_grad_enabled()))
 
     def reset_depth(self) -> None:
         """Between steps no module is running; a forward that raised left the count behind."""
