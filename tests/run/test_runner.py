@@ -19,6 +19,7 @@ def probe(stdout: str) -> dict:
     return json.loads(stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args",
     [("probe.py", "3", "b c"), ("probe.py", "--epochs", "1", "-m", "x"), ("-m", "probe", "0", "x"), ("-m", "probe_pkg", "4")],
@@ -32,12 +33,14 @@ def test_runs_exactly_like_python(args: tuple[str, ...]) -> None:
     assert observed.report["meta"]["exit_status"] == plain.returncode
 
 
+@pytest.mark.slow
 def test_script_path_from_another_folder(tmp_path: Path) -> None:
     plain = python(str(SCRIPTS / "probe.py"), "a", cwd=tmp_path)
     observed = torchdoctor_run(str(SCRIPTS / "probe.py"), "a", cwd=tmp_path)
     assert probe(observed.stdout) == probe(plain.stdout)
 
 
+@pytest.mark.slow
 def test_report_goes_to_stderr_and_json_to_output(write, tmp_path: Path) -> None:
     script = write("loud.py", "print('from the script')\n")
     result = subprocess.run(
@@ -71,6 +74,7 @@ def test_syntax_error_in_the_script_exits_2(write, tmp_path: Path) -> None:
     assert "invalid syntax at line 2" in result.stderr and result.stderr.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_crash_is_an_error_finding_at_the_users_line(write, tmp_path: Path) -> None:
     script = write("crash.py", "import torch\n\ndef load(table):\n    return table['head']\n\nload({'fc': torch.ones(1)})\n")
     ran = torchdoctor_run(str(script), cwd=tmp_path)
@@ -81,6 +85,7 @@ def test_crash_is_an_error_finding_at_the_users_line(write, tmp_path: Path) -> N
     assert "Traceback" in ran.stderr  # Python's own traceback is still printed
 
 
+@pytest.mark.slow
 def test_script_exit_status_is_kept_and_fail_on_never(write, tmp_path: Path) -> None:
     script = write("exits.py", "import sys\nimport torch\nsys.exit(7)\n")
     ran = torchdoctor_run(str(script), cwd=tmp_path)
@@ -89,6 +94,7 @@ def test_script_exit_status_is_kept_and_fail_on_never(write, tmp_path: Path) -> 
     assert torchdoctor_run(str(crash), cwd=tmp_path, options=("--fail-on", "never")).returncode == 1
 
 
+@pytest.mark.slow
 def test_no_training_and_no_torch_are_said(write, tmp_path: Path) -> None:
     ran = torchdoctor_run(str(write("plain.py", "print(1)\n")), cwd=tmp_path)
     assert ran.returncode == 0 and any("never imported torch" in n for n in ran.report["notices"])
@@ -96,6 +102,7 @@ def test_no_training_and_no_torch_are_said(write, tmp_path: Path) -> None:
     assert any("no training was observed" in n for n in ran.report["notices"])
 
 
+@pytest.mark.slow
 def test_killed_by_a_signal_still_gets_a_report(write, tmp_path: Path) -> None:
     script = write("segv.py", "import os, signal\nimport torch\nos.kill(os.getpid(), signal.SIGKILL)\n")
     ran = torchdoctor_run(str(script), cwd=tmp_path)
