@@ -33,10 +33,13 @@ GRAPH_LIMIT = 20000
 
 @dataclass
 class Starved:
-    """A parameter seen at an optimizer step without a gradient (so far)."""
+    """A parameter seen at an optimizer step without a gradient (so far), and what is known of
+    its module, kept as plain values: at the end of the run the model may be gone."""
 
     param: weakref.ref[torch.Tensor]
     name: str
+    ran: str = "unknown"  # "with grad", "no grad only", "never", "unknown"
+    forward: Location | None = None  # the forward of the innermost user-defined module holding it
 
 
 @dataclass
@@ -90,6 +93,9 @@ class ParametersWithoutGradient(Detector):
                 self._starved.pop(key, None)
             elif key not in self._starved:
                 self._starved[key] = Starved(weakref.ref(param), self.ctx.modules.param_name(param) or f"parameter {tuple(param.shape)}")
+        if self.ctx.warmup:
+            for starved in self._starved.values():
+                self._describe(starved)
         if self._starved and self._finder is None and self.ctx.backward.completed:
             self._finder = CutFinder(targets=set(self._starved))
             self.ctx.trace_next_step(self._finder, now=True)
@@ -108,25 +114,35 @@ class ParametersWithoutGradient(Detector):
         record = self.ctx.grads.record(param)
         return record is not None and record.arrivals > 0
 
+    def _describe(self, starved: Starved) -> None:
+        """Record, while the model is alive, how the parameter's module ran and where it is."""
+        param = starved.param()
+        owner = self.ctx.modules.owner_of(param) if param is not None else None
+        if owner is None:
+            return
+        use = self.ctx.modules.ran.get(owner)
+        starved.ran = "never" if use is None else "with grad" if use.grad_calls else "no grad only"
+        starved.forward = self._forward_of(owner)
+
     def on_finish(self, outcome: Outcome) -> None:
         if self.ctx.backward.completed == 0 or self.ctx.steps == 0 or outcome.crashed:
             return
         groups: dict[Any, list[str]] = {}
         for key, starved in self._starved.items():
             param = starved.param()
-            if param is None or key in self._seen or not param.requires_grad:
+            if key in self._seen or (param is not None and not param.requires_grad):
                 continue
-            owner = self.ctx.modules.owner_of(param)
-            use = self.ctx.modules.ran.get(owner) if owner is not None else None
-            if use is not None and use.grad_calls == 0:
+            if param is not None and not self.ctx.warmup:
+                self._describe(starved)  # first starved after warm-up: describe it now
+            if starved.ran == "no grad only":
                 continue  # ran only under no_grad: frozen on purpose
             cut = self._finder.found.get(key) if self._finder is not None else None
             if cut is not None:
                 group: Any = ("cut", cut.call, cut.location)
-            elif use is None and owner is not None:
-                group = ("unused", self._forward_of(owner))
+            elif starved.ran == "never":
+                group = ("unused", starved.forward)
             else:
-                group = ("starved", self._forward_of(owner) if owner is not None else None)
+                group = ("starved", starved.forward)
             groups.setdefault(group, []).append(starved.name)
         for group, names in groups.items():
             self._report(group, names)

@@ -29,6 +29,7 @@ from torchdoctor.rules.numerics.non_finite_values import RULE
 from torchdoctor.run.detector import Detector
 from torchdoctor.run.detectors.optimizer import names_text
 from torchdoctor.run.events import Backward, Location, ModuleCall
+from torchdoctor.run.instruments.optim import params_of
 from torchdoctor.run.instruments.trace import function_name
 from torchdoctor.run.patching import call_in_mode
 
@@ -148,12 +149,15 @@ class NonFiniteLoss(Detector):
             )
 
     def _non_finite_parameters(self) -> list[str]:
-        names = []
+        """Names of the non-finite parameters of the models and optimizers."""
+        params: dict[int, tuple[str, torch.Tensor]] = {}
         for root in self.ctx.model_roots():
             for name, param in root.named_parameters():
-                if param.is_floating_point() and not _finite(param):
-                    names.append(self.ctx.modules.param_name(param) or name)
-        return names
+                params.setdefault(id(param), (self.ctx.modules.param_name(param) or name, param))
+        for optimizer in list(self.ctx.optimizers.known.keys()):
+            for param in params_of(optimizer):
+                params.setdefault(id(param), (self.ctx.modules.param_name(param) or f"parameter {tuple(param.shape)}", param))
+        return [name for name, param in params.values() if param.is_floating_point() and not _finite(param)]
 
     def _replay(self) -> tuple[str, Culprit | None, Location | None] | None:
         for ref, args, kwargs in list(self._inputs.values()):

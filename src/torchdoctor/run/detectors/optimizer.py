@@ -123,40 +123,30 @@ class StepsWithoutGradients(Detector):
 
 
 class OptimizerCoverage(Detector):
-    """TD114: parameters that receive gradients but belong to no optimizer."""
+    """TD114: parameters that receive gradients but belong to no optimizer.
+
+    Decided after each warm-up step, with the optimizers that exist then (a script builds them
+    before it trains), so that short runs are judged while their model is still alive.
+    """
 
     rules = (NOT_IN_OPTIMIZER,)
-
-    def __init__(self, ctx: Any) -> None:
-        super().__init__(ctx)
-        self._orphans: dict[int, tuple[weakref.ref[torch.Tensor], str, weakref.ref[nn.Module]]] = {}
 
     def on_step_end(self, event: Step) -> None:
         if not self.ctx.warmup:
             return
-        optimized = self._optimized()
+        optimized = {id(p) for optimizer in list(self.ctx.optimizers.known.keys()) for p in params_of(optimizer)}
         for root in self.ctx.model_roots():
-            for name, param in root.named_parameters():
-                if param.requires_grad and param.grad is not None and id(param) not in optimized:
-                    qualified = self.ctx.modules.param_name(param) or name
-                    self._orphans.setdefault(id(param), (weakref.ref(param), qualified, weakref.ref(root)))
-
-    def on_warmup_end(self) -> None:
-        optimized = self._optimized()
-        by_root: dict[int, tuple[nn.Module, list[str]]] = {}
-        for ref, name, root_ref in self._orphans.values():
-            param, root = ref(), root_ref()
-            if param is None or root is None or id(param) in optimized:
+            names = [
+                self.ctx.modules.param_name(param) or name
+                for name, param in root.named_parameters()
+                if param.requires_grad and param.grad is not None and id(param) not in optimized
+            ]
+            if not names:
                 continue
-            by_root.setdefault(id(root), (root, []))[1].append(name)
-        for root, names in by_root.values():
             partly_optimized = any(id(p) in optimized for p in root.parameters())
             if not partly_optimized and not root.training:
                 continue  # a separate model in eval mode that gets gradients: a teacher, a critic
             self.ctx.report(NOT_IN_OPTIMIZER, at=self._where(), key=id(root), count=len(names), names=names_text(names))
-
-    def _optimized(self) -> set[int]:
-        return {id(p) for optimizer in list(self.ctx.optimizers.known.keys()) for p in params_of(optimizer)}
 
     def _where(self) -> Location | None:
         """The line that built the optimizer: the one to change."""
