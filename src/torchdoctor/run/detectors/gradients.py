@@ -136,6 +136,8 @@ class ParametersWithoutGradient(Detector):
                 self._describe(starved)  # first starved after warm-up: describe it now
             if starved.ran == "no grad only":
                 continue  # ran only under no_grad: frozen on purpose
+            if starved.ran == "unknown":
+                continue  # in no model: a layer replaced after the optimizer was built (TD114 says so)
             cut = self._finder.found.get(key) if self._finder is not None else None
             if cut is not None:
                 group: Any = ("cut", cut.call, cut.location)
