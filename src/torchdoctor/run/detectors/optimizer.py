@@ -131,11 +131,17 @@ class OptimizerCoverage(Detector):
 
     rules = (NOT_IN_OPTIMIZER,)
 
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx)
+        self._reported: set[int] = set()
+
     def on_step_end(self, event: Step) -> None:
         if not self.ctx.warmup:
             return
         optimized = {id(p) for optimizer in list(self.ctx.optimizers.known.keys()) for p in params_of(optimizer)}
         for root in self.ctx.model_roots():
+            if id(root) in self._reported:
+                continue
             names = [
                 self.ctx.modules.param_name(param) or name
                 for name, param in root.named_parameters()
@@ -146,6 +152,7 @@ class OptimizerCoverage(Detector):
             partly_optimized = any(id(p) in optimized for p in root.parameters())
             if not partly_optimized and not root.training:
                 continue  # a separate model in eval mode that gets gradients: a teacher, a critic
+            self._reported.add(id(root))
             self.ctx.report(NOT_IN_OPTIMIZER, at=self._where(), key=id(root), count=len(names), names=names_text(names))
 
     def _where(self) -> Location | None:
