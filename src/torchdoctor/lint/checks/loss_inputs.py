@@ -34,7 +34,32 @@ def loss_input_is_probabilities(node: ast.Call, ctx: Context) -> None:
     source = ctx.kind(node.args[0])
     if source is None or source.tag != wrong or source.node is None:
         return
-    ctx.report(code, node.args[0], source=describe(source, ctx))
+    site = _model_site(source)
+    if site is None:
+        ctx.report(code, node.args[0], source=describe(source, ctx))
+        return
+    # The model itself ends in the softmax/sigmoid: the line to change is that layer (as `check`
+    # and `run` report it); several losses fed by one model give one finding there.
+    reported = ctx.memo.setdefault("loss_inputs", set())
+    if (code, site.lineno) in reported:
+        return
+    reported.add((code, site.lineno))
+    ctx.report(code, site, source=f"{describe(source, ctx)} (the loss is computed at line {node.lineno})")
+
+
+def _model_site(kind: Kind) -> ast.expr | None:
+    """The softmax/sigmoid a model's output comes from, when the value is a model's output.
+
+    For an `nn.Sequential`, its last layer (the `nn.Softmax(...)` element); for a model class,
+    the call its `forward()` returns.
+    """
+    node = kind.node
+    if kind.detail != "model" or not isinstance(node, ast.Call):
+        return None
+    if terminal(node.func) == "Sequential":
+        last = node.args[-1] if node.args else None
+        return last if isinstance(last, ast.Call) else None
+    return node
 
 
 def _loss(node: ast.Call, ctx: Context) -> tuple[str, str, str] | None:
