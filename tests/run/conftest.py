@@ -36,6 +36,7 @@ class Ran:
 def environment() -> dict[str, str]:
     env = dict(os.environ)
     env.setdefault("OMP_NUM_THREADS", "1")  # tiny models on a small, shared machine
+    env.setdefault("TORCHDOCTOR_STOP_DEADLOCK_AFTER", "3")  # stop a deadlocked job sooner than the default 8 s
     return env
 
 

@@ -52,8 +52,11 @@ def finding_line(finding: Finding) -> Text:
     text.append(finding.message)
     if finding.count > 1:
         text.append(f" (x{finding.count})", style="dim")
+    ranks = (finding.evidence or {}).get("ranks")  # a finding merged from several ranks
     if finding.rank is not None:
         text.append(f" [rank {finding.rank}]", style="dim")
+    elif isinstance(ranks, list) and len(ranks) > 1:
+        text.append(f" [ranks {', '.join(map(str, ranks))}]", style="dim")
     return text
 
 

@@ -98,6 +98,12 @@ def emit(finding: Finding, key: str) -> None:
     _STATE.log.write(finding_record(finding, key=key, pid=os.getpid()))
 
 
+def _record(data: dict[str, Any]) -> None:
+    """Write a record other than a finding (checksums of a rank, ...), with this process's rank."""
+    if _STATE is not None:
+        _STATE.log.write({**data, "pid": os.getpid(), "rank": current_rank()})
+
+
 class _AfterImport(importlib.abc.MetaPathFinder):
     """Runs `callback(module)` right after `name` has been imported (Python has no post-import hook).
 
@@ -150,7 +156,9 @@ def _on_torch_imported(torch: ModuleType) -> None:
     from torchdoctor.run.session import Session
 
     enabled = _STATE.config.get("enabled")
-    _STATE.session = Session.start(emit=emit, enabled=frozenset(enabled) if enabled is not None else None)
+    _STATE.session = Session.start(
+        emit=emit, enabled=frozenset(enabled) if enabled is not None else None, record=_record, folder=_STATE.log.folder
+    )
 
 
 def _after_fork_in_child() -> None:

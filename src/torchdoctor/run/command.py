@@ -21,7 +21,7 @@ from torchdoctor.core import registry
 from torchdoctor.core.config import Config
 from torchdoctor.core.errors import UsageError
 from torchdoctor.core.report import Report
-from torchdoctor.run import launcher, summary
+from torchdoctor.run import launcher, ranks, summary
 from torchdoctor.run.records import CONFIG_FILE, read_folder
 
 HELP = "run a training script as `python SCRIPT ARGS...` would, watch it, and report what went wrong"
@@ -62,8 +62,10 @@ def execute(args: argparse.Namespace, config: Config) -> Report:
     try:
         enabled = [rule.code for rule in registry.all_rules() if config.enabled(rule)]
         (folder / CONFIG_FILE).write_text(json.dumps({"enabled": enabled}), encoding="utf-8")
-        finished = launcher.run(target, folder)
-        report = summary.build(target, finished, read_folder(folder))
+        finished = launcher.run(target, folder, monitor=ranks.HangWatch(folder).check)
+        records = read_folder(folder)
+        records.findings = ranks.job_findings(folder, records.findings, records.shared, finished.stopped)
+        report = summary.build(target, finished, records)
     finally:
         if not os.environ.get(ENV_KEEP):
             shutil.rmtree(folder, ignore_errors=True)

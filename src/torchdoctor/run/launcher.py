@@ -20,16 +20,21 @@ import subprocess
 import sys
 import time
 import tokenize
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import Protocol
 
 from torchdoctor.core.errors import UsageError
 from torchdoctor.run.records import ENV_DIR, ENV_PARENT
 
 BOOTSTRAP = Path(__file__).resolve().parent / "_bootstrap"
+#: seconds between two questions to the monitor while the script runs
+POLL = 0.5
+#: seconds a stopped job gets to end after SIGTERM before SIGKILL
+GRACE = 3.0
 #: signals the runner passes on to the script (Ctrl-C reaches the script from the terminal itself)
 FORWARDED = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name))
 
@@ -108,10 +113,12 @@ def child_environment(folder: Path) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Finished:
-    """How the script's process ended: its return code (negative: killed by that signal)."""
+    """How the script's process ended: its return code (negative: killed by that signal), and
+    why torchdoctor stopped it, if it did (a deadlocked distributed job)."""
 
     returncode: int
     seconds: float
+    stopped: str | None = None
 
     @property
     def signal(self) -> int | None:
@@ -123,16 +130,89 @@ class Finished:
         return 128 + -self.returncode if self.returncode < 0 else self.returncode
 
 
-def run(target: Target, folder: Path) -> Finished:
-    """Run the target to its end, passing on termination signals; Ctrl-C reaches it directly."""
+class Stop(Protocol):
+    """Why a running job must be stopped (see ranks.Deadlock)."""
+
+    reason: str
+
+
+def run(target: Target, folder: Path, monitor: Callable[[], Stop | None] | None = None) -> Finished:
+    """Run the target to its end, passing on termination signals; Ctrl-C reaches it directly.
+
+    `monitor` is asked every POLL seconds whether the job can still finish; when it says why
+    not, the script and every process it started are stopped (SIGTERM, then SIGKILL).
+    """
     started = time.monotonic()
     try:
         process = subprocess.Popen(target.command(), env=child_environment(folder))
     except OSError as exc:
         raise UsageError(f"cannot start {sys.executable}: {exc.strerror}") from None
+    stopped = None
     with _forwarding(process):
-        returncode = process.wait()
-    return Finished(returncode=returncode, seconds=time.monotonic() - started)
+        while True:
+            try:
+                returncode = process.wait(timeout=POLL if monitor is not None and stopped is None else None)
+                break
+            except subprocess.TimeoutExpired:
+                assert monitor is not None
+                stop = monitor()
+                if stop is not None:
+                    stopped = stop.reason
+                    _stop_tree(process)
+    return Finished(returncode=returncode, seconds=time.monotonic() - started, stopped=stopped)
+
+
+def _stop_tree(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the script and all its descendants (torchrun's ranks, spawned children), then
+    SIGKILL whatever is left after GRACE seconds."""
+    pids = [process.pid, *_descendants(process.pid)]
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, signum)
+            except OSError:
+                pass
+        deadline = time.monotonic() + GRACE
+        while time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.1)
+        if process.poll() is not None and not [pid for pid in pids[1:] if alive(pid)]:
+            return
+
+
+def _descendants(root: int) -> list[int]:
+    """Every process below `root` (Linux: from /proc; elsewhere none, and only the script is stopped)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        fields = _stat(int(entry.name))
+        if fields is not None:
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, queue = [], [root]
+    while queue:
+        for child in children.get(queue.pop(), []):
+            found.append(child)
+            queue.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether a process still runs (a zombie, ended but not yet reaped by its parent, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it exists, owned by someone else
+    fields = _stat(pid)
+    return fields is None or fields[0] != "Z"
+
+
+def _stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state, ppid, ...); None without /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            return handle.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
 
 
 @contextmanager

@@ -98,6 +98,23 @@ def observed(
     return stand_in
 
 
+def observed_init(original: Callable[..., None], created: Callable[[Any], None]) -> Callable[..., None]:
+    """A stand-in for a class's `__init__` that calls `created(self)` once the object is built
+    (a failure in `created` never breaks the construction)."""
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        try:
+            created(self)
+        except Exception:  # noqa: BLE001, S110 - observing must never break construction
+            pass
+
+    __init__.__wrapped__ = original  # type: ignore[attr-defined]
+    __init__.__doc__ = original.__doc__
+    __init__.__qualname__ = original.__qualname__
+    return __init__
+
+
 def _call(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any: return function(*args, **kwargs)  # noqa: E704
 
 

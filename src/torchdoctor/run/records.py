@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -24,6 +25,14 @@ ENV_DIR = "TORCHDOCTOR_RUN_DIR"
 #: the pid of the `torchdoctor run` process, so the script's own process knows it is the main one
 ENV_PARENT = "TORCHDOCTOR_RUN_PARENT"
 CONFIG_FILE = "config.json"
+_NUMBERS = re.compile(r"\d+")
+#: record types (besides findings and process summaries) that the runner compares across ranks
+SHARED = ("replicas", "checksums")
+
+
+def collectives_path(folder: Path, pid: int) -> Path:
+    """The state file of one rank's collectives (rewritten whole; see instruments/distributed.py)."""
+    return folder / f"c{pid}.json"
 
 
 class ProcessLog:
@@ -82,6 +91,8 @@ class RunRecords:
 
     findings: list[Finding] = field(default_factory=list)
     processes: list[dict[str, Any]] = field(default_factory=list)
+    #: records the runner compares across ranks (`replicas`, `checksums`; see run/ranks.py)
+    shared: list[dict[str, Any]] = field(default_factory=list)
 
     def total(self, stat: str, role: str | None = None) -> int:
         """The sum of one statistic (`steps`, `backward`, ...) over the processes (of one role)."""
@@ -92,6 +103,7 @@ def read_folder(folder: Path) -> RunRecords:
     """Read and merge every process's records (unreadable lines are skipped, never fatal)."""
     per_process: dict[str, dict[str, Finding]] = {}
     processes: list[dict[str, Any]] = []
+    shared: list[dict[str, Any]] = []
     for path in sorted(folder.glob("p*.jsonl")):
         latest: dict[str, Finding] = {}
         for record in _records(path):
@@ -102,8 +114,11 @@ def read_folder(folder: Path) -> RunRecords:
                     continue
             elif record.get("type") == "process":
                 processes.append(record)
+            elif record.get("type") in SHARED:
+                shared.append(record)
         per_process[path.name] = latest
-    return RunRecords(findings=merge(f for found in per_process.values() for f in found.values()), processes=processes)
+    findings = merge(f for found in per_process.values() for f in found.values())
+    return RunRecords(findings=findings, processes=processes, shared=shared)
 
 
 def _records(path: Path) -> Iterable[dict[str, Any]]:
@@ -124,11 +139,14 @@ def merge(findings: Iterable[Finding]) -> list[Finding]:
     """One finding per (rule, place, message) across processes: ranks seen are kept as evidence.
 
     The same bug in every rank of a distributed job is one finding, not one per rank; a
-    finding seen on a single rank keeps that rank.
+    finding seen on a single rank keeps that rank. Messages that differ only in their numbers
+    ("... for rank 0: 4 5" / "... for rank 1: 4 5", a port, a pid) are the same finding: the
+    lowest rank's message is shown and every rank's is kept in `evidence["messages"]`. `count`
+    is the most times one process saw it.
     """
     groups: dict[tuple[Any, ...], list[Finding]] = {}
-    for finding in findings:
-        groups.setdefault((finding.rule, finding.file, finding.line, finding.message), []).append(finding)
+    for finding in sorted(findings, key=lambda f: (f.rank is None, f.rank or 0)):
+        groups.setdefault((finding.rule, finding.file, finding.line, _NUMBERS.sub("#", finding.message)), []).append(finding)
     merged: list[Finding] = []
     for group in groups.values():
         first = group[0]
@@ -140,5 +158,7 @@ def merge(findings: Iterable[Finding]) -> list[Finding]:
         evidence = dict(first.evidence or {})
         if len(ranks) > 1:
             evidence["ranks"] = ranks
+        if len({f.message for f in group}) > 1:
+            evidence["messages"] = {str(f.rank if f.rank is not None else i): f.message for i, f in enumerate(group)}
         merged.append(replace(first, count=count, rank=ranks[0] if len(ranks) == 1 else None, evidence=evidence or None))
     return merged

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 import torch
@@ -32,6 +33,7 @@ from torchdoctor.run.outcome import Outcome
 from torchdoctor.run.patching import Patches
 
 Emit = Callable[[Finding, str], None]
+Record = Callable[[dict[str, Any]], None]
 T = TypeVar("T")
 
 
@@ -45,9 +47,20 @@ class Session:
 
     _current: ClassVar[Session | None] = None
 
-    def __init__(self, emit: Emit, enabled: frozenset[str] | None = None, detectors: Iterable[type[Detector]] | None = None) -> None:
+    def __init__(
+        self,
+        emit: Emit,
+        enabled: frozenset[str] | None = None,
+        detectors: Iterable[type[Detector]] | None = None,
+        *,
+        record: Record | None = None,
+        folder: Path | None = None,
+    ) -> None:
         self._emit = emit
         self._enabled = enabled
+        self._record = record
+        #: the run folder under `torchdoctor run` (None under `watch()`): for files the runner reads
+        self.folder = folder
         self._found: dict[tuple[Any, ...], Finding] = {}
         self._listeners: list[Emit] = []
         self._patches = Patches()
@@ -78,7 +91,15 @@ class Session:
     # -- life cycle -------------------------------------------------------------------------
 
     @classmethod
-    def start(cls, emit: Emit, enabled: frozenset[str] | None = None, detectors: Iterable[type[Detector]] | None = None) -> Session:
+    def start(
+        cls,
+        emit: Emit,
+        enabled: frozenset[str] | None = None,
+        detectors: Iterable[type[Detector]] | None = None,
+        *,
+        record: Record | None = None,
+        folder: Path | None = None,
+    ) -> Session:
         """Create the process's session and install it (the previous one, if any, is stopped)."""
         if not hasattr(torch, "compiler") or not hasattr(torch.compiler, "is_compiling"):
             raise RuntimeError(f"observing a run needs torch >= 2.3 (this is torch {torch.__version__})")
@@ -87,7 +108,7 @@ class Session:
         from torchdoctor.run.crash.explain import explainers
 
         explainers()  # imported now rather than at exit (see boot._at_exit)
-        session = cls(emit, enabled, detectors)
+        session = cls(emit, enabled, detectors, record=record, folder=folder)
         session.install()
         cls._current = session
         return session
@@ -128,6 +149,9 @@ class Session:
         self._trace = None
         self._ended_traces = []
         self._pending_traces = []
+        for instrument in self._instruments.values():
+            if hasattr(instrument, "after_fork"):
+                instrument.after_fork()
 
     def finish(self, outcome: Outcome) -> None:
         """Let the detectors conclude and write the final counts of repeated findings."""
@@ -172,6 +196,13 @@ class Session:
         self._send(finding, dedup)
         return finding
 
+    def record(self, data: dict[str, Any]) -> None:
+        """Write a record that is not a finding for the runner (under `torchdoctor run` only):
+        what must be compared across ranks is compared there, never through the job's own
+        process group."""
+        if self._record is not None:
+            self._record(data)
+
     def add_listener(self, listener: Emit) -> None:
         """Also hand every new finding to `listener` (used by `watch()` inside `torchdoctor run`)."""
         self._listeners.append(listener)
@@ -208,6 +239,10 @@ class Session:
             found = self._instruments[kind] = kind()
             found.install(self._patches)  # type: ignore[attr-defined]
         return found  # type: ignore[no-any-return]
+
+    def installed(self, kind: type[T]) -> T | None:
+        """The session's instrument of this kind if a detector requested it (never installs one)."""
+        return self._instruments.get(kind)  # type: ignore[return-value]
 
     @property
     def steps(self) -> int:

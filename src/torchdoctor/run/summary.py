@@ -60,6 +60,8 @@ def build(target: Target, finished: Finished, records: RunRecords) -> Report:
     )
     if finished.signal is not None:
         report.meta["signal"] = _signal_name(finished.signal)
+    if finished.stopped is not None:
+        report.meta["stopped"] = finished.stopped
     return report
 
 
@@ -68,7 +70,9 @@ def _displayed(finding: Finding) -> Finding:
 
 
 def _title(target: Target, finished: Finished, records: RunRecords) -> str:
-    if finished.signal is not None:
+    if finished.stopped is not None:
+        end = "stopped by torchdoctor (deadlock)"
+    elif finished.signal is not None:
         end = f"killed by {_signal_name(finished.signal)}"
     else:
         end = f"exit status {finished.exit_status}"
@@ -85,7 +89,9 @@ def _title(target: Target, finished: Finished, records: RunRecords) -> str:
 
 def _notices(finished: Finished, records: RunRecords) -> list[str]:
     notes: list[str] = []
-    if finished.signal == signal.SIGINT:
+    if finished.stopped is not None:
+        notes.append("torchdoctor stopped the job: every rank was waiting in a collective that the others will never call (see TD461)")
+    elif finished.signal == signal.SIGINT:
         notes.append("the script was interrupted (Ctrl-C); the report covers what ran until then")
     elif finished.signal in STOPPED:
         notes.append(f"the script was stopped by {_signal_name(finished.signal or 0)}; the report covers what ran until then")
@@ -105,7 +111,7 @@ def _notices(finished: Finished, records: RunRecords) -> list[str]:
 
 
 def _killed_finding(finished: Finished) -> Finding | None:
-    if finished.signal is None or finished.signal in STOPPED:
+    if finished.signal is None or finished.signal in STOPPED or finished.stopped is not None:
         return None
     name = _signal_name(finished.signal)
     detail, hint = KILL_HINTS.get(name, DEFAULT_KILL_HINT)

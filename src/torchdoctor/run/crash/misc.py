@@ -28,8 +28,9 @@ _UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 
 
 def torchrun_child_failed(crash: Crash, session: Session | None) -> object | None:
-    """torchrun's launcher only relays a rank's failure; that rank reports the real crash."""
-    return SILENT if crash.exc_type == "ChildFailedError" else None
+    """torchrun's launcher only relays a rank's failure (or the signal that stopped the job);
+    the ranks report what happened."""
+    return SILENT if crash.exc_type in ("ChildFailedError", "SignalException") else None
 
 
 def weights_only(crash: Crash, session: Session | None) -> Explanation | None:

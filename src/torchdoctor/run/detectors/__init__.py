@@ -7,12 +7,15 @@ To add one: write a `Detector` subclass in a module here and list it in `DETECTO
 from __future__ import annotations
 
 from torchdoctor.run.detector import Detector
+from torchdoctor.run.detectors.collectives import CollectiveSequence
 from torchdoctor.run.detectors.data import WorkerFunctionsPicklable
+from torchdoctor.run.detectors.ddp import DDPUnusedParameters
 from torchdoctor.run.detectors.gradients import ParametersWithoutGradient
 from torchdoctor.run.detectors.loss import LossInputs
 from torchdoctor.run.detectors.numerics import NonFiniteLoss
 from torchdoctor.run.detectors.optimizer import GradientResets, OptimizerCoverage, StepsWithoutGradients
 from torchdoctor.run.detectors.registration import UnregisteredTrainables
+from torchdoctor.run.detectors.replicas import ReplicaChecksums
 from torchdoctor.run.detectors.silent_bugs import SILENT_BUG_DETECTORS
 
 DETECTORS: tuple[type[Detector], ...] = (
@@ -24,5 +27,8 @@ DETECTORS: tuple[type[Detector], ...] = (
     LossInputs,
     NonFiniteLoss,
     WorkerFunctionsPicklable,
+    CollectiveSequence,
+    ReplicaChecksums,
+    DDPUnusedParameters,
     *SILENT_BUG_DETECTORS,
 )

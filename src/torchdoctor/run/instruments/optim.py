@@ -18,7 +18,7 @@ from torch.optim.optimizer import Optimizer, register_optimizer_step_post_hook, 
 
 from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.run.events import Location, Step, ZeroGrad
-from torchdoctor.run.patching import Patches, observed
+from torchdoctor.run.patching import Patches, observed, observed_init
 
 
 @dataclass
@@ -46,7 +46,7 @@ class OptimizerIndex:
     def install(self, patches: Patches) -> None:
         patches.hold(register_optimizer_step_pre_hook(self._pre))
         patches.hold(register_optimizer_step_post_hook(self._post))
-        patches.set(Optimizer, "__init__", _observed_init(Optimizer.__init__, self._created))
+        patches.set(Optimizer, "__init__", observed_init(Optimizer.__init__, self._created))
         for owner in (Optimizer, nn.Module):
             original = owner.zero_grad
             patches.set(owner, "zero_grad", observed(original, self._zero_grad, skip=torch.compiler.is_compiling))
@@ -76,20 +76,6 @@ class OptimizerIndex:
         owner = args[0] if args else kwargs.get("self")
         set_to_none = kwargs.get("set_to_none", args[1] if len(args) > 1 else True)
         self._on_zero_grad(owner, bool(set_to_none))
-
-
-def _observed_init(original: Callable[..., None], created: Callable[[Optimizer], None]) -> Callable[..., None]:
-    def __init__(self: Optimizer, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
-        try:
-            created(self)
-        except Exception:  # noqa: BLE001, S110 - observing must never break construction
-            pass
-
-    __init__.__wrapped__ = original  # type: ignore[attr-defined]
-    __init__.__doc__ = original.__doc__
-    __init__.__qualname__ = original.__qualname__
-    return __init__
 
 
 def params_of(optimizer: Optimizer) -> Iterator[torch.Tensor]:

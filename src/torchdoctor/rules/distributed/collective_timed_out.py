@@ -1,0 +1,58 @@
+"""TD462 collective-timed-out."""
+
+from torchdoctor.core.finding import Category, Severity
+from torchdoctor.core.rule import Rule
+
+RULE = Rule(
+    code="TD462",
+    name="collective-timed-out",
+    category=Category.DISTRIBUTED,
+    severity=Severity.ERROR,
+    proof="run",
+    message="`{op}` failed {how}{others}",
+    hint="Find what the other ranks were doing: a rank that crashed, is stuck, or does much longer work alone (evaluation, saving) before the collective; raise the process group's `timeout=` if that work is legitimate.",
+    doc="""
+## What it does
+Explains a collective that failed because the other ranks did not join it: gloo's "Timed out
+waiting ... for recv operation to complete" after the process group's timeout, or "Connection
+closed by peer" when another rank exited or crashed while this one waited. It points at the
+line of your code that called the collective and, under `torchdoctor run`, says where every
+other rank was: its last collective and its line, or that it had exited. When the ranks simply
+called different collectives, the finding is TD461 (collectives-out-of-order) instead.
+
+## Why is this bad?
+The exception names neither the collective nor the missing rank. A timeout set short (to fail
+fast) turns any long single-rank work before a collective (rank 0 evaluating or writing a
+checkpoint while the others wait in `barrier()`) into a crash.
+
+## Example
+```python
+# torchrun --nproc-per-node 2
+import datetime
+import time
+
+import torch.distributed as dist
+
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=4))
+if dist.get_rank() == 0:
+    time.sleep(6)  # rank 0 alone: evaluation, a checkpoint...
+dist.barrier()
+dist.destroy_process_group()
+```
+
+Use instead:
+```python
+# torchrun --nproc-per-node 2
+import datetime
+import time
+
+import torch.distributed as dist
+
+dist.init_process_group("gloo", timeout=datetime.timedelta(minutes=10))
+if dist.get_rank() == 0:
+    time.sleep(6)  # rank 0 alone: evaluation, a checkpoint...
+dist.barrier()
+dist.destroy_process_group()
+```
+""",
+)

@@ -1,0 +1,287 @@
+"""What torch.distributed does in this process: the process group, DDP wrappers, and every
+collective the program calls, in order.
+
+Why a list of collectives: a collective completes only when every rank of its group calls it,
+in the same order. When one rank calls `all_reduce` under `if rank == 0:` while the others call
+`barrier`, the job hangs (or, when the two calls happen to match, silently pairs the wrong
+tensors). Each rank keeps its own sequence (op, shape, group, the user's line): appending to
+an array is all a call costs, and nothing is sent to the other ranks. The runner compares the
+ranks' sequences (run/ranks.py), at the end or while they hang.
+
+The sequence reaches the runner through a state file per process in the run folder, written at
+`init_process_group`, at exit, and by a watchdog thread when a collective has been waiting for
+more than `WAITING_AFTER` seconds (so a rank that hangs, or is killed while hanging, has already
+said where it was). The watchdog only reads Python state and writes a file: it never touches
+torch or the process group.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import threading
+import time
+import weakref
+from array import array
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from torchdoctor.core.locate import caller_in_user_code
+from torchdoctor.run.events import Location
+from torchdoctor.run.patching import Patches, observed, observed_init
+from torchdoctor.run.records import collectives_path
+
+#: collective -> the argument whose shape every rank must agree on (None: no tensor to compare)
+COLLECTIVES: dict[str, str | None] = {
+    "all_reduce": "tensor",
+    "reduce": "tensor",
+    "broadcast": "tensor",
+    "all_gather": "tensor",
+    "all_gather_into_tensor": "input_tensor",
+    "gather": "tensor",
+    "scatter": "tensor",
+    "reduce_scatter": "output",
+    "reduce_scatter_tensor": "input",
+    "all_to_all": None,
+    "all_to_all_single": None,
+    "barrier": None,
+    "monitored_barrier": None,
+    "all_gather_object": None,
+    "broadcast_object_list": None,
+    "gather_object": None,
+    "scatter_object_list": None,
+}
+ROOTS = ("src", "dst", "group_src", "group_dst")
+#: seconds a collective waits before the watchdog writes where this rank is
+WAITING_AFTER = 2.0
+#: how often the watchdog looks
+TICK = 0.25
+#: calls written to the state file (the most recent ones; a hang is near the end)
+WINDOW = 4096
+
+
+class DistributedIndex:
+    """The process group, DDP instances, and the ordered collectives of this process."""
+
+    def __init__(self) -> None:
+        self.folder: Path | None = None
+        self.rank: int | None = None
+        self.world = 1
+        self.timeout: float | None = None
+        #: DDP wrapper -> the user's line that built it
+        self.ddp: weakref.WeakKeyDictionary[nn.Module, Location | None] = weakref.WeakKeyDictionary()
+        #: descriptors (op, shape, dtype, group, root, file, line) by id, and the calls in order
+        self.descriptors: list[tuple[Any, ...]] = []
+        self._ids: dict[tuple[Any, ...], int] = {}
+        self.calls = array("I")
+        #: data pointers of tensors all-reduced since the last optimizer step (gradients averaged by
+        #: hand: `dist.all_reduce(p.grad)`, or `p.grad.data`, which shares the memory) -> the line
+        self.reduced: dict[int, Location | None] = {}
+        self._groups: dict[int, tuple[int, ...]] = {}
+        self._local = threading.local()
+        self._waiting: tuple[int, float] | None = None  # (index of the call, monotonic start)
+        self._written_waiting: int | None = None
+        self._watchdog: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self.finished = False
+        #: the program ended normally (not by an exception): a shorter sequence is then final
+        self.completed = False
+
+    # -- installation ---------------------------------------------------------------------------
+
+    def install(self, patches: Patches) -> None:
+        if not dist.is_available():
+            return
+        modules = [dist, dist.distributed_c10d]
+        for name, shaped in COLLECTIVES.items():
+            original = getattr(dist.distributed_c10d, name, None)
+            if original is None:
+                continue
+            stand_in = observed(original, self._before(name, original, shaped), self._after, skip=_skip)
+            for module in modules:
+                if getattr(module, name, None) is original:
+                    patches.set(module, name, stand_in)
+        init = dist.distributed_c10d.init_process_group
+        stand_in = observed(init, self._initialising, self._initialised, skip=_skip)
+        for module in modules:
+            if getattr(module, "init_process_group", None) is init:
+                patches.set(module, "init_process_group", stand_in)
+        ddp = nn.parallel.DistributedDataParallel
+        patches.set(ddp, "__init__", observed_init(ddp.__init__, self._ddp_built))
+        if dist.is_initialized():  # the program initialised torch.distributed before importing... us
+            self._initialised()
+
+    def attach(self, folder: Path | None) -> None:
+        """Where the state file goes (None under `watch()`: the sequence stays in memory)."""
+        self.folder = folder
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def _initialising(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        timeout = kwargs.get("timeout", args[2] if len(args) > 2 else None)
+        if timeout is None:  # torch's defaults: 10 minutes for nccl, 30 for the others
+            backend = str(kwargs.get("backend", args[0] if args else "") or "")
+            default = "default_pg_nccl_timeout" if "nccl" in backend else "default_pg_timeout"
+            timeout = getattr(dist.distributed_c10d, default, None)
+        self.timeout = timeout.total_seconds() if hasattr(timeout, "total_seconds") else None
+
+    def _initialised(self) -> None:
+        if not dist.is_initialized():
+            return
+        self.rank, self.world = dist.get_rank(), dist.get_world_size()
+        self.write()
+        self._start_watchdog()
+
+    def _before(self, op: str, original: Callable[..., Any], shaped: str | None) -> Callable[[tuple[Any, ...], dict[str, Any]], None]:
+        names = list(inspect.signature(original).parameters)
+        positions = {name: names.index(name) for name in ("group", shaped, *ROOTS) if name and name in names}
+        roots = [name for name in ROOTS if name in positions]
+
+        def argument(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            if name in kwargs:
+                return kwargs[name]
+            index = positions.get(name)
+            return args[index] if index is not None and index < len(args) else None
+
+        def before(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+            depth = getattr(self._local, "depth", 0)
+            self._local.depth = depth + 1
+            if depth:
+                return  # a collective made by another one (all_gather_object's all_gather)
+            tensor = argument(shaped, args, kwargs) if shaped else None
+            shape = dtype = None
+            if isinstance(tensor, torch.Tensor):
+                shape, dtype = tuple(tensor.shape), tensor.dtype
+            root = None
+            for name in roots:
+                value = argument(name, args, kwargs)
+                if value is not None:
+                    root = f"{name}={value}"
+                    break
+            site = caller_in_user_code()
+            index = self.record(op, shape, dtype, self._group(argument("group", args, kwargs)), root, site)
+            self._waiting = (index, time.monotonic())
+            if op == "all_reduce" and tensor is not None:
+                self.reduced[tensor.data_ptr()] = site
+
+        return before
+
+    def _after(self) -> None:
+        depth = getattr(self._local, "depth", 1) - 1
+        self._local.depth = max(depth, 0)
+        if depth == 0:
+            self._waiting = None
+
+    def _ddp_built(self, module: nn.Module) -> None:
+        site = caller_in_user_code()
+        self.ddp[module] = site
+        group = getattr(module, "process_group", None)
+        self.record("DistributedDataParallel", None, None, self._group(group), None, site)
+
+    def record(self, op: str, shape: tuple[int, ...] | None, dtype: Any, group: tuple[int, ...] | None,
+               root: str | None, site: Location | None) -> int:
+        """Append one call to the sequence; returns its index."""
+        key = (op, shape, dtype, group, root, *(site or (None, None)))
+        ident = self._ids.get(key)
+        if ident is None:
+            ident = self._ids[key] = len(self.descriptors)
+            self.descriptors.append(key)
+        self.calls.append(ident)
+        return len(self.calls) - 1
+
+    def _group(self, group: Any) -> tuple[int, ...] | None:
+        """The global ranks of a group (None: the default group, every rank)."""
+        if group is None or group is dist.GroupMember.WORLD:
+            return None
+        ranks = self._groups.get(id(group))
+        if ranks is None:
+            try:
+                ranks = tuple(dist.get_process_group_ranks(group))
+            except Exception:  # noqa: BLE001 - an unusual group object: compare it as its own group
+                ranks = (-1 - len(self._groups),)
+            self._groups[id(group)] = ranks
+        return ranks
+
+    # -- the state file ---------------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        calls = self.calls
+        start = max(0, len(calls) - WINDOW)
+        window = calls[start:].tolist()
+        before: dict[str, int] = {}
+        for ident in calls[:start]:
+            group = str(self.descriptors[ident][3])
+            before[group] = before.get(group, 0) + 1
+        used = sorted(set(window))
+        waiting = self._waiting
+        return {
+            "pid": os.getpid(),
+            "rank": self.rank,
+            "world": self.world,
+            "timeout": self.timeout,
+            "start": start,
+            "before": before,
+            "calls": window,
+            "descriptors": {str(i): _describe(self.descriptors[i]) for i in used},
+            "waiting": {"index": waiting[0], "seconds": round(time.monotonic() - waiting[1], 1)} if waiting else None,
+            "finished": self.finished,
+            "completed": self.completed,
+        }
+
+    def write(self) -> None:
+        if self.folder is None or self.rank is None:
+            return
+        path = collectives_path(self.folder, os.getpid())
+        with self._lock:
+            try:
+                temporary = path.with_suffix(".tmp")
+                temporary.write_text(json.dumps(self.state()), encoding="utf-8")
+                os.replace(temporary, path)
+            except (OSError, RuntimeError, ValueError):
+                pass  # the run folder is gone, or the array changed while copied: the next write says it
+
+    def finish(self, completed: bool) -> None:
+        self.finished = True
+        self.completed = completed
+        self._waiting = None
+        self.write()
+
+    def _start_watchdog(self) -> None:
+        if self._watchdog is not None or self.folder is None:
+            return
+        self._watchdog = threading.Thread(target=self._watch, name="torchdoctor-collectives", daemon=True)
+        self._watchdog.start()
+
+    def _watch(self) -> None:
+        """Write the state when a collective has waited long, and again when it is over."""
+        while not self.finished:
+            time.sleep(TICK)
+            waiting = self._waiting
+            if waiting is not None and time.monotonic() - waiting[1] >= WAITING_AFTER:
+                if self._written_waiting != waiting[0]:
+                    self._written_waiting = waiting[0]
+                    self.write()
+            elif self._written_waiting is not None:
+                self._written_waiting = None
+                self.write()
+
+    def after_fork(self) -> None:
+        """A forked child (a DataLoader worker) is no rank of the job: it writes nothing."""
+        self.folder = None
+        self._watchdog = None
+
+
+def _describe(descriptor: tuple[Any, ...]) -> list[Any]:
+    """A descriptor as JSON: the dtype by its short name (`float32`)."""
+    op, shape, dtype, *rest = descriptor
+    return [op, shape, str(dtype).replace("torch.", "") if dtype is not None else None, *rest]
+
+
+def _skip() -> bool:
+    return torch.compiler.is_compiling()
