@@ -1,10 +1,12 @@
 """`torchdoctor dist` end to end with real processes and real torch.distributed (gloo).
 
 Ports are chosen by the kernel (bind to port 0), so parallel test runs do not collide. The
-wall-time bounds are the command's functional requirement (a broken rendezvous is reported within
-15 s on an idle machine: 12 s with the default timeout); the tests allow more, because many ranks
-importing torch at once on a loaded 2-core machine take longer to start, and the deadlines give
-every rank 3 s after its import. The bounds themselves come from explicit deadlines, not luck.
+wall-time bound is the command's functional requirement: a broken rendezvous is reported within
+15 s of the tool's start. It comes from explicit deadlines (docs/dist.md, "How it stays
+bounded"): the rendezvous gets 6 s from the start (8 s for ranks other than 0), and every rank
+at least 3 s (5 s) after it has imported torch. Only a start-up slower than that (a rank that
+needs more than 9.5 s to start Python and import torch, on a machine loaded by other tests) may
+push the report past 15 s, by exactly that much: `within_bound` allows that and nothing else.
 """
 
 from __future__ import annotations
@@ -31,6 +33,13 @@ def dist(*args: str, env: dict[str, str] | None = None, launcher: list[str] | No
     started = time.monotonic()
     done = subprocess.run([*command, "dist", *args], capture_output=True, text=True, env={**base, **(env or {})}, timeout=120)
     return done, time.monotonic() - started
+
+
+def within_bound(seconds: float, report: dict[str, object]) -> bool:
+    """Reported within 15 s of the start; later only by as much as start-up took beyond 9.5 s."""
+    ranks = report["distributed"]["ranks"]  # type: ignore[index]
+    startup = max((r.get("ready_seconds") or 0.0) for r in ranks)
+    return seconds < 15.0 + max(0.0, startup - 9.5)
 
 
 def launched(rank: int, world: int, port: int) -> dict[str, str]:
@@ -66,21 +75,29 @@ def test_under_torchrun_only_rank_0_prints() -> None:
     assert done.stdout.count("torchdoctor dist: 0 errors") == 1
 
 
-def test_a_missing_rank_is_named_within_seconds() -> None:
-    done, seconds = dist("--timeout", "3", "--format", "json", env=launched(0, 2, free_port()))
+def test_a_missing_rank_is_named_within_15_seconds() -> None:
+    done, seconds = dist("--format", "json", env=launched(0, 2, free_port()))
     assert done.returncode == 1
-    (finding,) = json.loads(done.stdout)["findings"]
+    report = json.loads(done.stdout)
+    (finding,) = report["findings"]
     assert finding["rule"] == "TD704" and finding["message"].startswith("rank 1 never reached the rendezvous store")
-    assert seconds < 20
+    assert within_bound(seconds, report), (seconds, report["distributed"]["ranks"])
+
+
+def test_a_shorter_rendezvous_timeout_is_obeyed() -> None:
+    done, _ = dist("--timeout", "3", "--format", "json", env=launched(0, 2, free_port()))
+    report = json.loads(done.stdout)
+    assert [f["rule"] for f in report["findings"]] == ["TD704"] and report["distributed"]["rendezvous_timeout"] == 3
 
 
 def test_a_port_nobody_listens_on_is_reported_within_15_seconds_with_the_default_timeout(tmp_path: Path) -> None:
     done, seconds = dist("--no-color", "--output", str(tmp_path / "report.json"), env=launched(1, 2, free_port()))
     assert done.returncode == 1
     assert "TD703 [error] rank 1 on" in done.stdout and "the connection was refused: nothing listens there" in done.stdout
-    assert seconds < 20
     (written,) = tmp_path.iterdir()  # rank 1 writes beside rank 0's file, never over it
-    assert written.name == "report.rank1.json" and json.loads(written.read_text())["findings"][0]["rank"] == 1
+    report = json.loads(written.read_text())
+    assert written.name == "report.rank1.json" and report["findings"][0]["rank"] == 1
+    assert within_bound(seconds, report), (seconds, report["distributed"]["ranks"])
 
 
 def test_a_port_in_use_on_the_master() -> None:

@@ -51,6 +51,7 @@ class RankFacts:
     rng: str | None = None  # fingerprint of the default torch generator's state
     interfaces: list[str] = field(default_factory=list)
     socket_ifname: dict[str, str] = field(default_factory=dict)  # GLOO_/NCCL_SOCKET_IFNAME as set
+    ready_seconds: float | None = None  # from the start of the preflight to this rank's torch being imported
     duplicates: int = 1  # processes that claimed this RANK
     connect: str | None = None  # why the store could not be reached: refused, timeout, unresolvable, in use, no answer
     store_error: str | None = None
@@ -70,7 +71,8 @@ class DistFacts:
     master_resolves: bool | None = None
     agent_store: bool = False  # the launcher (torchrun) hosts the store, not rank 0
     world_size: int | None = None
-    timeout: float = 10.0
+    timeout: float = 10.0  # of each collective
+    rendezvous_timeout: float | None = None  # from the start (None: facts written before it existed: `timeout`)
     backends: list[str] = field(default_factory=list)
     missing: list[int] = field(default_factory=list)  # ranks that never reached the store (rank 0's view)
     rendezvous_seconds: float | None = None

@@ -13,18 +13,18 @@ from torchdoctor.dist.verdicts import judge_by_group, launch_problems
 from torchdoctor.env.redact import redact_variables
 
 
-def preflight(*, started: float, environ: Mapping[str, str], nproc: int | None, timeout: float,
+def preflight(*, started: float, environ: Mapping[str, str], nproc: int | None, timeout: float, rendezvous: float,
               sizes: Sequence[int], backend: str = "auto", hang_rank: int | None = None) -> Report | None:
     """The report to print, or None for a launched rank other than 0 that has nothing of its own to say."""
     if nproc is not None:
         environments = coordinator.standalone_environments(nproc, launch.free_port(), environ)
-        base = _base(environments[0], "standalone", timeout)
+        base = _base(environments[0], "standalone", timeout, rendezvous)
     else:
         environments = [dict(environ)]
-        base = _base(environ, "launcher", timeout)
+        base = _base(environ, "launcher", timeout, rendezvous)
         if launch_problems(base) or base.master_resolves is False:
             return _report(base)
-    plan = coordinator.Plan(environments=environments, deadline=started + timeout, rendezvous=timeout,
+    plan = coordinator.Plan(environments=environments, deadline=started + rendezvous, rendezvous=rendezvous,
                             timeout=timeout, sizes=sizes, backend=backend, hang_rank=hang_rank)
     facts = assemble(base, coordinator.run(plan))
     own_rank = launch.integer(environ.get("RANK")) if nproc is None else 0
@@ -33,14 +33,14 @@ def preflight(*, started: float, environ: Mapping[str, str], nproc: int | None, 
     return _report(facts)
 
 
-def _base(environ: Mapping[str, str], mode: str, timeout: float) -> DistFacts:
+def _base(environ: Mapping[str, str], mode: str, timeout: float, rendezvous: float) -> DistFacts:
     env = redact_variables(launch.launch_env(environ))
     addr = env.get("MASTER_ADDR")
     ips = launch.resolve(addr) if addr else None
     return DistFacts(
         mode=mode, launch=env, master_ips=ips or [], master_resolves=None if not addr else ips is not None,
         agent_store=env.get("TORCHELASTIC_USE_AGENT_STORE") == "True", world_size=launch.integer(env.get("WORLD_SIZE")),
-        timeout=timeout,
+        timeout=timeout, rendezvous_timeout=rendezvous,
     )
 
 

@@ -111,7 +111,7 @@ def _rendezvous(facts: DistFacts) -> str:
     joined = sum(1 for r in facts.ranks if r.arrived)
     host = "the launcher's store" if facts.agent_store else "rank 0's TCPStore"
     took = f" {facts.rendezvous_seconds:.1f} s after start" if facts.rendezvous_seconds is not None else ""
-    return f"{joined}/{world} ranks joined{took} through {host} (timeout {facts.timeout:g} s)"
+    return f"{joined}/{world} ranks joined{took} through {host} (timeout {facts.rendezvous_timeout or facts.timeout:g} s)"
 
 
 def _consistency(facts: DistFacts) -> str:

@@ -118,7 +118,7 @@ def never_arrived(facts: DistFacts) -> Iterator[Finding]:
     arrived = (facts.world_size or 0) - len(facts.missing)
     yield NEVER_ARRIVED.finding(
         which=_plural(missing), arrived=arrived, world=facts.world_size, master=master,
-        seconds=f"{facts.rendezvous_seconds or facts.timeout:.0f}",
+        seconds=f"{facts.rendezvous_seconds or facts.rendezvous_timeout or facts.timeout:.0f}",
         evidence={"missing": missing},
     )
 

@@ -22,7 +22,9 @@ import platform
 import socket
 import statistics
 import sys
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from torchdoctor.dist import launch
@@ -59,6 +61,15 @@ class Worker:
         self.environ = environ
         self.store: Any = None
         self.timeout = datetime.timedelta(seconds=args.timeout)
+        self.hosts_store = self.rank == 0 and not self.agent_store
+        self._probe: str | None = "refused"
+        self._prober: threading.Thread | None = None
+        if not self.hosts_store:  # reach for the store while torch imports: the two waits overlap
+            self._prober = threading.Thread(target=self._reach_store, name="reach-store", daemon=True)
+            self._prober.start()
+
+    def _reach_store(self) -> None:
+        self._probe = wait_for_port(self.addr, self.port, lambda: self.deadline)
 
     # -- facts -------------------------------------------------------------------------------
     def facts(self) -> dict[str, Any]:
@@ -91,10 +102,11 @@ class Worker:
         return facts
 
     # -- store ------------------------------------------------------------------------------
-    def ready(self) -> None:
+    def ready(self, facts: dict[str, Any]) -> None:
         """torch is imported: make sure the deadlines leave time to meet the others."""
         margin = FOLLOWER_MARGIN if self.rank else 0.0
         self.deadline = max(self.deadline, time.time() + MIN_WAIT_AFTER_READY + margin)
+        facts["ready_seconds"] = round(time.time() - (self.args.deadline - self.args.rendezvous), 3)
 
     def remaining(self) -> float:
         return max(0.1, self.deadline - time.time())
@@ -103,9 +115,10 @@ class Worker:
         """Host the store (rank 0, unless the launcher does) or reach it; False after reporting why not."""
         from torch.distributed import TCPStore
 
-        host = self.rank == 0 and not self.agent_store
-        if not host:
-            kind = wait_for_port(self.addr, self.port, self.deadline)
+        host = self.hosts_store
+        if self._prober is not None:
+            self._prober.join()
+            kind = self._probe
             if kind is not None:
                 waited = self.deadline - (self.args.deadline - self.args.rendezvous)
                 emit("store_failed", connect=kind, error=describe_connect(kind, self.addr, self.port, waited))
@@ -312,11 +325,13 @@ def _prefix_store(store: Any, prefix: str) -> Any:
     return PrefixStore(prefix, store)
 
 
-def wait_for_port(addr: str, port: int, deadline: float) -> str | None:
-    """Connect to addr:port until it answers or `deadline`; None when it does, else why not."""
+def wait_for_port(addr: str, port: int, deadline: float | Callable[[], float]) -> str | None:
+    """Connect to addr:port until it answers or `deadline` (epoch seconds, or a function giving
+    them: a deadline that may move later); None when it answers, else why not."""
     kind = "refused"
+    until = deadline if callable(deadline) else lambda: deadline
     while True:
-        left = deadline - time.time()
+        left = until() - time.time()
         if left <= 0:
             return kind
         try:
@@ -330,7 +345,7 @@ def wait_for_port(addr: str, port: int, deadline: float) -> str | None:
             kind = "refused"
         except OSError as exc:
             kind = "unreachable" if exc.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH) else "refused"
-        time.sleep(min(0.2, max(0.0, deadline - time.time())))
+        time.sleep(min(0.2, max(0.0, until() - time.time())))
 
 
 def describe_connect(kind: str, addr: str, port: int, waited: float) -> str:
@@ -361,7 +376,7 @@ def main(argv: list[str]) -> None:
     worker = Worker(args, dict(os.environ))
     try:
         facts = worker.facts()
-        worker.ready()
+        worker.ready(facts)
         emit("facts", facts=facts)
         if not worker.connect():
             return
