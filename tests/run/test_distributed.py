@@ -95,6 +95,28 @@ dist.destroy_process_group()
 """
 
 
+LOCAL_SGD = """
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+from torch.distributed.algorithms.ddp_comm_hooks.post_localSGD_hook import PostLocalSGDState, post_localSGD_hook
+
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+model = nn.parallel.DistributedDataParallel(nn.Linear(8, 4))
+state = PostLocalSGDState(process_group=None, subgroup=dist.new_subgroups(group_size=1)[0], start_localSGD_iter=2)
+model.register_comm_hook(state, post_localSGD_hook)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(16, 8) + dist.get_rank(), torch.randint(0, 4, (16,))
+for step in range(6):
+    optimizer.zero_grad()
+    F.cross_entropy(model(x), y).backward()
+    optimizer.step()
+dist.destroy_process_group()
+"""
+
+
 def test_replicas_that_diverge_name_the_parameter_step_and_cause(write) -> None:  # type: ignore[no-untyped-def]
     script = write("diverging.py", DIVERGING)
     ran = run_job(script)
@@ -106,6 +128,8 @@ def test_replicas_that_diverge_name_the_parameter_step_and_cause(write) -> None:
     assert by_hand["line"] == line_of(script, "second = torch.optim.SGD")
     assert "before the first optimizer step" in by_hand["message"] and "the ranks start from different weights" in by_hand["message"]
     assert f"diverging.py:{line_of(script, 'dist.all_reduce(p.grad)')}" in by_hand["message"]
+    local_sgd = run_job(write("local_sgd.py", LOCAL_SGD))  # replicas that drift on purpose between averagings
+    assert local_sgd.report["meta"]["exit_status"] == 0 and local_sgd.report["findings"] == []
 
 
 ORDER = """

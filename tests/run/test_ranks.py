@@ -21,7 +21,7 @@ SCRIPT = "/job/train.py"
 
 
 def rank_state(folder: Path, rank: int, calls: list[tuple[Any, ...]], *, waiting: bool = False, running: bool = False,
-               completed: bool = True, pid: int | None = None, world: int = 2) -> None:
+               completed: bool | None = True, pid: int | None = None, world: int = 2) -> None:
     """Write one rank's state file with the real writer. `calls`: (op, line) or (op, line, shape, group)."""
     index = DistributedIndex()
     index.attach(folder)
@@ -184,3 +184,12 @@ def test_the_same_finding_on_several_ranks_merges_even_when_numbers_differ() -> 
     (merged,) = merge([crash(1), crash(0)])
     assert merged.message == "grad for rank 0: 4 5" and merged.rank is None
     assert merged.evidence == {"ranks": [0, 1], "messages": {"0": "grad for rank 0: 4 5", "1": "grad for rank 1: 4 5"}}
+
+
+def test_a_rank_started_by_fork_ended_normally_unless_it_crashed(tmp_path: Path) -> None:
+    rank_state(tmp_path, 0, [("all_reduce", 10), ("all_reduce", 11)], waiting=True)
+    rank_state(tmp_path, 1, [("all_reduce", 11)], completed=None)  # how a forked rank ended is not known
+    (finding,) = ranks.collective_findings(tmp_path, [], stopped=None)
+    assert finding.rule == "TD461" and finding.line == 10
+    crash = Finding("TD001", "script-crashed", Category.API, Severity.ERROR, "m", "h", SCRIPT, 30, rank=1, evidence={"exception": "E"})
+    assert [f.rule for f in ranks.collective_findings(tmp_path, [crash], stopped=None)] == ["TD001"]

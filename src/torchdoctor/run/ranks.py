@@ -84,7 +84,7 @@ class RankState:
     waiting: Call | None
     waited: float
     finished: bool
-    completed: bool
+    completed: bool | None  # None: not known (a rank started by fork)
     alive: bool
 
     @property
@@ -100,7 +100,7 @@ class RankState:
     def ended_normally(self) -> bool:
         """It ran to its end without an exception: the calls it did not make, it never makes.
         (A rank that crashed or was killed stopped early: its crash is the story, not the order.)"""
-        return self.finished and self.completed
+        return self.finished and self.completed is True
 
 
 def read_states(folder: Path) -> list[RankState]:
@@ -137,7 +137,7 @@ def _state(data: dict[str, Any]) -> RankState:
     return RankState(
         pid=int(data["pid"]), rank=int(data["rank"]), world=int(data["world"]), timeout=data.get("timeout"),
         calls=calls, waiting=by_absolute.get(int(waiting["index"])) if waiting and not finished else None,
-        waited=float(waiting["seconds"]) if waiting else 0.0, finished=finished, completed=bool(data.get("completed")),
+        waited=float(waiting["seconds"]) if waiting else 0.0, finished=finished, completed=data.get("completed"),
         alive=alive(int(data["pid"])),
     )
 
@@ -274,6 +274,10 @@ def collective_findings(folder: Path, findings: list[Finding], stopped: str | No
     states = read_states(folder)
     if len(states) < 2:
         return findings
+    crashed = {rank for f in findings if (f.evidence or {}).get("exception") for rank in _ranks_of(f)}
+    for state in states:
+        if state.finished and state.completed is None:  # a forked rank: it ended normally unless it crashed
+            state.completed = state.rank not in crashed
     failed = [f for f in findings if f.rule == TIMED_OUT.code]
     kept = [f for f in findings if f.rule != TIMED_OUT.code]
     added: list[Finding] = []

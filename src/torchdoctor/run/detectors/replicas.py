@@ -32,6 +32,9 @@ from torchdoctor.run.outcome import Outcome
 
 #: after the first steps, the checked steps are the powers of two up to EVERY, then its multiples
 EVERY = 1024
+#: DDP communication hooks that still give every rank the same averaged gradient (others, such
+#: as post-local-SGD's, let the replicas drift on purpose between periodic averagings)
+SYNCHRONISING_HOOKS = frozenset({"allreduce_hook", "fp16_compress_hook", "bf16_compress_hook", "powerSGD_hook", "batched_powerSGD_hook"})
 #: the sum written for a gradient that is None
 NO_GRAD = -(2**62)
 _INTEGER = {8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.int8}
@@ -137,6 +140,9 @@ class ReplicaChecksums(Detector):
         self._decided += 1
         in_ddp: dict[int, Any] = {}
         for ddp, built_at in list(self.index.ddp.items()):
+            hooks = {getattr(hook, "__name__", "") for hook, _ in getattr(ddp, "_comm_hooks", ())}
+            if hooks - SYNCHRONISING_HOOKS:
+                continue  # a communication hook of its own: replicas may differ by design
             ignored = set(getattr(ddp, "parameters_to_ignore", ()) or ())
             for name, p in getattr(ddp, "module", ddp).named_parameters():
                 if name not in ignored:

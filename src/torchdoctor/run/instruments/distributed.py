@@ -91,7 +91,9 @@ class DistributedIndex:
         self._lock = threading.Lock()
         self.finished = False
         #: the program ended normally (not by an exception): a shorter sequence is then final
-        self.completed = False
+        #: (None: not known, for a rank started by fork)
+        self.completed: bool | None = False
+        self._forked = False
 
     # -- installation ---------------------------------------------------------------------------
 
@@ -136,7 +138,14 @@ class DistributedIndex:
             return
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
         self.write()
-        self._start_watchdog()
+        if self.world > 1:
+            self._start_watchdog()
+            if self._forked:
+                # a rank started by fork ends with os._exit, after multiprocessing's finalizers
+                # but without atexit: write its last calls then (how it ended is not known)
+                from multiprocessing import util
+
+                util.Finalize(None, self.finish, args=(None,), exitpriority=10)
 
     def _before(self, op: str, original: Callable[..., Any], shaped: str | None) -> Callable[[tuple[Any, ...], dict[str, Any]], None]:
         names = list(inspect.signature(original).parameters)
@@ -235,7 +244,7 @@ class DistributedIndex:
         }
 
     def write(self) -> None:
-        if self.folder is None or self.rank is None:
+        if self.folder is None or self.rank is None or self.world < 2:
             return
         path = collectives_path(self.folder, os.getpid())
         with self._lock:
@@ -246,7 +255,7 @@ class DistributedIndex:
             except (OSError, RuntimeError, ValueError):
                 pass  # the run folder is gone, or the array changed while copied: the next write says it
 
-    def finish(self, completed: bool) -> None:
+    def finish(self, completed: bool | None) -> None:
         self.finished = True
         self.completed = completed
         self._waiting = None
@@ -272,8 +281,12 @@ class DistributedIndex:
                 self.write()
 
     def after_fork(self) -> None:
-        """A forked child (a DataLoader worker) is no rank of the job: it writes nothing."""
-        self.folder = None
+        """A forked child (a DataLoader worker, or a rank started with the fork method) starts
+        afresh: it is no rank until it initialises a process group of its own."""
+        self.rank, self.world = None, 1
+        self._forked = True
+        self.calls = array("I")
+        self._waiting = self._written_waiting = None
         self._watchdog = None
 
 
