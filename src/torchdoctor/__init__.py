@@ -12,12 +12,12 @@ from torchdoctor.core.finding import Category, Finding, Severity
 from torchdoctor.core.report import Report
 
 if TYPE_CHECKING:
-    from torchdoctor.check.api import check
+    from torchdoctor.health.api import check
     from torchdoctor.run.watch import watch
 
 __all__ = ["Category", "Finding", "Report", "Severity", "__version__", "check", "watch"]
 
-_LAZY = {"check": ("torchdoctor.check.api", "check"), "watch": ("torchdoctor.run.watch", "watch")}
+_LAZY = {"check": ("torchdoctor.health.api", "check"), "watch": ("torchdoctor.run.watch", "watch")}
 
 
 def __getattr__(name: str) -> Any:

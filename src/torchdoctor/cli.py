@@ -29,7 +29,7 @@ from torchdoctor.report import FORMATS, render
 COMMANDS = {
     "lint": "torchdoctor.lint.command",
     "run": "torchdoctor.run.command",
-    "check": "torchdoctor.check.command",
+    "check": "torchdoctor.health.command",
     "env": "torchdoctor.env.command",
     "dist": "torchdoctor.dist.command",
     "rules": "torchdoctor.catalog.rules_command",

@@ -101,3 +101,18 @@ def test_html_is_offline_and_escaped(report: Report) -> None:
 def test_every_format_renders_an_empty_report() -> None:
     for fmt in FORMATS:
         assert rendered(Report(command="lint"), fmt) or fmt == "github"
+
+
+def test_status_of_findings() -> None:
+    from torchdoctor.core import registry
+    from torchdoctor.core.finding import Severity
+    from torchdoctor.core.report import Status
+
+    error = registry.get("TD101").finding(source="x")
+    warning = error.with_severity(Severity.WARNING)
+    info = error.with_severity(Severity.INFO)
+    assert Status.of([info, error]) is Status.FAILED
+    assert Status.of([info, warning]) is Status.WARNED
+    assert Status.of([info]) is Status.PASSED and Status.of([]) is Status.PASSED
+    assert Status.of([], applicable=False) is Status.SKIPPED
+    assert Status.of([info], applicable=False) is Status.PASSED

@@ -146,7 +146,7 @@ def backbone_under_no_grad() -> None:
 
 
 def teacher_without_no_grad() -> None:
-    teacher, student, (x, y) = nn.Linear(8, 4), nn.Linear(8, 4), data()
+    teacher, student, (x, _y) = nn.Linear(8, 4), nn.Linear(8, 4), data()
     teacher.eval()
     optimizer = torch.optim.SGD(student.parameters(), lr=0.1)
     for _ in range(4):

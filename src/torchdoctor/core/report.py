@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,17 @@ class Status(str, enum.Enum):
     @property
     def icon(self) -> str:
         return {"passed": "✅", "failed": "❌", "warned": "⚠️", "skipped": "⏭️"}[self.value]
+
+    @classmethod
+    def of(cls, findings: Iterable[Finding], applicable: bool = True) -> Status:
+        """Failed on an error, warned on a warning; otherwise passed, or skipped when the check
+        had nothing to look at and found nothing."""
+        severities = {f.severity for f in findings}
+        if Severity.ERROR in severities:
+            return cls.FAILED
+        if Severity.WARNING in severities:
+            return cls.WARNED
+        return cls.PASSED if applicable or severities else cls.SKIPPED
 
 
 @dataclass

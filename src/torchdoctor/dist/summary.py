@@ -64,7 +64,7 @@ def checks(facts: DistFacts, by_group: dict[str, list[Finding]]) -> list[CheckRe
         out.append(CheckResult(name="collectives", title="Collectives", status=Status.SKIPPED, detail=reason, rules=RULES["collectives"]))
     elif found:
         codes = ", ".join(sorted({f.rule for f in found}))
-        out.append(CheckResult(name="collectives", title="Collectives", status=_status(found, True),
+        out.append(CheckResult(name="collectives", title="Collectives", status=Status.of(found),
                                detail=f"see {codes} below", rules=RULES["collectives"]))
     return out
 
@@ -84,15 +84,7 @@ def _cell(row: dict[str, Any]) -> str:
 
 def _check(group: str, detail: str, by_group: dict[str, list[Finding]], applicable: bool) -> CheckResult:
     found = by_group.get(group, [])
-    return CheckResult(name=group, title=TITLES[group], status=_status(found, applicable), detail=detail, rules=RULES[group])
-
-
-def _status(found: list[Finding], applicable: bool) -> Status:
-    if any(f.severity is Severity.ERROR for f in found):
-        return Status.FAILED
-    if any(f.severity is Severity.WARNING for f in found):
-        return Status.WARNED
-    return Status.PASSED if applicable or found else Status.SKIPPED
+    return CheckResult(name=group, title=TITLES[group], status=Status.of(found, applicable), detail=detail, rules=RULES[group])
 
 
 def _launch(facts: DistFacts) -> str:

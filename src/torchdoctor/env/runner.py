@@ -63,8 +63,8 @@ class Host:
 
     run: Runner = run_command
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
-    read: Callable[[str], "str | None"] = read_text
-    which: Callable[[str], "str | None"] = lambda name: shutil.which(name)
+    read: Callable[[str], str | None] = read_text
+    which: Callable[[str], str | None] = lambda name: shutil.which(name)
     exists: Callable[[str], bool] = os.path.exists
 
     def output(self, argv: Sequence[str], timeout: float = 10.0) -> str | None:

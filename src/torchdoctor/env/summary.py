@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from torchdoctor.core.finding import Finding, Severity
+from torchdoctor.core.finding import Finding
 from torchdoctor.core.report import CheckResult, Status
 from torchdoctor.env.facts import EnvFacts
 from torchdoctor.env.text import human_bytes
@@ -27,18 +27,10 @@ def checks(facts: EnvFacts, findings_by_group: dict[str, list[Finding]], rules_b
         found = findings_by_group.get(group, [])
         detail, applicable = SUMMARIES[group](facts)
         out.append(CheckResult(
-            name=group, title=title, status=_status(found, applicable), detail=detail,
+            name=group, title=title, status=Status.of(found, applicable), detail=detail,
             rules=rules_by_group.get(group, ()),
         ))
     return out
-
-
-def _status(found: list[Finding], applicable: bool) -> Status:
-    if any(f.severity is Severity.ERROR for f in found):
-        return Status.FAILED
-    if any(f.severity is Severity.WARNING for f in found):
-        return Status.WARNED
-    return Status.PASSED if applicable or found else Status.SKIPPED
 
 
 def _platform(facts: EnvFacts) -> tuple[str, bool]:

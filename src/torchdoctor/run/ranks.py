@@ -457,7 +457,7 @@ def _diverged(info: dict[str, Any], ranks: list[int], step: int, previous: int |
             at = info.get("optimizer_at") or synced_at
     elif phase == "pre":
         when = f"between optimizer steps {previous} and {step} ({who})"
-        cause = "they were equal after step {0} and changed outside the optimizer on some ranks only (an in-place update or loaded weights under a rank condition)".format(previous)
+        cause = f"they were equal after step {previous} and changed outside the optimizer on some ranks only (an in-place update or loaded weights under a rank condition)"
     elif phase == "grad":
         when = f"from optimizer step {step} on (its gradient, {who})"
         if bypass_at:

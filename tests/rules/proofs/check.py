@@ -12,8 +12,8 @@ from pathlib import Path
 
 import torch
 
-from torchdoctor.check.api import check_target
 from torchdoctor.core.rule import Rule
+from torchdoctor.health.api import check_target
 
 SIMULATED = {"cpu_count": 4, "shm_free_bytes": 64 * 1024 * 1024, "progress": False}
 

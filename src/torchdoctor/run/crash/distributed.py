@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from torchdoctor.check.checks import listing
+from torchdoctor.core.wording import listing
 from torchdoctor.rules.distributed.collective_timed_out import RULE as TIMED_OUT
 from torchdoctor.rules.distributed.ddp_unused_parameters import RULE as UNUSED
 from torchdoctor.run.crash.describe import torch_module

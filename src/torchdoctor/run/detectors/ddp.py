@@ -19,8 +19,8 @@ from torch import nn
 
 from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.rules.distributed.ddp_unused_parameters import RULE
-from torchdoctor.run.detector import Detector
 from torchdoctor.run.crash.distributed import checked_parameters, unused_fields
+from torchdoctor.run.detector import Detector
 from torchdoctor.run.events import ModuleCall, Step
 from torchdoctor.run.instruments.distributed import DistributedIndex
 from torchdoctor.run.instruments.optim import params_of

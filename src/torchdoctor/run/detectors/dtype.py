@@ -13,8 +13,8 @@ from typing import Any
 
 import torch
 
-from torchdoctor.check.batch import tensors_in
-from torchdoctor.check.sites import attribute_site, definition_site
+from torchdoctor.introspect.sites import attribute_site, definition_site
+from torchdoctor.introspect.tensors import tensors_in
 from torchdoctor.rules.dtype.unintended_float64 import RULE as FLOAT64
 from torchdoctor.run.detector import Detector
 from torchdoctor.run.detectors.support import first_tensor, listing

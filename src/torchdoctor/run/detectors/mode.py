@@ -31,7 +31,15 @@ from torchdoctor.rules.mode.functional_dropout_ignores_eval import RULE as FUNCT
 from torchdoctor.rules.mode.training_in_eval_mode import RULE as TRAINING_IN_EVAL
 from torchdoctor.run.detector import Detector
 from torchdoctor.run.detectors.support import (
-    TrainedModels, backward_roots, due, first_tensor, graph_sequences, listing, place, source_call, unwrapped,
+    TrainedModels,
+    backward_roots,
+    due,
+    first_tensor,
+    graph_sequences,
+    listing,
+    place,
+    source_call,
+    unwrapped,
 )
 from torchdoctor.run.events import Backward, Location, Step
 from torchdoctor.run.instruments.dropout import FunctionalDropout

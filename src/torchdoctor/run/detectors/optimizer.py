@@ -9,7 +9,6 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-import torch
 from torch import nn
 from torch.optim.optimizer import Optimizer
 

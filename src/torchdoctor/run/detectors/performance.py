@@ -22,10 +22,10 @@ from torch import nn
 
 from torchdoctor.core.finding import Severity
 from torchdoctor.core.locate import caller_in_user_code, is_user_file
+from torchdoctor.introspect.tensors import tensors_in
 from torchdoctor.rules.performance.host_sync_every_step import RULE as HOST_SYNC
 from torchdoctor.rules.performance.per_sample_loop import RULE as PER_SAMPLE
 from torchdoctor.run.detector import Detector
-from torchdoctor.check.batch import tensors_in
 from torchdoctor.run.detectors.support import place, source_call
 from torchdoctor.run.events import Backward, Location, ModuleCall, Step
 from torchdoctor.run.instruments.optim import params_of

@@ -14,8 +14,8 @@ import torch
 from torch import nn
 from torch.optim.optimizer import Optimizer
 
-from torchdoctor.check.checks import listing as shortened
 from torchdoctor.core.locate import display_path
+from torchdoctor.core.wording import listing as shortened
 from torchdoctor.run.events import Location
 from torchdoctor.run.instruments.optim import params_of
 

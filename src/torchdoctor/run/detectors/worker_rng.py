@@ -22,8 +22,8 @@ from typing import Any
 
 import torch
 
-from torchdoctor.check.isolation import rng_objects
-from torchdoctor.check.sites import attribute_site
+from torchdoctor.introspect.rng import rng_objects
+from torchdoctor.introspect.sites import attribute_site
 from torchdoctor.rules.data.rng_copied_into_workers import RULE as RNG_COPIED
 from torchdoctor.run.detector import Detector
 from torchdoctor.run.events import LoaderIter, Location

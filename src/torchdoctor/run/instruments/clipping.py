@@ -18,7 +18,7 @@ import torch
 from torch.amp import GradScaler
 from torch.nn.utils import clip_grad
 
-from torchdoctor.check.batch import tensors_in
+from torchdoctor.introspect.tensors import tensors_in
 from torchdoctor.run.patching import Patches, observed
 
 CLIPPERS = ("clip_grad_norm_", "clip_grad_value_")

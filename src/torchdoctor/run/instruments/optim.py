@@ -17,7 +17,7 @@ from torch import nn
 from torch.optim.optimizer import Optimizer, register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from torchdoctor.core.locate import caller_in_user_code
-from torchdoctor.run.events import Location, Step, ZeroGrad
+from torchdoctor.run.events import Location, Step
 from torchdoctor.run.patching import Patches, observed, observed_init
 
 

@@ -4,8 +4,8 @@ zero_grad, a layer that never gets a gradient): tracing a step must not change t
 import sys
 
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
 
 
 class Net(nn.Module):

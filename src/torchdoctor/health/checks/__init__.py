@@ -1,0 +1,39 @@
+"""The checks of `torchdoctor check`, one module each, in the order the report lists them.
+
+Each module has `NAME`, `TITLE`, `RULES` (the codes it can report) and `run(ctx) -> Outcome`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from torchdoctor.core.finding import Finding
+
+
+@dataclass
+class Outcome:
+    """What one check found. `skipped` gives the reason it could not run; `failed` marks a
+    failure that another check explains (so it carries no finding of its own)."""
+
+    findings: list[Finding] = field(default_factory=list)
+    detail: str = ""
+    skipped: str | None = None
+    failed: str | None = None
+
+
+def shape(value: Any) -> str:
+    dims = getattr(value, "shape", None)
+    return "(" + ", ".join(str(d) for d in dims) + ")" if dims is not None else type(value).__name__
+
+
+def module_of(parameter_name: str) -> str:
+    return parameter_name.rpartition(".")[0]
+
+
+def group_by_module(names: Iterable[str]) -> dict[str, list[str]]:
+    grouped: dict[str, list[str]] = {}
+    for name in names:
+        grouped.setdefault(module_of(name), []).append(name)
+    return grouped

@@ -1,0 +1,104 @@
+"""The model runs on the batch and the loss takes its output (TD300, TD301).
+
+Failures that a more specific check explains (a device or float64 mismatch, class targets out
+of range or not integer) are left to that check, so each problem is reported once.
+"""
+
+from __future__ import annotations
+
+import re
+
+from torchdoctor.health.checks import Outcome, shape
+from torchdoctor.health.context import CheckContext, Failure
+from torchdoctor.introspect.sites import where
+from torchdoctor.introspect.tensors import tensors_in
+from torchdoctor.rules.api.forward_raises import RULE as FORWARD_RAISES
+from torchdoctor.rules.loss.loss_rejects_output import RULE as LOSS_REJECTS
+
+NAME = "forward"
+TITLE = "model and loss run on the batch"
+RULES = (FORWARD_RAISES.code, LOSS_REJECTS.code)
+
+
+def run(ctx: CheckContext) -> Outcome:
+    tp = ctx.train_pass()
+    if tp.forward_failure is not None:
+        return _forward_failed(ctx, tp.forward_failure, "forward pass")
+    detail = f"output {_describe(tp.output)}"
+    if tp.loss_failure is not None:
+        return _loss_failed(ctx, tp, detail)
+    if tp.loss is not None:
+        detail += f"; {tp.loss_label} = {tp.loss.item():.4g}"
+    elif not tp.loss_label:
+        detail += "; no loss_fn given and none could be inferred: gradients checked with a stand-in objective"
+    if tp.backward_failure is not None:
+        return _forward_failed(ctx, tp.backward_failure, "backward pass")
+    return Outcome(detail=detail)
+
+
+def _forward_failed(ctx: CheckContext, failure: Failure, stage: str) -> Outcome:
+    kind = ctx.failure_kind(failure)
+    if kind == "device" or (kind == "dtype" and _float64_inputs(ctx)):
+        return Outcome(failed=f"the {stage} raises {failure.text} (explained by the {kind} check)")
+    module = failure.module
+    where_text = ""
+    if module is not None:
+        model_modules = dict(ctx.subject.model.named_modules())
+        owner = model_modules.get(module)
+        label = f"`{module}` ({type(owner).__name__})" if module and owner is not None else "the model"
+        where_text = f" in {label}" + _linear_sizes(owner, failure.text)
+        site = failure.site or ctx.locate.module(module)
+    else:
+        site = failure.site or ctx.locate.module("")
+    finding = FORWARD_RAISES.finding(**where(ctx.locate.best(site)), stage=stage, error=failure.text, where=where_text)
+    return Outcome([finding], detail=f"the {stage} raises {failure.text}")
+
+
+def _loss_failed(ctx: CheckContext, tp, detail: str) -> Outcome:  # type: ignore[no-untyped-def]
+    failure = tp.loss_failure
+    if ctx.failure_kind(failure) == "device":
+        return Outcome(failed=f"the loss raises {failure.text} (explained by the devices check)")
+    if _class_target_problem(tp):
+        return Outcome(failed=f"the loss raises {failure.text} (explained by the loss check)")
+    targets = ctx.batch.targets
+    site = failure.site or ctx.locate.best(ctx.locate.of(ctx.subject.loss_fn))
+    finding = LOSS_REJECTS.finding(
+        **where(site),
+        loss=tp.loss_label,
+        error=failure.text,
+        output=_describe(tp.output),
+        targets=_describe(targets),
+    )
+    return Outcome([finding], detail=detail)
+
+
+def _class_target_problem(tp) -> bool:  # type: ignore[no-untyped-def]
+    """True when the loss check will explain the failure (class targets of a class loss)."""
+    from torchdoctor.health.checks.loss import class_target_findings_possible
+
+    return class_target_findings_possible(tp)
+
+
+def _linear_sizes(owner: object, text: str) -> str:
+    """For "mat1 and mat2 shapes cannot be multiplied (32x64 and 32x10)" in a Linear layer:
+    what the layer expects and what it gets, which the raw message leaves to decode."""
+    match = re.search(r"\((\d+)x(\d+) and (\d+)x(\d+)\)", text)
+    features = getattr(owner, "in_features", None)
+    if match is None or features is None or int(match.group(2)) == features:
+        return ""
+    return f": it expects {features} input features and gets {match.group(2)}"
+
+
+def _float64_inputs(ctx: CheckContext) -> bool:
+    import torch
+
+    return any(t.dtype == torch.float64 for t in tensors_in(ctx.batch.inputs))
+
+
+def _describe(value: object) -> str:
+    found = tensors_in(value)
+    if not found:
+        return type(value).__name__
+    first = found[0]
+    text = f"{shape(first)} {str(first.dtype).replace('torch.', '')}"
+    return text if len(found) == 1 else f"{text} (+{len(found) - 1} more tensors)"

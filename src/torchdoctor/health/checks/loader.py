@@ -1,0 +1,210 @@
+"""The DataLoader: workers vs CPUs, picklability under spawn, shared memory, throughput,
+and random generators every worker copies (TD140, TD142, TD312, TD313, TD314).
+
+Environment facts (CPU count, free /dev/shm, start method) come from the machine unless the
+options inject them (tests, and the documentation examples, use a simulated small machine).
+"""
+
+from __future__ import annotations
+
+import io
+import multiprocessing
+import os
+import pickle
+import shutil
+import sys
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader
+
+from torchdoctor.core.finding import Finding, Severity
+from torchdoctor.health.batch import nbytes
+from torchdoctor.health.checks import Outcome
+from torchdoctor.health.context import CheckContext
+from torchdoctor.introspect.rng import rng_objects
+from torchdoctor.introspect.sites import Site, attribute_site, definition_site, where
+from torchdoctor.rules.data.rng_copied_into_workers import RULE as RNG_COPIED
+from torchdoctor.rules.data.shared_memory_too_small import RULE as SHM_TOO_SMALL
+from torchdoctor.rules.data.unpicklable_worker_function import RULE as UNPICKLABLE
+from torchdoctor.rules.performance.input_bound_loader import RULE as INPUT_BOUND
+from torchdoctor.rules.performance.too_many_workers import RULE as TOO_MANY_WORKERS
+
+NAME = "dataloader"
+TITLE = "the DataLoader keeps up and works with workers"
+RULES = (TOO_MANY_WORKERS.code, UNPICKLABLE.code, SHM_TOO_SMALL.code, INPUT_BOUND.code, RNG_COPIED.code)
+
+#: the loader is input-bound when a batch takes this many times one training step, and more
+#: than MIN_LOAD_SECONDS (below that, timing noise on tiny models decides)
+INPUT_BOUND_RATIO = 1.5
+MIN_LOAD_SECONDS = 0.01
+
+
+def available_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
+
+
+def shm_free_bytes() -> int | None:
+    if not sys.platform.startswith("linux") or not os.path.isdir("/dev/shm"):
+        return None
+    try:
+        return shutil.disk_usage("/dev/shm").free
+    except OSError:
+        return None
+
+
+def start_method(loader: DataLoader) -> str:
+    context = loader.multiprocessing_context
+    if context is not None:
+        return context.get_start_method() if hasattr(context, "get_start_method") else str(context)
+    return multiprocessing.get_start_method(allow_none=True) or multiprocessing.get_context().get_start_method()
+
+
+def human_bytes(count: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if count < 1000 or unit == "GB":
+            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1000
+    return f"{count:.1f} GB"  # pragma: no cover
+
+
+def human_seconds(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+class _Null(io.RawIOBase):
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        return len(data)
+
+
+def unpicklable(obj: Any) -> str | None:
+    """Why `obj` cannot be pickled (the exception text), or None when it can."""
+    try:
+        pickle.Pickler(_Null(), protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def run(ctx: CheckContext) -> Outcome:
+    loader = ctx.subject.data
+    if not isinstance(loader, DataLoader):
+        return Outcome(skipped="the data is one batch, not a DataLoader")
+    options = ctx.options
+    workers = loader.num_workers
+    cpus = options.cpu_count or available_cpus()
+    loader_site = ctx.locate.best(ctx.locate.of(loader))
+    findings: list[Finding] = []
+    notes: list[str] = [f"{workers} worker(s)"]
+    if workers > cpus:
+        findings.append(TOO_MANY_WORKERS.finding(**where(loader_site), workers=workers, cpus=cpus))
+    if workers > 0:
+        method = options.start_method or start_method(loader)
+        notes.append(f"start method {method}")
+        findings += _pickling(ctx, loader, method, loader_site)
+        findings += _shared_memory(ctx, loader, loader_site)
+        if loader.worker_init_fn is None:
+            findings += _generators(ctx, loader, loader_site)
+        if not loader.persistent_workers and ctx.batch.loader_times is not None:
+            notes.append(f"workers restart every epoch (first batch after {human_seconds(ctx.batch.loader_times.first)})")
+    findings += _throughput(ctx, loader, loader_site, notes)
+    if loader.pin_memory and not torch.cuda.is_available():
+        notes.append("pin_memory=True has no effect without CUDA")
+    elif not loader.pin_memory and any(p.is_cuda for p in ctx.subject.model.parameters()):
+        notes.append("pin_memory=False while the model is on CUDA: pin_memory=True speeds up host-to-device copies")
+    return Outcome(findings, detail="; ".join(notes))
+
+
+def _pickling(ctx: CheckContext, loader: DataLoader, method: str, loader_site: Site | None) -> list[Finding]:
+    """What spawn/forkserver workers must receive by pickling: dataset, collate_fn, worker_init_fn."""
+    severity = Severity.ERROR if method in ("spawn", "forkserver") else None
+    findings = []
+    for argument in ("collate_fn", "worker_init_fn"):
+        value = getattr(loader, argument)
+        if value is None or unpicklable(value) is None:
+            continue
+        site = definition_site(value) if callable(value) and hasattr(value, "__code__") else None
+        what = _callable_name(value)
+        findings.append(UNPICKLABLE.finding(**where(ctx.locate.best(site, loader_site)), severity=severity, argument=argument, what=what))
+    dataset = loader.dataset
+    if unpicklable(dataset) is not None:
+        attribute, value = _culprit(dataset)
+        site = attribute_site(type(dataset), attribute) if attribute else None
+        if site is None and callable(value) and hasattr(value, "__code__"):
+            site = definition_site(value)
+        label = f"{type(dataset).__name__}.{attribute}" if attribute else type(dataset).__name__
+        message = (
+            f"dataset={type(dataset).__name__} cannot be pickled ({label} is {_callable_name(value)}), "
+            "so this DataLoader fails with worker processes under the spawn/forkserver start method (Windows, macOS, Python 3.14+ on Linux)"
+        )
+        findings.append(UNPICKLABLE.finding(**where(ctx.locate.best(site, loader_site)), severity=severity, message=message,
+                                            argument="dataset", what=label))
+    return findings
+
+
+def _callable_name(value: Any) -> str:
+    """`a lambda`, `a function defined inside make()`, or the object's type."""
+    qualname = getattr(value, "__qualname__", "")
+    if qualname.endswith("<lambda>"):
+        return "a lambda"
+    if "<locals>" in qualname:
+        return f"`{qualname.split('.<locals>.')[-1]}` (a function defined inside {qualname.split('.<locals>.')[0]}())"
+    return f"`{qualname}`" if qualname else f"a {type(value).__name__}"
+
+
+def _culprit(dataset: Any) -> tuple[str | None, Any]:
+    for attribute, value in vars(dataset).items() if hasattr(dataset, "__dict__") else []:
+        if unpicklable(value) is not None:
+            return attribute, value
+    return None, dataset
+
+
+def _shared_memory(ctx: CheckContext, loader: DataLoader, loader_site: Site | None) -> list[Finding]:
+    free = ctx.options.shm_free_bytes if ctx.options.shm_free_bytes is not None else shm_free_bytes()
+    if free is None:
+        return []
+    prefetch = loader.prefetch_factor or 2
+    batch = nbytes((ctx.batch.inputs, ctx.batch.targets))
+    need = batch * loader.num_workers * prefetch
+    if need <= free:
+        return []
+    return [SHM_TOO_SMALL.finding(
+        **where(loader_site), workers=loader.num_workers, prefetch=prefetch, batch=human_bytes(batch),
+        need=human_bytes(need), free=human_bytes(free), evidence={"need_bytes": need, "free_bytes": free},
+    )]
+
+
+def _generators(ctx: CheckContext, loader: DataLoader, loader_site: Site | None) -> list[Finding]:
+    dataset = loader.dataset
+    findings = []
+    for path, generator in rng_objects(dataset):
+        attribute = path.split(".")[0].split("[")[0]
+        site = attribute_site(type(dataset), attribute)
+        kind = f"{type(generator).__module__.split('.')[0]}.{type(generator).__name__}".replace("numpy.", "np.random.")
+        findings.append(RNG_COPIED.finding(**where(ctx.locate.best(site, loader_site)), what=f"`self.{path}` ({kind})", dataset=type(dataset).__name__))
+    return findings
+
+
+def _throughput(ctx: CheckContext, loader: DataLoader, loader_site: Site | None, notes: list[str]) -> list[Finding]:
+    times = ctx.batch.loader_times
+    step = ctx.step_seconds
+    if times is None or times.per_batch is None or step is None or step <= 0:
+        return []
+    load = times.per_batch
+    notes.append(f"{human_seconds(load)} per batch vs {human_seconds(step)} per training step")
+    if load <= INPUT_BOUND_RATIO * step or load <= MIN_LOAD_SECONDS:
+        return []
+    workers = loader.num_workers
+    advice = " (num_workers=0: the batches are made in the training process)" if workers == 0 else f" even with {workers} workers"
+    return [INPUT_BOUND.finding(
+        **where(loader_site), load=human_seconds(load), step=human_seconds(step), ratio=load / step, advice=advice,
+        evidence={"load_seconds": load, "step_seconds": step},
+    )]
+
+
