@@ -15,7 +15,7 @@ noisy, and the ratio of the medians is what is reported.
 
 Target: at most 1.05.
 
-    python bench/run_bench.py [--rounds 5] [--steps 300]
+    python bench/run_bench.py [--rounds 11] [--steps 300]
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def one(command: list[str], script: Path, out: Path, steps: int, skip: int) -> f
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--skip", type=int, default=20, help="first steps left out of the median (warm-up)")
     args = parser.parse_args()

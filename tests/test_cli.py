@@ -81,3 +81,25 @@ def test_output_to_an_unwritable_place_is_a_usage_error(tmp_path: Path) -> None:
     blocker.write_text("")
     with pytest.raises(cli.UsageError, match="cannot write --output"):
         cli.finish(Report(command="lint"), _args(tmp_path, output=blocker / "r.json"), Config(), io.StringIO())
+
+
+def test_commands_that_need_torch_say_so_without_it(tmp_path: Path) -> None:
+    """Without torch (a lint-only install) lint still works and check says what to install."""
+    target = tmp_path / "train.py"
+    target.write_text("import torch\n\ndef make():\n    return {}\n", encoding="utf-8")
+    hide_torch = (  # an interpreter where `import torch` fails as it does when torch is not installed
+        "import sys\n"
+        "class NoTorch:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.partition('.')[0] == 'torch':\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, NoTorch())\n"
+        "from torchdoctor.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    checked = subprocess.run([sys.executable, "-c", hide_torch, "check", f"{target}:make"], capture_output=True, text=True)
+    assert checked.returncode == 2
+    assert checked.stderr.startswith("torchdoctor: error: `torchdoctor check` needs PyTorch")
+    assert len(checked.stderr.strip().splitlines()) == 1
+    linted = subprocess.run([sys.executable, "-c", hide_torch, "lint", str(target)], capture_output=True, text=True)
+    assert linted.returncode == 0, linted.stderr

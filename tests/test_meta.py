@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import torchdoctor
 
@@ -18,3 +19,14 @@ def test_cli_rules_and_renderers_do_not_import_torch() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    opening = (ROOT / "README.md").read_text(encoding="utf-8").split("```bash\n", 1)[1].split("```", 1)[0]
+    install_and_run, install_and_test = opening.strip().splitlines()
+    assert "torchdoctor " in install_and_run and install_and_run.startswith("pip install torch==2.13.0 && ")
+    assert "pytest" in install_and_test
+    assert install_and_test in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()

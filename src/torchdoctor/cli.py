@@ -118,9 +118,11 @@ def finish(report: Report, args: argparse.Namespace, config: config_module.Confi
 
 
 def main(argv: list[str] | None = None) -> int:
+    command = "this command"
     try:
         parser, modules = build_parser()
         args = parser.parse_args(argv)
+        command = f"`torchdoctor {args.command}`"
         module = modules[args.command]
         if not getattr(module, "REPORTS", True):
             return int(module.execute(args, None))
@@ -136,15 +138,29 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except Exception as exc:  # the tool's own failure: one line, the traceback only on request
-        if os.environ.get("TORCHDOCTOR_DEBUG"):
-            traceback.print_exc()
-        print(
-            f"torchdoctor: internal error: {type(exc).__name__}: {exc} "
-            "(set TORCHDOCTOR_DEBUG=1 for the traceback and report it)",
+    except ModuleNotFoundError as exc:
+        if exc.name != "torch":
+            return _internal_error(exc)
+        print(  # lint, rules and env work without torch (a lint-only CI job); the other commands need it
+            f"torchdoctor: error: {command} needs PyTorch, which is not installed for "
+            f"{sys.executable}: install it first (`{sys.executable} -m pip install torch`)",
             file=sys.stderr,
         )
         return 2
+    except Exception as exc:
+        return _internal_error(exc)
+
+
+def _internal_error(exc: BaseException) -> int:
+    """The tool's own failure: one line, the traceback only on request."""
+    if os.environ.get("TORCHDOCTOR_DEBUG"):
+        traceback.print_exc()
+    print(
+        f"torchdoctor: internal error: {type(exc).__name__}: {exc} "
+        "(set TORCHDOCTOR_DEBUG=1 for the traceback and report it)",
+        file=sys.stderr,
+    )
+    return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -13,7 +13,6 @@ import torch
 from torchdoctor.core.report import Report
 from torchdoctor.health.api import check_target
 
-LAB = Path(__file__).resolve().parents[2] / "examples" / "lab"
 _counter = itertools.count()
 
 

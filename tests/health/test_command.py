@@ -13,7 +13,7 @@ import pytest
 import torch
 from torch import nn
 
-from tests.health.conftest import LAB
+from tests.lab import LAB
 from torchdoctor import cli
 from torchdoctor.health.command import CHECK_NAMES
 from torchdoctor.health.progress import Progress

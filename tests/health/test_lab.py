@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.health.conftest import LAB
+from tests.lab import LAB, readme_column
 from torchdoctor.core.finding import Severity
 from torchdoctor.core.locate import display_path
 from torchdoctor.health.api import check_target
@@ -15,12 +15,7 @@ from torchdoctor.health.api import check_target
 
 def promised() -> dict[str, set[str]]:
     """README row number -> the codes in its "`torchdoctor check` says" column."""
-    rows = {}
-    for line in (LAB / "README.md").read_text(encoding="utf-8").splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) >= 4 and cells[0].isdigit():
-            rows[cells[0]] = set(re.findall(r"TD\d{3}", cells[3]))
-    return rows
+    return {row: set(re.findall(r"TD\d{3}", text)) for row, text in readme_column(3).items()}
 
 
 PROGRAMS = sorted(LAB.glob("[0-9][0-9]_*.py"))

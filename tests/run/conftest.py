@@ -15,7 +15,6 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS = HERE / "scripts"
-LAB = HERE.parents[1] / "examples" / "lab"
 
 
 @dataclass

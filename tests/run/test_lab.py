@@ -18,7 +18,7 @@ import pytest
 import torch
 
 import torchdoctor
-from tests.run.conftest import LAB
+from tests.lab import LAB, PROGRAMS
 
 #: program -> (rule, a fragment of the line the finding must point at)
 EXPECTED = {
@@ -38,7 +38,6 @@ EXPECTED = {
     "20_softmax_into_nll_loss": ("TD103", "F.softmax("),
     "23_everything_frozen": ("TD416", "loss.backward()"),
 }
-PROGRAMS = sorted(p.stem for p in LAB.glob("[0-9]*.py")) if LAB.is_dir() else []
 pytestmark = pytest.mark.skipif(not PROGRAMS, reason="examples/lab is not there")
 
 

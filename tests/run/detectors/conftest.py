@@ -14,12 +14,11 @@ from typing import Any
 
 import pytest
 
+from tests.lab import LAB
 from torchdoctor.core.finding import Finding
 from torchdoctor.run.detector import Detector
 from torchdoctor.run.outcome import Outcome
 from torchdoctor.run.session import Session
-
-LAB = Path(__file__).resolve().parents[3] / "examples" / "lab"
 
 
 @dataclass

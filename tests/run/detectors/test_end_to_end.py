@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.run.conftest import LAB, python, torchdoctor_run
+from tests.lab import LAB
+from tests.run.conftest import python, torchdoctor_run
 from tests.run.detectors.conftest import line_of
 from tests.run.test_no_harm import same_bits, tensors
 

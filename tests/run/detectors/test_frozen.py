@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from tests.run.detectors.conftest import LAB, line_of, observing, run_lab
+from tests.lab import LAB
+from tests.run.detectors.conftest import line_of, observing, run_lab
 from torchdoctor.run.detectors.frozen import FrozenUpdates
 
 HERE = __file__

@@ -6,7 +6,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tests.run.detectors.conftest import LAB, line_of, observing, run_lab
+from tests.lab import LAB
+from tests.run.detectors.conftest import line_of, observing, run_lab
 from torchdoctor.run.detectors.mode import DropoutInEval, EvalGraphs, EvalModeTraining, FrozenBatchNormDrift
 
 HERE = __file__

@@ -9,7 +9,8 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
-from tests.run.detectors.conftest import LAB, line_of, observing, run_lab
+from tests.lab import LAB
+from tests.run.detectors.conftest import line_of, observing, run_lab
 from torchdoctor.run.detectors.worker_rng import WorkerRandomness, digest
 
 HERE = __file__

@@ -168,11 +168,11 @@ def _report(ctx: CheckContext, batch: Batch, first: Attempt, second: Attempt | N
         return Outcome([finding], detail=f"{first.label} is slow; Adam(lr=0.001) overfits")
     attempts = [first] + ([second] if second is not None else [])
     labels = " nor ".join(a.label for a in attempts) if len(attempts) > 1 else first.label
-    curves = "; ".join(f"{a.label}: {a.curve()}" for a in attempts)
+    curves = first.curve() if len(attempts) == 1 else "; ".join(f"{a.label}: {a.curve()}" for a in attempts)
     site = ctx.locate.best(ctx.locate.of(ctx.subject.model))
     finding = CANNOT_OVERFIT.finding(
         **where(site),
-        message=f"the loss on one batch of {samples} samples stops falling far from zero with {labels} ({curves})",
+        message=f"the loss on one batch of {samples} samples stops falling far from zero with {labels}: {curves}",
         samples=samples, steps=len(first.losses), optimizer=labels, curve=curves,
     )
     return Outcome([finding], detail=curves)

@@ -82,8 +82,8 @@ def describe(kind: Kind, ctx: Context) -> str:
     if kind.detail == "model" and isinstance(node, ast.Call) and terminal(node.func) == "Sequential":
         return f"the model built at line {line}, whose last layer is a {what}"
     text = _short(ctx.text(node)) if node is not None else what
-    if kind.detail == "model":
-        return f"`{text}` at line {line}, which the model's forward() returns"
+    if kind.detail == "model":  # reported at that call: its line would be said twice
+        return f"`{text}`, which the model's forward() returns"
     return f"`{text}` at line {line}"
 
 
