@@ -185,6 +185,53 @@ def test_batchnorm_frozen_later_is_seen_on_a_later_check() -> None:
     assert "TD132" in observed.codes
 
 
+def train_head_on_frozen_backbone(backbone_mode: str, steps: int = 40) -> None:
+    backbone = nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.ReLU())
+    backbone.requires_grad_(False)
+    getattr(backbone, backbone_mode)()  # the backbone's mode
+    head = nn.Linear(8, 1)
+    optimizer = torch.optim.SGD(head.parameters(), lr=0.01)
+    for _ in range(steps):
+        with torch.no_grad():
+            features = backbone(torch.randn(8, 6))
+        optimizer.zero_grad()
+        head(features).pow(2).mean().backward()
+        optimizer.step()
+
+
+def test_frozen_backbone_outside_the_optimizer_in_train_mode_is_flagged() -> None:
+    with observing(FrozenBatchNormDrift) as observed:
+        train_head_on_frozen_backbone("train")
+    finding = observed.one("TD132")
+    assert finding.line == line_of(__file__, "getattr(backbone, backbone_mode)()")
+
+
+def test_frozen_backbone_outside_the_optimizer_in_eval_mode_is_not_flagged() -> None:
+    with observing(FrozenBatchNormDrift) as observed:
+        train_head_on_frozen_backbone("eval")
+    assert observed.codes == set()
+
+
+def test_gan_discriminator_frozen_during_the_generator_step_is_not_flagged() -> None:
+    """Its own optimizer trains it: frozen only while the generator steps, by design."""
+    generator = nn.Sequential(nn.Linear(4, 6))
+    discriminator = nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 1))
+    opt_g = torch.optim.Adam(generator.parameters(), lr=1e-3)
+    opt_d = torch.optim.Adam(discriminator.parameters(), lr=1e-3)
+    with observing(FrozenBatchNormDrift) as observed:
+        for _ in range(40):
+            discriminator.requires_grad_(True)
+            opt_d.zero_grad()
+            fake = generator(torch.randn(8, 4))
+            (discriminator(fake.detach()).mean() - discriminator(torch.randn(8, 6)).mean()).backward()
+            opt_d.step()
+            discriminator.requires_grad_(False)
+            opt_g.zero_grad()
+            (-discriminator(generator(torch.randn(8, 4))).mean()).backward()
+            opt_g.step()
+    assert observed.codes == set()
+
+
 # --- TD161 ------------------------------------------------------------------------------
 
 

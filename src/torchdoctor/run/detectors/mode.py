@@ -45,6 +45,7 @@ from torchdoctor.run.events import Backward, Location, Step
 from torchdoctor.run.instruments.dropout import FunctionalDropout
 from torchdoctor.run.instruments.grad_calls import GradCalls
 from torchdoctor.run.instruments.modes import ModeSwitch, ModeSwitches
+from torchdoctor.run.instruments.optim import params_of
 from torchdoctor.run.outcome import Outcome
 
 #: how many user frames up from a dropout call the module whose forward made it is looked for
@@ -166,11 +167,19 @@ class FrozenBatchNormDrift(Detector):
     def on_step_end(self, event: Step) -> None:
         if not due(event.index):
             return
-        for model in self._models.of(event.optimizer):
+        for model in [*self._models.of(event.optimizer), *self._untrained_roots()]:
             if id(model) not in self._reported:
                 drifting = self._drifting(model)
                 if drifting:
                     self._report(model, drifting)
+
+    def _untrained_roots(self) -> list[nn.Module]:
+        """Models no optimizer updates (a frozen feature extractor, a distillation teacher): run in
+        train mode during training, their batch-norm statistics drift too. A model that some
+        optimizer trains (a GAN's discriminator, frozen only during the generator's step) is
+        judged at its own optimizer's steps instead."""
+        trained = {id(p) for optimizer in list(self.ctx.optimizers.known.keys()) for p in params_of(optimizer)}
+        return [root for root in self.ctx.model_roots() if not any(id(p) in trained for p in root.parameters())]
 
     def _drifting(self, model: nn.Module) -> list[str]:
         """Frozen batch-norm layers in train mode whose statistics changed since the last look
