@@ -7,7 +7,10 @@ DataLoaders) is available. Texts only seen on a GPU are tested on their message.
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
+import signal
 import sys
 from collections.abc import Callable
 
@@ -19,7 +22,9 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import torchdoctor
 from torchdoctor.core.finding import Finding
+from torchdoctor.run.crash.data import worker_killed
 from torchdoctor.run.crash.explain import explain
+from torchdoctor.run.crash.model import Crash
 
 
 def explained(action: Callable[[], object]) -> Finding:
@@ -318,6 +323,30 @@ def test_bus_error_in_a_worker_is_shared_memory() -> None:
     except RuntimeError as exc:
         (finding, _), = explain(exc)
     assert finding.rule == "TD420" and "/dev/shm" in finding.message and "--shm-size" in finding.hint
+
+
+class BusErrorInItemFive(torch.utils.data.Dataset):
+    """Item 5 ends its worker with SIGBUS, as a full /dev/shm does."""
+
+    def __len__(self) -> int:
+        return 8
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        if index == 5:
+            os.kill(os.getpid(), signal.SIGBUS)
+        return torch.zeros(3)
+
+
+@pytest.mark.slow
+def test_worker_killed_is_explained_from_its_exit_code_when_the_message_has_no_signal() -> None:
+    """Under load the loader can notice the dead worker before its SIGCHLD handler names the
+    signal: the error then only says "exited unexpectedly"; the worker's exit code still does."""
+    with pytest.raises(RuntimeError) as caught, contextlib.redirect_stderr(io.StringIO()):
+        for _ in DataLoader(BusErrorInItemFive(), batch_size=2, num_workers=2):
+            pass
+    assert "exited unexpectedly" in str(caught.value)
+    found = worker_killed(Crash.from_exception(caught.value), None)  # its own message, not its cause's
+    assert found is not None and found.rule.code == "TD420" and "Bus error" in found.fields["cause"]
 
 
 def test_torchrun_relay_and_stops_are_not_crashes() -> None:

@@ -8,7 +8,13 @@ from torch import nn
 
 from tests.lab import LAB
 from tests.run.detectors.conftest import line_of, observing, run_lab
-from torchdoctor.run.detectors.mode import DropoutInEval, EvalGraphs, EvalModeTraining, FrozenBatchNormDrift
+from torchdoctor.run.detectors.mode import (
+    DropoutInEval,
+    EvalGraphs,
+    EvalModeTraining,
+    EvaluationInTrainMode,
+    FrozenBatchNormDrift,
+)
 
 HERE = __file__
 
@@ -228,6 +234,77 @@ def test_gan_discriminator_frozen_during_the_generator_step_is_not_flagged() -> 
             discriminator.requires_grad_(False)
             opt_g.zero_grad()
             (-discriminator(generator(torch.randn(8, 4))).mean()).backward()
+            opt_g.step()
+    assert observed.codes == set()
+
+
+# --- TD453 ------------------------------------------------------------------------------
+
+
+def train_then_validate(model: nn.Module, switch: str | None, batches: int = 4, epochs: int = 2) -> None:
+    """Train a few steps, then validate under no_grad after `model.<switch>()` (or no switch)."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    for _ in range(epochs):
+        model.train()
+        for _ in range(5):
+            optimizer.zero_grad()
+            model(torch.randn(8, 6)).pow(2).mean().backward()
+            optimizer.step()
+        if switch is not None:
+            getattr(model, switch)()
+        with torch.no_grad():
+            for _ in range(batches):
+                model(torch.randn(8, 6))  # the validation forward
+
+
+def test_validation_in_train_mode_with_dropout_is_flagged_at_the_forward() -> None:
+    with observing(EvaluationInTrainMode) as observed:
+        train_then_validate(nn.Sequential(nn.Linear(6, 8), nn.Dropout(0.3), nn.Linear(8, 1)), switch=None)
+    finding = observed.one("TD453")
+    assert finding.line == line_of(__file__, "model(torch.randn(8, 6))  # the validation forward")
+    assert "dropout keeps zeroing activations" in finding.message and "model.eval()" in finding.hint
+
+
+def test_validation_in_train_mode_with_batchnorm_is_flagged() -> None:
+    with observing(EvaluationInTrainMode) as observed:
+        train_then_validate(nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.Linear(8, 1)), switch=None)
+    assert "running statistics" in observed.one("TD453").message
+
+
+def test_validation_in_eval_mode_is_not_flagged() -> None:
+    with observing(EvaluationInTrainMode) as observed:
+        train_then_validate(nn.Sequential(nn.Linear(6, 8), nn.Dropout(0.3), nn.BatchNorm1d(8), nn.Linear(8, 1)), switch="eval")
+    assert observed.codes == set()
+
+
+def test_train_mode_switched_on_after_the_last_step_is_meant() -> None:
+    """Monte Carlo dropout: `model.train()` right before the sampling loop."""
+    with observing(EvaluationInTrainMode) as observed:
+        train_then_validate(nn.Sequential(nn.Linear(6, 8), nn.Dropout(0.3), nn.Linear(8, 1)), switch="train")
+    assert observed.codes == set()
+
+
+def test_models_that_behave_the_same_in_both_modes_are_not_flagged() -> None:
+    with observing(EvaluationInTrainMode) as observed:
+        train_then_validate(nn.Sequential(nn.Linear(6, 8), nn.Dropout(0.0), nn.ReLU(), nn.Linear(8, 1)), switch=None)
+    assert observed.codes == set()
+
+
+def test_one_no_grad_forward_per_step_is_part_of_training() -> None:
+    """A GAN's generated batch, pseudo-labels: one no-grad forward of the trained model per step."""
+    generator = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.Dropout(0.2))
+    critic = nn.Sequential(nn.Linear(6, 1))
+    opt_g = torch.optim.SGD(generator.parameters(), lr=0.01)
+    opt_c = torch.optim.SGD(critic.parameters(), lr=0.01)
+    with observing(EvaluationInTrainMode) as observed:
+        for _ in range(30):
+            with torch.no_grad():
+                fake = generator(torch.randn(8, 4))
+            opt_c.zero_grad()
+            critic(fake).mean().backward()
+            opt_c.step()
+            opt_g.zero_grad()
+            (-critic(generator(torch.randn(8, 4))).mean()).backward()
             opt_g.step()
     assert observed.codes == set()
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import re
+import signal as signal_module
 from typing import TYPE_CHECKING, Any
 
 from torchdoctor.rules.data.dataloader_worker_killed import RULE as WORKER_KILLED
@@ -17,15 +19,20 @@ if TYPE_CHECKING:
     from torchdoctor.run.session import Session
 
 _KILLED = re.compile(r"DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal: (?P<signal>[^.]+)\.")
+_EXITED = re.compile(r"DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly")
 _PICKLE = re.compile(r"Can't (?:pickle|get) (?:local object )?'?(?P<what><[^>]+>|[\w.<>]+)'?")
 SHM = "/dev/shm"
 
 
 def worker_killed(crash: Crash, session: Session | None) -> Explanation | None:
     match = _KILLED.search(crash.message)
-    if match is None:
-        return None
-    signal = match["signal"].strip()
+    if match is not None:
+        pid, signal = match["pid"], match["signal"].strip()
+    else:  # the loader noticed the dead worker before its SIGCHLD handler said which signal
+        found = _killed_worker(crash) if _EXITED.search(crash.message) else None
+        if found is None:
+            return None
+        pid, signal = found
     shm = _shared_memory()
     if signal.lower().startswith("bus"):
         cause = f"a Bus error: the workers ran out of shared memory ({SHM}{shm}), which carries every batch to the main process"
@@ -36,7 +43,19 @@ def worker_killed(crash: Crash, session: Session | None) -> Explanation | None:
     else:
         cause = f"{signal} (a crash in native code run by the worker: an image decoder, a compiled extension)"
         hint = "Run the loader with `num_workers=0` to see the error in the main process, and check the libraries the dataset calls."
-    return Explanation(WORKER_KILLED, {"pid": match["pid"], "cause": cause, "hint": hint})
+    return Explanation(WORKER_KILLED, {"pid": pid, "cause": cause, "hint": hint})
+
+
+def _killed_worker(crash: Crash) -> tuple[str, str] | None:
+    """(pid, signal name) of a worker that a signal ended, read from the loader iterator in the
+    crash's live frames (`exitcode` is minus the signal number)."""
+    for frame in crash.frames:
+        for worker in getattr(frame.locals.get("self"), "_workers", None) or ():
+            code = getattr(worker, "exitcode", None)
+            if isinstance(code, int) and code < 0:
+                with contextlib.suppress(ValueError):
+                    return str(worker.pid), signal_module.strsignal(-code) or f"signal {-code}"
+    return None
 
 
 def unpicklable(crash: Crash, session: Session | None) -> Explanation | None:

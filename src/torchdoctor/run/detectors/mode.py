@@ -5,6 +5,7 @@ frozen), usually after a validation that called `model.eval()` and nothing switc
 TD130: functional dropout without `training=` still drops activations in eval mode.
 TD132: batch-norm layers whose weights are frozen still update their running statistics.
 TD161: forward passes in eval mode with autograd on, and no backward() afterwards.
+TD453: an evaluation (several no-grad forward passes, no step) of a trained model left in train mode.
 
 Per step this costs a few attribute reads (the models' `training` flags); the scans over
 modules run on a sparse schedule (`support.due`), and eval-mode forward passes are watched
@@ -13,6 +14,7 @@ with one hook on the evaluated model only while it is in eval mode.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import weakref
 from dataclasses import dataclass, field
@@ -26,6 +28,7 @@ from torch.nn.modules.dropout import _DropoutNd
 
 from torchdoctor.core.locate import caller_in_user_code, is_user_file, user_frame
 from torchdoctor.rules.memory.evaluation_with_grad import RULE as EVAL_WITH_GRAD
+from torchdoctor.rules.mode.evaluation_in_train_mode import RULE as EVAL_IN_TRAIN_MODE
 from torchdoctor.rules.mode.frozen_batchnorm_drift import RULE as BATCHNORM_DRIFT
 from torchdoctor.rules.mode.functional_dropout_ignores_eval import RULE as FUNCTIONAL_DROPOUT
 from torchdoctor.rules.mode.training_in_eval_mode import RULE as TRAINING_IN_EVAL
@@ -209,6 +212,91 @@ class FrozenBatchNormDrift(Detector):
         else:
             at = self.ctx.modules.roots.get(model) or True
         self.ctx.report(BATCHNORM_DRIFT, at=at, key=id(model), name=listing(names), evidence={"modules": names})
+
+
+@dataclass
+class NoGradCalls:
+    """No-grad forward passes of a trained model in train mode since the last optimizer step."""
+
+    effects: str
+    steps: int = -1
+    calls: int = 0
+
+
+class EvaluationInTrainMode(Detector):
+    """TD453: a trained model with dropout or batch-norm evaluated (several no-grad forwards
+    between two optimizer steps) while in train mode.
+
+    One forward pre-hook per trained model (a grad-mode read per call); the models are hooked
+    at the steps of the sparse schedule, once they have been stepped."""
+
+    rules = (EVAL_IN_TRAIN_MODE,)
+    #: no-grad forwards between two steps that make an evaluation (one per step is a generated
+    #: batch, pseudo-labels or a target network, used within training)
+    MIN_FORWARDS = 3
+
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx)
+        self._models = TrainedModels(ctx)
+        self._watched: dict[int, NoGradCalls] = {}
+        self._handles: list[Any] = []
+        self._train_switches: weakref.WeakKeyDictionary[nn.Module, int] = weakref.WeakKeyDictionary()
+
+    def install(self) -> None:
+        self.ctx.instrument(ModeSwitches).listen(self._switched)
+
+    def _switched(self, switch: ModeSwitch) -> None:
+        if switch.training:
+            self._train_switches[switch.module] = self.ctx.steps
+
+    def on_step_end(self, event: Step) -> None:
+        if not due(event.index):
+            return
+        for model in self._models.of(event.optimizer):
+            if id(model) in self._watched:
+                continue
+            effects = _train_mode_effects(model)
+            self._watched[id(model)] = NoGradCalls(effects)
+            if effects:
+                with contextlib.suppress(Exception):  # a module that takes no hooks (TorchScript)
+                    self._handles.append(model.register_forward_pre_hook(self._forward))
+
+    def on_finish(self, outcome: Outcome) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+
+    def _forward(self, module: nn.Module, _args: Any) -> None:
+        if torch.is_grad_enabled() or not module.training or torch.compiler.is_compiling():
+            return
+        watch = self._watched.get(id(module))
+        if watch is None:
+            return
+        steps = self.ctx.steps
+        if watch.steps != steps:
+            watch.steps, watch.calls = steps, 0
+        watch.calls += 1
+        if watch.calls != self.MIN_FORWARDS or self._switched_since_last_step(module, steps):
+            return
+        model = type(unwrapped(module)).__name__
+        self.ctx.report(EVAL_IN_TRAIN_MODE, key=id(module), model=model, effects=watch.effects,
+                        evidence={"forward_passes": watch.calls, "steps": steps})
+
+    def _switched_since_last_step(self, module: nn.Module, steps: int) -> bool:
+        """`model.train()` called after the last optimizer step: train mode is meant here."""
+        return any(self._train_switches.get(m) == steps for m in (module, unwrapped(module)))
+
+
+def _train_mode_effects(model: nn.Module) -> str:
+    """What train mode changes in this model's forward, in words ("" when nothing)."""
+    dropout = any(isinstance(m, _DropoutNd) and m.p > 0 for m in model.modules())
+    batchnorm = any(isinstance(m, _BatchNorm) for m in model.modules())
+    effects = []
+    if dropout:
+        effects.append("dropout keeps zeroing activations")
+    if batchnorm:
+        effects.append("batch-norm normalises with each batch's statistics and overwrites its running statistics with this data")
+    return " and ".join(effects)
 
 
 @dataclass

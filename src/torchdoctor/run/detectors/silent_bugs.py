@@ -8,7 +8,13 @@ from torchdoctor.run.detectors.clipping import Clipping
 from torchdoctor.run.detectors.dtype import Float64
 from torchdoctor.run.detectors.frozen import FrozenUpdates
 from torchdoctor.run.detectors.memory import LossHistory, RetainedGraphs
-from torchdoctor.run.detectors.mode import DropoutInEval, EvalGraphs, EvalModeTraining, FrozenBatchNormDrift
+from torchdoctor.run.detectors.mode import (
+    DropoutInEval,
+    EvalGraphs,
+    EvalModeTraining,
+    EvaluationInTrainMode,
+    FrozenBatchNormDrift,
+)
 from torchdoctor.run.detectors.order import LoaderOrder
 from torchdoctor.run.detectors.performance import HostSyncs, PerSampleLoop
 from torchdoctor.run.detectors.pixels import RawPixels
@@ -19,6 +25,7 @@ SILENT_BUG_DETECTORS: tuple[type[Detector], ...] = (
     DropoutInEval,
     FrozenBatchNormDrift,
     EvalGraphs,
+    EvaluationInTrainMode,
     LoaderOrder,
     WorkerRandomness,
     RawPixels,

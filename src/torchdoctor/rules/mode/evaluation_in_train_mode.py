@@ -1,0 +1,70 @@
+"""TD453 evaluation-in-train-mode."""
+
+from torchdoctor.core.finding import Category, Severity
+from torchdoctor.core.rule import Rule
+
+RULE = Rule(
+    code="TD453",
+    name="evaluation-in-train-mode",
+    category=Category.MODE,
+    severity=Severity.WARNING,
+    proof="run",
+    message="{model} is evaluated in train mode (forward passes under no_grad with no optimizer step between them): {effects}",
+    hint="Call `model.eval()` before evaluating and `model.train()` before training resumes (for Monte Carlo dropout on purpose, call `model.train()` right before that loop).",
+    doc="""
+## What it does
+Flags a model that an optimizer trains and that then runs several forward passes under
+`torch.no_grad()` (or `torch.inference_mode()`) with no optimizer step in between, an
+evaluation, while it is still in train mode and has dropout or batch-norm layers. At run time
+only (`torchdoctor run`), at the line of the forward call. A single no-grad forward per step
+(a GAN's generated batch, pseudo-labels, a target network) is not an evaluation and is left
+alone, and so is a model switched with `model.train()` after its last step (Monte Carlo
+dropout, batch-norm recalibration), which says the mode is meant.
+
+## Why is this bad?
+`torch.no_grad()` turns off autograd, not training behaviour: dropout keeps zeroing
+activations, and batch-norm normalises with the statistics of each validation batch and
+overwrites its running statistics with validation data, which the next training steps and the
+saved model then use. Validation metrics come out noisy and worse than the model is, and model
+selection picks the wrong checkpoint.
+
+## Example
+```python
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Dropout(0.5), nn.Linear(32, 1))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+for epoch in range(2):
+    model.train()
+    for _ in range(5):
+        optimizer.zero_grad()
+        model(torch.randn(16, 8)).pow(2).mean().backward()
+        optimizer.step()
+    with torch.no_grad():
+        val = sum(model(torch.randn(16, 8)).pow(2).mean().item() for _ in range(4))
+    print(epoch, val)
+```
+
+Use instead:
+```python
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Dropout(0.5), nn.Linear(32, 1))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+for epoch in range(2):
+    model.train()
+    for _ in range(5):
+        optimizer.zero_grad()
+        model(torch.randn(16, 8)).pow(2).mean().backward()
+        optimizer.step()
+    model.eval()
+    with torch.no_grad():
+        val = sum(model(torch.randn(16, 8)).pow(2).mean().item() for _ in range(4))
+    print(epoch, val)
+```
+""",
+)
