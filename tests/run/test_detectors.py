@@ -91,10 +91,48 @@ def gan_two_optimizers() -> None:
         optG.step()
 
 
+def accumulation_reset_every_batch() -> None:
+    model, (x, y) = nn.Linear(8, 4), data()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for i in range(12):
+        model.zero_grad()  # undoes the accumulation
+        (F.cross_entropy(model(x), y) / 3).backward()
+        if i % 3 == 2:
+            optimizer.step()
+
+
+def adversarial_input_gradient_then_step() -> None:
+    """FGSM adversarial training: a backward for the input's gradient, reset, then the real one."""
+    model, (x, y) = nn.Linear(8, 4), data()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(4):
+        x_adv = x.clone().requires_grad_(True)
+        F.cross_entropy(model(x_adv), y).backward()
+        x_adv = (x + 0.01 * x_adv.grad.sign()).detach()
+        optimizer.zero_grad()
+        F.cross_entropy(model(x_adv), y).backward()
+        optimizer.step()
+
+
+def step_skipped_on_a_bad_loss() -> None:
+    """A step skipped now and then (here: on the first iteration only) throws one backward away."""
+    model, (x, y) = nn.Linear(8, 4), data()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for i in range(6):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y) * (float("inf") if i == 0 else 1.0)
+        loss.backward()
+        if torch.isfinite(loss):
+            optimizer.step()
+
+
 @pytest.mark.parametrize(
     "train, expected",
     [
         (zero_grad_between_backward_and_step, {"TD111"}),
+        (accumulation_reset_every_batch, {"TD115"}),
+        (adversarial_input_gradient_then_step, set()),
+        (step_skipped_on_a_bad_loss, {"TD145"}),  # the infinite loss, not the skipped step
         (accumulation_every_two_batches, set()),
         (manual_reset_through_data, set()),
         (no_reset_with_clipping, {"TD110"}),
@@ -104,6 +142,12 @@ def gan_two_optimizers() -> None:
 )
 def test_gradient_resets(train: Callable[[], None], expected: set[str]) -> None:
     assert set(codes(train)) == expected
+
+
+def test_accumulation_reset_points_at_the_zero_grad() -> None:
+    (finding,) = codes(accumulation_reset_every_batch)["TD115"]
+    assert finding.line == accumulation_reset_every_batch.__code__.co_firstlineno + 4
+    assert "once every 3 backward passes" in finding.message
 
 
 def test_zero_grad_before_step_points_at_the_zero_grad() -> None:

@@ -1,5 +1,5 @@
-"""The order of a training step: backward, reset, clip, unscale, step (TD110-TD113, TD148,
-TD155-TD157).
+"""The order of a training step: backward, reset, clip, unscale, step (TD110-TD113, TD115,
+TD148, TD155-TD157).
 
 All of these read the events of each function (see `lint.steps`): calls in source order with
 where they sit, so "A runs before B in the same iteration" is a comparison of paths, not a
@@ -170,6 +170,46 @@ def zero_grad_before_step(tree: ast.Module, ctx: Context) -> None:
                         "zero_grad() runs right before step(), and backward() only after it: every step "
                         "sees gradients that were just erased, so the model never learns"))
                 break
+
+
+@check("TD115", FILE_END, tracks=TRACKED, needs_torch=False)
+def accumulation_reset_every_micro_batch(tree: ast.Module, ctx: Context) -> None:
+    """A step under `if <counter> % k ...:` and an unconditional zero_grad() before an
+    unconditional backward() in the same loop: the reset undoes the accumulation."""
+    for scope in ctx.scopes:
+        events = scope.events
+        for step in events:
+            optimizer = stepped_optimizer(step)
+            if optimizer is None or not step.loops or has_closure(step):
+                continue
+            loop = step.loops[-1]
+            gate = next((c for c in reversed(step.conditions) if _within(c, loop) and _periodic(c.test)), None)
+            if gate is None:
+                continue
+            in_loop = [e for e in events if e.loops and e.loops[-1] is loop]
+            if any(is_backward(e) and gate in e.conditions for e in in_loop):
+                continue  # the gated step computes its own gradients: nothing is accumulated
+            if any(stepped_optimizer(e) not in (None, optimizer) and not any(_within(c, loop) for c in e.conditions)
+                   for e in in_loop):
+                continue  # another optimizer steps every iteration: the backward may be its own (a GAN)
+            for reset in events:
+                if (reset.name != "zero_grad" or not reset.loops or reset.loops[-1] is not loop
+                        or any(_within(c, loop) for c in reset.conditions) or not _resets(reset, step, optimizer)):
+                    continue
+                if any(is_backward(e) and gate not in e.conditions and order(reset, e) == -1 and _encloses(reset, e)
+                       for e in in_loop):
+                    ctx.report("TD115", reset.node, every=f"when `{ast.unparse(gate.test)}`")
+                    break
+
+
+def _within(node: ast.AST, loop: ast.AST) -> bool:
+    """`node` sits in the body of `loop` (not around it)."""
+    return loop.lineno < node.lineno <= (loop.end_lineno or loop.lineno)  # type: ignore[attr-defined]
+
+
+def _periodic(test: ast.expr) -> bool:
+    """A condition on a remainder (`(i + 1) % accum_steps == 0`): true once every k iterations."""
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test))
 
 
 def _resets(reset: Event, step: Event, optimizer: str) -> bool:

@@ -13,13 +13,19 @@ from torchdoctor.run.detectors.ddp import DDPUnusedParameters
 from torchdoctor.run.detectors.gradients import ParametersWithoutGradient
 from torchdoctor.run.detectors.loss import LossInputs
 from torchdoctor.run.detectors.numerics import NonFiniteLoss
-from torchdoctor.run.detectors.optimizer import GradientResets, OptimizerCoverage, StepsWithoutGradients
+from torchdoctor.run.detectors.optimizer import (
+    AccumulationResets,
+    GradientResets,
+    OptimizerCoverage,
+    StepsWithoutGradients,
+)
 from torchdoctor.run.detectors.registration import UnregisteredTrainables
 from torchdoctor.run.detectors.replicas import ReplicaChecksums
 from torchdoctor.run.detectors.silent_bugs import SILENT_BUG_DETECTORS
 
 DETECTORS: tuple[type[Detector], ...] = (
     GradientResets,
+    AccumulationResets,
     StepsWithoutGradients,
     OptimizerCoverage,
     UnregisteredTrainables,

@@ -7,19 +7,21 @@ gradients arrive; they describe the shape of the training loop, which does not c
 from __future__ import annotations
 
 import weakref
+from dataclasses import dataclass, field
 from typing import Any
 
 from torch import nn
 from torch.optim.optimizer import Optimizer
 
 from torchdoctor.core.locate import caller_in_user_code
+from torchdoctor.rules.optimizer.accumulation_reset_every_micro_batch import RULE as ACCUMULATION_RESET
 from torchdoctor.rules.optimizer.backward_without_step import RULE as BACKWARD_WITHOUT_STEP
 from torchdoctor.rules.optimizer.missing_zero_grad import RULE as MISSING_ZERO_GRAD
 from torchdoctor.rules.optimizer.parameter_not_in_optimizer import RULE as NOT_IN_OPTIMIZER
 from torchdoctor.rules.optimizer.step_without_backward import RULE as STEP_WITHOUT_BACKWARD
 from torchdoctor.rules.optimizer.zero_grad_before_step import RULE as ZERO_GRAD_BEFORE_STEP
 from torchdoctor.run.detector import Detector
-from torchdoctor.run.events import Backward, Location, Step
+from torchdoctor.run.events import Backward, Location, Step, ZeroGrad
 from torchdoctor.run.instruments.optim import params_of
 from torchdoctor.run.outcome import Outcome
 
@@ -81,6 +83,78 @@ class GradientResets(Detector):
             if covered:
                 return location or True
         return None
+
+
+@dataclass
+class Discards:
+    """Backward passes a zero_grad() threw away before this optimizer's step, step by step."""
+
+    count: int = 0
+    sites: set[Location | None] = field(default_factory=set)
+    reset_at: Location | None = None
+    history: list[tuple[int, bool, Location | None]] = field(default_factory=list)  # (count, same line, reset)
+
+
+class AccumulationResets(Detector):
+    """TD115: gradient accumulation undone by a zero_grad() before every backward() (warm-up).
+
+    The same backward() line runs several times per step and a reset covering the optimizer
+    runs between those passes, the same number of times before each warm-up step."""
+
+    rules = (ACCUMULATION_RESET,)
+    #: consecutive steps with the same pattern before it is reported (warm-up has 3)
+    STEPS = 3
+
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx)
+        self._pending: list[Location | None] = []  # backward sites since the last reset or step
+        self._discards: weakref.WeakKeyDictionary[Optimizer, Discards] = weakref.WeakKeyDictionary()
+        self._reported: set[int] = set()
+
+    def on_backward(self, event: Backward) -> None:
+        if self.ctx.warmup:
+            self._pending.append(caller_in_user_code())
+
+    def on_zero_grad(self, event: ZeroGrad) -> None:
+        if not self.ctx.warmup or not self._pending:
+            return
+        for optimizer in list(self.ctx.optimizers.known.keys()):
+            if _covers(event.owner, optimizer):
+                discards = self._discards.setdefault(optimizer, Discards())
+                discards.count += len(self._pending)
+                discards.sites.update(self._pending)
+                discards.reset_at = discards.reset_at or event.location
+        self._pending = []
+
+    def on_step(self, event: Step) -> None:
+        if not self.ctx.warmup or event.closure:
+            self._pending = []
+            return
+        discards = self._discards.setdefault(event.optimizer, Discards())
+        fed_by = set(self._pending)
+        same_line = len(fed_by) == 1 and None not in fed_by and discards.sites <= fed_by
+        discards.history.append((discards.count, same_line, discards.reset_at))
+        discards.count, discards.sites, discards.reset_at = 0, set(), None
+        self._pending = []
+        recent = discards.history[-self.STEPS:]
+        if len(recent) < self.STEPS or id(event.optimizer) in self._reported:
+            return
+        counts = {count for count, _, _ in recent}
+        if len(counts) == 1 and min(counts) >= 1 and all(same for _, same, _ in recent):
+            self._reported.add(id(event.optimizer))
+            discarded = counts.pop()
+            self.ctx.report(ACCUMULATION_RESET, at=recent[-1][2] or True, key=id(event.optimizer),
+                            every=f"once every {discarded + 1} backward passes", evidence={"discarded_per_step": discarded})
+
+
+def _covers(owner: Any, optimizer: Optimizer) -> bool:
+    """Whether `owner.zero_grad()` resets (some of) the optimizer's parameters."""
+    if owner is optimizer:
+        return True
+    if not isinstance(owner, nn.Module):
+        return False
+    params = {id(p) for p in params_of(optimizer)}
+    return any(id(p) in params for p in owner.parameters())
 
 
 class StepsWithoutGradients(Detector):
