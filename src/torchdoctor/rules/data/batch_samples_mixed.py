@@ -16,7 +16,10 @@ RULE = Rule(
 Puts the model in eval mode, runs one batch, and takes the gradient of one sample's output
 with respect to every sample's input. In a model that treats samples independently, the
 gradient with respect to the *other* samples is exactly zero. (Batch norm in training mode
-mixes the batch on purpose, which is why the check runs in eval mode.)
+mixes the batch on purpose, which is why the check runs in eval mode.) `torchdoctor run` sees
+the most common cause as it happens: an `nn.LSTM`/`GRU`/`RNN`, `nn.MultiheadAttention` or
+`nn.Transformer*Layer` built without `batch_first=True` (so it reads dim 0 as time) getting
+an input whose dim 0 is the DataLoader's `batch_size` and whose dim 1 is something else.
 
 ## Why is this bad?
 `x.view(seq, batch, features)` on a `(batch, seq, features)` tensor has the right shape and

@@ -7,6 +7,7 @@ from torchdoctor.run.detector import Detector
 from torchdoctor.run.detectors.clipping import Clipping
 from torchdoctor.run.detectors.dtype import Float64
 from torchdoctor.run.detectors.frozen import FrozenUpdates
+from torchdoctor.run.detectors.layout import SequenceFirstLayout
 from torchdoctor.run.detectors.memory import LossHistory, RetainedGraphs
 from torchdoctor.run.detectors.mode import (
     DropoutInEval,
@@ -29,6 +30,7 @@ SILENT_BUG_DETECTORS: tuple[type[Detector], ...] = (
     LoaderOrder,
     WorkerRandomness,
     RawPixels,
+    SequenceFirstLayout,
     LossHistory,
     RetainedGraphs,
     Float64,

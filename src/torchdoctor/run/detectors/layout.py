@@ -1,0 +1,84 @@
+"""TD302 at run time: a sequence layer that reads the batch dimension as time (warm-up only).
+
+`nn.LSTM`/`nn.GRU`/`nn.RNN`, `nn.MultiheadAttention` and the `nn.Transformer*` layers expect
+(time, batch, features) unless built with `batch_first=True`. Fed a (batch, time, features)
+batch, they run without an error and mix the samples of the batch into one sequence. The
+evidence is the DataLoader's `batch_size`: the layer's input has it as dim 0 and something
+else (not 1) as dim 1, where the batch should be.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from torchdoctor.rules.data.batch_samples_mixed import RULE as BATCH_MIXED
+from torchdoctor.run.detector import Detector
+from torchdoctor.run.events import Batch, ModuleCall
+
+#: layers with a `batch_first` flag that defaults to False
+SEQUENCE_LAYERS = (nn.RNNBase, nn.MultiheadAttention, nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)
+
+
+class SequenceFirstLayout(Detector):
+    """TD302: a `batch_first=False` sequence layer fed a batch whose dim 0 is the batch size."""
+
+    rules = (BATCH_MIXED,)
+
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx)
+        self._batch_size: int | None = None
+        self._reported = False
+
+    def on_batch(self, event: Batch) -> None:
+        if self.ctx.warmup:
+            size = getattr(event.loader, "batch_size", None)
+            self._batch_size = size if isinstance(size, int) and size > 1 else None
+
+    def on_module_call(self, event: ModuleCall) -> None:
+        module = event.module
+        if self._reported or self._batch_size is None or not isinstance(module, SEQUENCE_LAYERS):
+            return
+        if _batch_first(module):
+            return
+        x = event.args[0] if event.args else event.kwargs.get("input", event.kwargs.get("src", event.kwargs.get("query")))
+        if not isinstance(x, torch.Tensor) or x.dim() != 3:
+            return
+        batch = self._batch_size
+        if x.shape[0] != batch or x.shape[1] in (batch, 1):
+            return
+        self._reported = True
+        name, kind = self._described(module)
+        message = (
+            f"{kind} `{name}` (batch_first=False) gets input {tuple(x.shape)} whose dim 0 is the DataLoader's "
+            f"batch size {batch}: it reads dim 0 as time and dim 1 ({x.shape[1]}) as the batch, so the samples "
+            "of each batch are processed as one sequence and their outputs depend on each other"
+        )
+        hint = f"Build it with `{kind}(..., batch_first=True)`, or pass `x.transpose(0, 1)` (time first) and read the output the same way."
+        self.ctx.report(BATCH_MIXED, key=id(module), message=message, hint=hint,
+                        evidence={"input_shape": list(x.shape), "batch_size": batch, "layer": name})
+
+    def _described(self, module: nn.Module) -> tuple[str, str]:
+        """The layer's name and class; the attention inside a Transformer layer is named by that
+        layer, which is what the user built (and where `batch_first` is given)."""
+        name = self.ctx.modules.name_of(module)
+        owner, dot, attribute = name.rpartition(".")
+        if isinstance(module, nn.MultiheadAttention) and dot and attribute in ("self_attn", "multihead_attn"):
+            for root in self.ctx.modules.live_roots():
+                try:
+                    layer = root.get_submodule(owner)
+                except AttributeError:
+                    continue
+                if getattr(layer, attribute, None) is module:
+                    return owner, type(layer).__name__
+        return name, type(module).__name__
+
+
+def _batch_first(module: nn.Module) -> bool:
+    """The layer's `batch_first` (a Transformer layer keeps it on its attention)."""
+    flag = getattr(module, "batch_first", None)
+    if flag is None:
+        flag = getattr(getattr(module, "self_attn", None), "batch_first", True)
+    return bool(flag)
