@@ -349,6 +349,44 @@ def test_worker_killed_is_explained_from_its_exit_code_when_the_message_has_no_s
     assert found is not None and found.rule.code == "TD420" and "Bus error" in found.fields["cause"]
 
 
+class GrowingSamples(torch.utils.data.Dataset):
+    """Sample i has i + 5 rows: the default collate cannot stack them."""
+
+    def __len__(self) -> int:
+        return 8
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        return torch.zeros(index + 5, 4)
+
+
+def first_batch(workers: int) -> list[tuple[Finding, str]]:
+    try:
+        next(iter(DataLoader(GrowingSamples(), batch_size=4, num_workers=workers)))  # the batch request
+    except RuntimeError as exc:
+        return explain(exc)
+    raise AssertionError("the batch was stacked")
+
+
+def test_samples_of_different_sizes_name_the_sizes_and_the_dataset() -> None:
+    (finding, _), = first_batch(workers=0)
+    assert finding.rule == "TD426" and finding.line == first_batch.__code__.co_firstlineno + 2
+    assert "[5, 4] (sample 0 of the batch) and [6, 4] (sample 1), from GrowingSamples" in finding.message
+
+
+@pytest.mark.slow
+def test_samples_of_different_sizes_in_a_worker_point_at_the_batch_request() -> None:
+    (finding, _), = first_batch(workers=2)
+    assert finding.rule == "TD426" and finding.line == first_batch.__code__.co_firstlineno + 2
+
+
+def test_a_stack_in_user_code_is_not_a_collate_problem() -> None:
+    try:
+        torch.stack([torch.zeros(2), torch.zeros(3)])
+    except RuntimeError as exc:
+        (finding, _), = explain(exc)
+    assert finding.rule == "TD001"
+
+
 def test_torchrun_relay_and_stops_are_not_crashes() -> None:
     class ChildFailedError(Exception):
         pass

@@ -10,6 +10,7 @@ import signal as signal_module
 from typing import TYPE_CHECKING, Any
 
 from torchdoctor.rules.data.dataloader_worker_killed import RULE as WORKER_KILLED
+from torchdoctor.rules.data.samples_differ_in_size import RULE as DIFFERENT_SIZES
 from torchdoctor.rules.data.unpicklable_worker_function import RULE as UNPICKLABLE
 from torchdoctor.run.crash.describe import size_text, torch_module
 from torchdoctor.run.crash.explain import Explanation
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
 
 _KILLED = re.compile(r"DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal: (?P<signal>[^.]+)\.")
 _EXITED = re.compile(r"DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly")
+_STACK = re.compile(r"stack expects each tensor to be equal size, but got \[(?P<first>[^\]]*)\] at entry (?P<i>\d+) "
+                    r"and \[(?P<second>[^\]]*)\] at entry (?P<j>\d+)")
 _PICKLE = re.compile(r"Can't (?:pickle|get) (?:local object )?'?(?P<what><[^>]+>|[\w.<>]+)'?")
 SHM = "/dev/shm"
 
@@ -84,6 +87,17 @@ def _loader(crash: Crash) -> Any:
     return crash.find_local(DataLoader)
 
 
+def _dataset(crash: Crash) -> Any:
+    """The Dataset being batched: the loader iterator's or the fetcher's, in the live frames."""
+    for frame in crash.deepest():
+        owner = frame.locals.get("self")
+        for attribute in ("_dataset", "dataset"):
+            dataset = getattr(owner, attribute, None)
+            if dataset is not None and hasattr(type(dataset), "__getitem__"):
+                return dataset
+    return None
+
+
 def picklable(value: Any) -> bool:
     try:
         pickle.dumps(value)
@@ -107,4 +121,15 @@ def _shared_memory() -> str:
     return f" is {size_text(stats.f_blocks * stats.f_frsize)} here"
 
 
-EXPLAINERS = (worker_killed, unpicklable)
+def samples_differ(crash: Crash, session: Session | None) -> Explanation | None:
+    """The default collate's `torch.stack` over samples of different shapes."""
+    match = _STACK.search(crash.message)
+    if match is None or not any(frame.file.replace("\\", "/").endswith("utils/data/_utils/collate.py") for frame in crash.frames):
+        return None
+    dataset = _dataset(crash)
+    named = f", from {type(dataset).__name__}" if dataset is not None else ""
+    return Explanation(DIFFERENT_SIZES, {"first": f"[{match['first']}]", "second": f"[{match['second']}]",
+                                         "i": match["i"], "j": match["j"], "dataset": named})
+
+
+EXPLAINERS = (worker_killed, unpicklable, samples_differ)

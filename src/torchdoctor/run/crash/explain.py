@@ -69,14 +69,15 @@ def explain_crash(crash: Crash, session: Session | None) -> Finding | None:
             if said is SILENT:
                 return None
             if isinstance(said, Explanation):
-                return _finding(said, candidate)
+                return _finding(said, candidate, crash)
     origin = inner or crash
     where = f" (raised in {origin.origin})" if origin.origin else ""
     return _at(CRASHED, origin, origin.user_frame(), exception=origin.headline + where)
 
 
-def _finding(said: Explanation, crash: Crash) -> Finding:
-    frame = crash.user_frame()
+def _finding(said: Explanation, crash: Crash, outer: Crash) -> Finding:
+    # a worker's traceback may hold no user line (it failed in collate): the loop that asked for the batch
+    frame = crash.user_frame() or outer.user_frame()
     location = said.at if said.at is not None else ((frame.file, frame.line) if frame else None)
     evidence = {"exception": crash.headline, **({"raised_in": crash.origin} if crash.origin else {}), **(said.evidence or {})}
     return reporting.build(said.rule, location, {**said.fields, "severity": Severity.ERROR, "evidence": evidence, "rank": crash.rank})
