@@ -277,6 +277,22 @@ def test_validation_in_eval_mode_is_not_flagged() -> None:
     assert observed.codes == set()
 
 
+def test_inner_model_switched_to_eval_inside_a_wrapper_is_not_flagged() -> None:
+    """`model.module.eval()` under DataParallel/DDP: the wrapper still says training=True."""
+    model = nn.DataParallel(nn.Sequential(nn.Linear(6, 8), nn.Dropout(0.3), nn.Linear(8, 1)))
+    with observing(EvaluationInTrainMode) as observed:
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        for _ in range(5):
+            optimizer.zero_grad()
+            model(torch.randn(8, 6)).pow(2).mean().backward()
+            optimizer.step()
+        model.module.eval()
+        with torch.no_grad():
+            for _ in range(4):
+                model(torch.randn(8, 6))
+    assert observed.codes == set()
+
+
 def test_train_mode_switched_on_after_the_last_step_is_meant() -> None:
     """Monte Carlo dropout: `model.train()` right before the sampling loop."""
     with observing(EvaluationInTrainMode) as observed:

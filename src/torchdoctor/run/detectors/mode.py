@@ -218,7 +218,6 @@ class FrozenBatchNormDrift(Detector):
 class NoGradCalls:
     """No-grad forward passes of a trained model in train mode since the last optimizer step."""
 
-    effects: str
     steps: int = -1
     calls: int = 0
 
@@ -255,9 +254,8 @@ class EvaluationInTrainMode(Detector):
         for model in self._models.of(event.optimizer):
             if id(model) in self._watched:
                 continue
-            effects = _train_mode_effects(model)
-            self._watched[id(model)] = NoGradCalls(effects)
-            if effects:
+            self._watched[id(model)] = NoGradCalls()
+            if any(isinstance(m, (_DropoutNd, _BatchNorm)) for m in model.modules()):
                 with contextlib.suppress(Exception):  # a module that takes no hooks (TorchScript)
                     self._handles.append(model.register_forward_pre_hook(self._forward))
 
@@ -278,8 +276,11 @@ class EvaluationInTrainMode(Detector):
         watch.calls += 1
         if watch.calls != self.MIN_FORWARDS or self._switched_since_last_step(module, steps):
             return
+        effects = _train_mode_effects(module)  # what is in train mode now (`model.module.eval()` in DDP)
+        if not effects:
+            return
         model = type(unwrapped(module)).__name__
-        self.ctx.report(EVAL_IN_TRAIN_MODE, key=id(module), model=model, effects=watch.effects,
+        self.ctx.report(EVAL_IN_TRAIN_MODE, key=id(module), model=model, effects=effects,
                         evidence={"forward_passes": watch.calls, "steps": steps})
 
     def _switched_since_last_step(self, module: nn.Module, steps: int) -> bool:
@@ -288,9 +289,9 @@ class EvaluationInTrainMode(Detector):
 
 
 def _train_mode_effects(model: nn.Module) -> str:
-    """What train mode changes in this model's forward, in words ("" when nothing)."""
-    dropout = any(isinstance(m, _DropoutNd) and m.p > 0 for m in model.modules())
-    batchnorm = any(isinstance(m, _BatchNorm) for m in model.modules())
+    """What the layers now in train mode change in this model's forward, in words ("" when nothing)."""
+    dropout = any(isinstance(m, _DropoutNd) and m.p > 0 and m.training for m in model.modules())
+    batchnorm = any(isinstance(m, _BatchNorm) and m.training for m in model.modules())
     effects = []
     if dropout:
         effects.append("dropout keeps zeroing activations")
