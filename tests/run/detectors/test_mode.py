@@ -238,7 +238,7 @@ def test_gan_discriminator_frozen_during_the_generator_step_is_not_flagged() -> 
     assert observed.codes == set()
 
 
-# --- TD453 ------------------------------------------------------------------------------
+# --- TD133 ------------------------------------------------------------------------------
 
 
 def train_then_validate(model: nn.Module, switch: str | None, batches: int = 4, epochs: int = 2) -> None:
@@ -260,7 +260,7 @@ def train_then_validate(model: nn.Module, switch: str | None, batches: int = 4, 
 def test_validation_in_train_mode_with_dropout_is_flagged_at_the_forward() -> None:
     with observing(EvaluationInTrainMode) as observed:
         train_then_validate(nn.Sequential(nn.Linear(6, 8), nn.Dropout(0.3), nn.Linear(8, 1)), switch=None)
-    finding = observed.one("TD453")
+    finding = observed.one("TD133")
     assert finding.line == line_of(__file__, "model(torch.randn(8, 6))  # the validation forward")
     assert "dropout keeps zeroing activations" in finding.message and "model.eval()" in finding.hint
 
@@ -268,7 +268,7 @@ def test_validation_in_train_mode_with_dropout_is_flagged_at_the_forward() -> No
 def test_validation_in_train_mode_with_batchnorm_is_flagged() -> None:
     with observing(EvaluationInTrainMode) as observed:
         train_then_validate(nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.Linear(8, 1)), switch=None)
-    assert "running statistics" in observed.one("TD453").message
+    assert "running statistics" in observed.one("TD133").message
 
 
 def test_validation_in_eval_mode_is_not_flagged() -> None:

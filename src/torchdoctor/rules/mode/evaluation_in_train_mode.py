@@ -1,23 +1,31 @@
-"""TD453 evaluation-in-train-mode."""
+"""TD133 evaluation-in-train-mode."""
 
 from torchdoctor.core.finding import Category, Severity
 from torchdoctor.core.rule import Rule
 
+#: the `{effects}` of the message, joined by " and ": what train mode does in an evaluation
+DROPOUT_EFFECT = "dropout keeps zeroing activations"
+BATCHNORM_EFFECT = "batch-norm normalises with each batch's statistics and overwrites its running statistics with this data"
+
 RULE = Rule(
-    code="TD453",
+    code="TD133",
     name="evaluation-in-train-mode",
     category=Category.MODE,
     severity=Severity.WARNING,
-    proof="run",
-    message="{model} is evaluated in train mode (forward passes under no_grad with no optimizer step between them): {effects}",
+    proof="lint",
+    message="{model} is evaluated in train mode (under no_grad, with no optimizer step between the forward passes): {effects}",
     hint="Call `model.eval()` before evaluating and `model.train()` before training resumes (for Monte Carlo dropout on purpose, call `model.train()` right before that loop).",
     doc="""
 ## What it does
-Flags a model that an optimizer trains and that then runs several forward passes under
-`torch.no_grad()` (or `torch.inference_mode()`) with no optimizer step in between, an
-evaluation, while it is still in train mode and has dropout or batch-norm layers. At run time
-only (`torchdoctor run`), at the line of the forward call. A single no-grad forward per step
-(a GAN's generated batch, pseudo-labels, a target network) is not an evaluation and is left
+Flags a trained model with dropout or batch-norm layers that is evaluated under
+`torch.no_grad()` (or `torch.inference_mode()`) while still in train mode. Lint reads it from
+a file that trains the model (an optimizer over its parameters, a loop with `backward()` and
+`step()`), calls it with autograd off outside the training loop's own iterations (a
+validation loop, a prediction after training), and never calls `.eval()` or `.train(...)`
+with an argument anywhere. `torchdoctor run` sees it happen: several no-grad forward passes of
+the trained model with no optimizer step between them while its dropout or batch-norm layers
+are in train mode, at the line of the forward call. A no-grad forward inside the training
+step (a GAN's generated batch, pseudo-labels, a target network) is part of training and left
 alone, and so is a model switched with `model.train()` after its last step (Monte Carlo
 dropout, batch-norm recalibration), which says the mode is meant.
 

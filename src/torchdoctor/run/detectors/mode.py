@@ -5,7 +5,7 @@ frozen), usually after a validation that called `model.eval()` and nothing switc
 TD130: functional dropout without `training=` still drops activations in eval mode.
 TD132: batch-norm layers whose weights are frozen still update their running statistics.
 TD161: forward passes in eval mode with autograd on, and no backward() afterwards.
-TD453: an evaluation (several no-grad forward passes, no step) of a trained model left in train mode.
+TD133: an evaluation (several no-grad forward passes, no step) of a trained model left in train mode.
 
 Per step this costs a few attribute reads (the models' `training` flags); the scans over
 modules run on a sparse schedule (`support.due`), and eval-mode forward passes are watched
@@ -28,6 +28,7 @@ from torch.nn.modules.dropout import _DropoutNd
 
 from torchdoctor.core.locate import caller_in_user_code, is_user_file, user_frame
 from torchdoctor.rules.memory.evaluation_with_grad import RULE as EVAL_WITH_GRAD
+from torchdoctor.rules.mode.evaluation_in_train_mode import BATCHNORM_EFFECT, DROPOUT_EFFECT
 from torchdoctor.rules.mode.evaluation_in_train_mode import RULE as EVAL_IN_TRAIN_MODE
 from torchdoctor.rules.mode.frozen_batchnorm_drift import RULE as BATCHNORM_DRIFT
 from torchdoctor.rules.mode.functional_dropout_ignores_eval import RULE as FUNCTIONAL_DROPOUT
@@ -223,7 +224,7 @@ class NoGradCalls:
 
 
 class EvaluationInTrainMode(Detector):
-    """TD453: a trained model with dropout or batch-norm evaluated (several no-grad forwards
+    """TD133: a trained model with dropout or batch-norm evaluated (several no-grad forwards
     between two optimizer steps) while in train mode.
 
     One forward pre-hook per trained model (a grad-mode read per call); the models are hooked
@@ -292,12 +293,7 @@ def _train_mode_effects(model: nn.Module) -> str:
     """What the layers now in train mode change in this model's forward, in words ("" when nothing)."""
     dropout = any(isinstance(m, _DropoutNd) and m.p > 0 and m.training for m in model.modules())
     batchnorm = any(isinstance(m, _BatchNorm) and m.training for m in model.modules())
-    effects = []
-    if dropout:
-        effects.append("dropout keeps zeroing activations")
-    if batchnorm:
-        effects.append("batch-norm normalises with each batch's statistics and overwrites its running statistics with this data")
-    return " and ".join(effects)
+    return " and ".join(effect for effect, present in ((DROPOUT_EFFECT, dropout), (BATCHNORM_EFFECT, batchnorm)) if present)
 
 
 @dataclass
