@@ -64,6 +64,13 @@ def stepped_optimizer(event: Event) -> str | None:
     return receiver if looks_like_optimizer(receiver) else None
 
 
+def parameters_owner(value: ast.AST | None) -> str | None:
+    """`model` for `model.parameters()`: whose parameters an optimizer is built from."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "parameters":
+        return dotted(value.func.value)
+    return None
+
+
 def is_scaler_step(event: Event) -> bool:
     """`scaler.step(optimizer)` (a GradScaler by construction, or by name)."""
     return event.name == "step" and is_scaler(event)

@@ -14,7 +14,7 @@ import ast
 from collections.abc import Iterator
 
 from torchdoctor.lint.api import FILE_END, ClassInfo, Context, Kind, Scope, check, dotted
-from torchdoctor.lint.steps import TRACKED, is_backward, stepped_optimizer
+from torchdoctor.lint.steps import TRACKED, is_backward, parameters_owner, stepped_optimizer
 from torchdoctor.rules.mode.evaluation_in_train_mode import BATCHNORM_EFFECT, DROPOUT_EFFECT
 
 #: layers that behave differently in train and eval mode
@@ -135,11 +135,9 @@ def _optimized_anywhere(tree: ast.Module, ctx: Context) -> set[str]:
     models = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and node.args and (ctx.qualified(node.func) or "").startswith("torch.optim."):
-            first = node.args[0]
-            if isinstance(first, ast.Call) and isinstance(first.func, ast.Attribute) and first.func.attr == "parameters":
-                name = dotted(first.func.value)
-                if name:
-                    models.add(name)
+            name = parameters_owner(node.args[0])
+            if name:
+                models.add(name)
     return models
 
 

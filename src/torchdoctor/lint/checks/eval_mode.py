@@ -11,8 +11,16 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.lint.api import FILE_END, Context, Event, Scope, check, literal
-from torchdoctor.lint.names import dotted
-from torchdoctor.lint.steps import TRACKED, inside, is_backward, order, passed_to_a_call, reached, stepped_optimizer
+from torchdoctor.lint.steps import (
+    TRACKED,
+    inside,
+    is_backward,
+    order,
+    parameters_owner,
+    passed_to_a_call,
+    reached,
+    stepped_optimizer,
+)
 
 
 def _is_eval(event: Event) -> bool:
@@ -78,12 +86,9 @@ def _optimized_models(ctx: Context) -> set[str]:
         for event in scope.events:
             kind = event.kind
             made = kind.node if kind is not None and kind.tag == "optimizer" else None
-            if isinstance(made, ast.Call) and made.args:
-                first = made.args[0]
-                if isinstance(first, ast.Call) and isinstance(first.func, ast.Attribute) and first.func.attr == "parameters":
-                    name = dotted(first.func.value)
-                    if name:
-                        models.add(name)
+            name = parameters_owner(made.args[0]) if isinstance(made, ast.Call) and made.args else None
+            if name:
+                models.add(name)
     return models
 
 

@@ -7,7 +7,7 @@ import ast
 
 from torchdoctor.lint.api import FILE_END, Context, Event, Scope, check
 from torchdoctor.lint.names import dotted
-from torchdoctor.lint.steps import order
+from torchdoctor.lint.steps import order, parameters_owner
 
 
 def _model_of_optimizer(value: ast.expr, ctx: Context) -> str | None:
@@ -15,10 +15,7 @@ def _model_of_optimizer(value: ast.expr, ctx: Context) -> str | None:
     kind = ctx.kind(value)
     if kind is None or kind.tag != "optimizer" or not isinstance(value, ast.Call) or not value.args:
         return None
-    first = value.args[0]
-    if isinstance(first, ast.Call) and isinstance(first.func, ast.Attribute) and first.func.attr == "parameters":
-        return dotted(first.func.value)
-    return None
+    return parameters_owner(value.args[0])
 
 
 def _root(target: ast.expr) -> str | None:

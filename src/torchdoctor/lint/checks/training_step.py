@@ -24,6 +24,7 @@ from torchdoctor.lint.steps import (
     is_scaler,
     is_scaler_step,
     order,
+    parameters_owner,
     passed_to_a_call,
     reached,
     stepped_optimizer,
@@ -216,11 +217,8 @@ def _resets(reset: Event, step: Event, optimizer: str) -> bool:
     """Does this zero_grad() clear the gradients this step applies?"""
     if reset.receiver == optimizer:
         return True
-    first = _made_from(step)
-    if first is not None and reset.receiver is not None:
-        if isinstance(first, ast.Call) and isinstance(first.func, ast.Attribute) and first.func.attr == "parameters":
-            return dotted(first.func.value) == reset.receiver
-    return False
+    owner = parameters_owner(_made_from(step))
+    return owner is not None and owner == reset.receiver
 
 
 def _encloses(a: Event, b: Event) -> bool:
