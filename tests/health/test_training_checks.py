@@ -168,6 +168,34 @@ def make():
     assert "TD302" in codes(report)
 
 
+LSTM_CLASSIFIER = HEADER + """
+class Classifier(nn.Module):
+    def __init__(self, batch_first):
+        super().__init__()
+        self.lstm = nn.LSTM(4, 8, batch_first=batch_first)
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, x):  # x: (batch, time, features)
+        out, _ = self.lstm(x)
+        return self.head(out[:, -1])
+
+def make():
+    return {"model": Classifier(BATCH_FIRST), "data": (torch.randn(8, 6, 4), torch.arange(8) % 2),
+            "loss_fn": nn.CrossEntropyLoss()}
+"""
+
+
+def test_a_recurrent_layer_reading_the_batch_as_time_is_caught(check_source) -> None:  # type: ignore[no-untyped-def]
+    """Only later samples depend on earlier ones: sample 0 alone looks independent."""
+    (finding,) = by_rule(check_source(LSTM_CLASSIFIER.replace("BATCH_FIRST", "False")), "TD302")
+    assert "the output for sample 3 depends on" in finding.message
+
+
+def test_a_batch_first_recurrent_layer_is_batch_independent(check_source) -> None:  # type: ignore[no-untyped-def]
+    report = check_source(LSTM_CLASSIFIER.replace("BATCH_FIRST", "True"))
+    assert status(report, "batch-independence") == "passed"
+
+
 # --- overfitting --------------------------------------------------------------------------
 
 def test_a_healthy_model_overfits(check_source) -> None:  # type: ignore[no-untyped-def]

@@ -26,6 +26,8 @@ EXPECTED = {
     "17_lambda_collate_fn_workers": ("TD142", "collate_fn=lambda"),
     "18_tensor_attribute_not_parameter": ("TD123", "self.temperature = "),
     "20_softmax_into_nll_loss": ("TD103", "F.softmax("),
+    "24_validation_in_train_mode": ("TD133", "model(x).argmax("),
+    "25_accumulation_reset_every_batch": ("TD115", "optimizer.zero_grad()"),
 }
 pytestmark = pytest.mark.skipif(not PROGRAMS, reason="examples/lab is not there")
 

@@ -37,6 +37,9 @@ EXPECTED = {
     "18_tensor_attribute_not_parameter": ("TD123", "self.temperature = "),
     "20_softmax_into_nll_loss": ("TD103", "F.softmax("),
     "23_everything_frozen": ("TD416", "loss.backward()"),
+    "24_validation_in_train_mode": ("TD133", "model(x).argmax("),
+    "25_accumulation_reset_every_batch": ("TD115", "optimizer.zero_grad()"),
+    "26_lstm_without_batch_first": ("TD302", "self.lstm(x)"),
 }
 pytestmark = pytest.mark.skipif(not PROGRAMS, reason="examples/lab is not there")
 
