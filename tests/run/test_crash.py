@@ -387,6 +387,24 @@ def test_a_stack_in_user_code_is_not_a_collate_problem() -> None:
     assert finding.rule == "TD001"
 
 
+def test_logits_into_bce_loss_name_the_range_at_the_loss_call() -> None:
+    scores, targets = torch.tensor([[-1.5], [0.3], [2.0]]), torch.tensor([[0.0], [1.0], [1.0]])
+    try:
+        nn.BCELoss()(scores, targets)  # the loss call
+    except RuntimeError as exc:
+        (finding, _), = explain(exc)
+    assert finding.rule == "TD108" and "from -1.5 to 2" in finding.message
+    assert finding.line == test_logits_into_bce_loss_name_the_range_at_the_loss_call.__code__.co_firstlineno + 3
+
+
+def test_targets_outside_0_1_are_not_logits() -> None:
+    try:
+        F.binary_cross_entropy(torch.full((3,), 0.5), torch.tensor([0.0, 2.0, 1.0]))
+    except RuntimeError as exc:
+        (finding, _), = explain(exc)
+    assert finding.rule != "TD108"
+
+
 def test_torchrun_relay_and_stops_are_not_crashes() -> None:
     class ChildFailedError(Exception):
         pass

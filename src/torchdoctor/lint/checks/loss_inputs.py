@@ -1,4 +1,5 @@
-"""TD101 / TD102 / TD103: a loss that wants logits (or log-probabilities) gets probabilities.
+"""TD101 / TD102 / TD103: a loss that wants logits (or log-probabilities) gets probabilities;
+TD108: BCELoss, which wants probabilities, gets a model's raw scores.
 
 The loss is recognised by what made it (`nn.CrossEntropyLoss()`, `F.cross_entropy`, a
 variable or `self.` attribute holding a loss module); its input by data flow: a softmax or
@@ -17,20 +18,27 @@ _FUNCTIONAL = {
     "torch.nn.functional.cross_entropy": ("CrossEntropyLoss", "TD101", "probs"),
     "torch.nn.functional.nll_loss": ("NLLLoss", "TD103", "probs"),
     "torch.nn.functional.binary_cross_entropy_with_logits": ("BCEWithLogitsLoss", "TD102", "sigmoid"),
+    "torch.nn.functional.binary_cross_entropy": ("BCELoss", "TD108", "logits"),
 }
 _MODULES = {
     "CrossEntropyLoss": ("TD101", "probs"),
     "NLLLoss": ("TD103", "probs"),
     "BCEWithLogitsLoss": ("TD102", "sigmoid"),
+    "BCELoss": ("TD108", "logits"),
 }
+#: last layers whose output is a raw score of any sign
+_SCORE_LAYERS = ("Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d")
 
 
-@check(("TD101", "TD102", "TD103"), ast.Call)
+@check(("TD101", "TD102", "TD103", "TD108"), ast.Call)
 def loss_input_is_probabilities(node: ast.Call, ctx: Context) -> None:
     loss = _loss(node, ctx)
     if loss is None or not node.args or isinstance(node.args[0], ast.Starred):
         return
     code, wrong = loss[1], loss[2]
+    if wrong == "logits":
+        _scores_into_bce(node.args[0], ctx)
+        return
     source = ctx.kind(node.args[0])
     if source is None or source.tag != wrong or source.node is None:
         return
@@ -45,6 +53,22 @@ def loss_input_is_probabilities(node: ast.Call, ctx: Context) -> None:
         return
     reported.add((code, site.lineno))
     ctx.report(code, site, source=f"{describe(source, ctx)} (the loss is computed at line {node.lineno})")
+
+
+def _scores_into_bce(value: ast.expr, ctx: Context) -> None:
+    """`BCELoss()(model(x), y)` where `model` is an `nn.Sequential` whose last layer is a
+    Linear/Conv: raw scores, which BCELoss rejects as soon as one is outside [0, 1]."""
+    output = ctx.kind(value)
+    call = output.node if output is not None and output.tag == "output" else None
+    model = ctx.kind(call.func) if isinstance(call, ast.Call) else None
+    made = model.node if model is not None and model.tag == "model" else None
+    if not isinstance(made, ast.Call) or ctx.qualified(made.func) != "torch.nn.Sequential" or not made.args:
+        return
+    last = made.args[-1]
+    qualified = ctx.qualified(last.func) if isinstance(last, ast.Call) else None
+    if qualified is None or qualified.rpartition(".")[0] != "torch.nn" or qualified.rpartition(".")[2] not in _SCORE_LAYERS:
+        return
+    ctx.report("TD108", value, values=f"the output of a model whose last layer is `{_short(ctx.text(last))}` (line {last.lineno})")
 
 
 def _model_site(kind: Kind) -> ast.expr | None:
@@ -65,7 +89,7 @@ def _model_site(kind: Kind) -> ast.expr | None:
 def _loss(node: ast.Call, ctx: Context) -> tuple[str, str, str] | None:
     func = node.func
     name = terminal(func)
-    if name in ("cross_entropy", "nll_loss", "binary_cross_entropy_with_logits"):
+    if name in ("cross_entropy", "nll_loss", "binary_cross_entropy_with_logits", "binary_cross_entropy"):
         qualified = ctx.qualified(func)
         return _FUNCTIONAL.get(qualified) if qualified else None
     kind = ctx.kind(func)

@@ -1,0 +1,50 @@
+"""TD108 logits-into-bce-loss."""
+
+from torchdoctor.core.finding import Category, Severity
+from torchdoctor.core.rule import Rule
+
+RULE = Rule(
+    code="TD108",
+    name="logits-into-bce-loss",
+    category=Category.LOSS,
+    severity=Severity.ERROR,
+    proof="run",
+    message="BCELoss needs probabilities in [0, 1] but gets {values}: raw scores (logits), with no sigmoid before the loss",
+    hint="Use `nn.BCEWithLogitsLoss()` on the raw outputs (it applies the sigmoid itself, in a numerically stable way), or apply `torch.sigmoid` before `BCELoss`.",
+    doc="""
+## What it does
+Explains the crash "all elements of input should be between 0 and 1" of `nn.BCELoss` /
+`F.binary_cross_entropy` (on a GPU: the device-side assertion `input_val >= zero && input_val
+<= one`) at the line of your loss call, with the range of values it got.
+
+## Why is this bad?
+`BCELoss` takes probabilities. A model whose last layer is a `Linear` produces raw scores of
+any sign, and the first batch with a value outside [0, 1] stops training (on a GPU, with an
+opaque device-side assert that poisons the CUDA context). Adding a sigmoid makes it run but is
+numerically weaker than `BCEWithLogitsLoss`, which takes the raw scores.
+
+## Example
+```python
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+loss_fn = nn.BCELoss()
+x, y = torch.randn(32, 8), torch.randint(0, 2, (32, 1)).float()
+loss_fn(model(x), y).backward()
+```
+
+Use instead:
+```python
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+loss_fn = nn.BCEWithLogitsLoss()
+x, y = torch.randn(32, 8), torch.randint(0, 2, (32, 1)).float()
+loss_fn(model(x), y).backward()
+```
+""",
+)
