@@ -115,6 +115,24 @@ def make():
     assert status(report, "grad-flow") == "passed"  # checked with a stand-in objective
 
 
+BCE = HEADER + """
+def make():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 1)LAST)
+    return {"model": model, "data": (torch.randn(16, 8), (torch.arange(16) % 2).float()[:, None]), "loss_fn": nn.BCELoss()}
+"""
+
+
+def test_raw_scores_into_bce_loss_are_named_at_the_loss(check_source) -> None:  # type: ignore[no-untyped-def]
+    (finding,) = by_rule(check_source(BCE.replace("LAST", "")), "TD108")
+    assert "values from " in finding.message and finding.line == 8  # where the BCELoss is built
+
+
+def test_probabilities_into_bce_loss_pass(check_source) -> None:  # type: ignore[no-untyped-def]
+    report = check_source(BCE.replace("LAST", ", nn.Sigmoid()"))
+    assert not {"TD108", "TD301"} & codes(report) and status(report, "forward") == "passed"
+
+
 def test_a_pretrained_low_initial_loss_is_fine(check_source) -> None:  # type: ignore[no-untyped-def]
     report = check_source(HEADER + """
 def make():

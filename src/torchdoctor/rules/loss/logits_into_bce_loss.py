@@ -15,7 +15,9 @@ RULE = Rule(
 ## What it does
 Explains the crash "all elements of input should be between 0 and 1" of `nn.BCELoss` /
 `F.binary_cross_entropy` (on a GPU: the device-side assertion `input_val >= zero && input_val
-<= one`) at the line of your loss call, with the range of values it got.
+<= one`), with the range of values it got: `torchdoctor run` at the line of your loss call,
+`torchdoctor check` at the line that builds the loss. Lint flags it before anything runs when
+the model is an `nn.Sequential` whose last layer is a `Linear` or a convolution.
 
 ## Why is this bad?
 `BCELoss` takes probabilities. A model whose last layer is a `Linear` produces raw scores of
