@@ -340,11 +340,12 @@ class BusErrorInItemFive(torch.utils.data.Dataset):
 @pytest.mark.slow
 def test_worker_killed_is_explained_from_its_exit_code_when_the_message_has_no_signal() -> None:
     """Under load the loader can notice the dead worker before its SIGCHLD handler names the
-    signal: the error then only says "exited unexpectedly"; the worker's exit code still does."""
-    with pytest.raises(RuntimeError) as caught, contextlib.redirect_stderr(io.StringIO()):
+    signal: the error then only says "exited unexpectedly" (or, when the worker died while
+    sending a batch, the pipe is reset); the worker's exit code still says which signal."""
+    with pytest.raises((RuntimeError, ConnectionResetError, EOFError)) as caught, contextlib.redirect_stderr(io.StringIO()):
         for _ in DataLoader(BusErrorInItemFive(), batch_size=2, num_workers=2):
             pass
-    assert "exited unexpectedly" in str(caught.value)
+    assert "is killed by signal" not in str(caught.value)
     found = worker_killed(Crash.from_exception(caught.value), None)  # its own message, not its cause's
     assert found is not None and found.rule.code == "TD420" and "Bus error" in found.fields["cause"]
 

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 _KILLED = re.compile(r"DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal: (?P<signal>[^.]+)\.")
 _EXITED = re.compile(r"DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly")
+#: what reading a batch raises when the worker died in the middle of sending it
+_PIPE_ERRORS = ("ConnectionResetError", "EOFError", "BrokenPipeError")
 _STACK = re.compile(r"stack expects each tensor to be equal size, but got \[(?P<first>[^\]]*)\] at entry (?P<i>\d+) "
                     r"and \[(?P<second>[^\]]*)\] at entry (?P<j>\d+)")
 _PICKLE = re.compile(r"Can't (?:pickle|get) (?:local object )?'?(?P<what><[^>]+>|[\w.<>]+)'?")
@@ -31,8 +33,9 @@ def worker_killed(crash: Crash, session: Session | None) -> Explanation | None:
     match = _KILLED.search(crash.message)
     if match is not None:
         pid, signal = match["pid"], match["signal"].strip()
-    else:  # the loader noticed the dead worker before its SIGCHLD handler said which signal
-        found = _killed_worker(crash) if _EXITED.search(crash.message) else None
+    else:  # the loader noticed the dead worker (or lost its pipe) before its SIGCHLD handler said which signal
+        lost = _EXITED.search(crash.message) or crash.exc_type in _PIPE_ERRORS
+        found = _killed_worker(crash) if lost else None
         if found is None:
             return None
         pid, signal = found
