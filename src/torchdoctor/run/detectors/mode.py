@@ -49,7 +49,6 @@ from torchdoctor.run.events import Backward, Location, Step
 from torchdoctor.run.instruments.dropout import FunctionalDropout
 from torchdoctor.run.instruments.grad_calls import GradCalls
 from torchdoctor.run.instruments.modes import ModeSwitch, ModeSwitches
-from torchdoctor.run.instruments.optim import params_of
 from torchdoctor.run.outcome import Outcome
 
 #: how many user frames up from a dropout call the module whose forward made it is looked for
@@ -182,7 +181,7 @@ class FrozenBatchNormDrift(Detector):
         train mode during training, their batch-norm statistics drift too. A model that some
         optimizer trains (a GAN's discriminator, frozen only during the generator's step) is
         judged at its own optimizer's steps instead."""
-        trained = {id(p) for optimizer in list(self.ctx.optimizers.known.keys()) for p in params_of(optimizer)}
+        trained = self.ctx.optimizers.optimized()
         return [root for root in self.ctx.model_roots() if not any(id(p) in trained for p in root.parameters())]
 
     def _drifting(self, model: nn.Module) -> list[str]:

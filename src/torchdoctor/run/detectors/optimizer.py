@@ -74,13 +74,9 @@ class GradientResets(Detector):
         backward = self.ctx.last_backward_seq
         if not previous < backward:
             return None
-        params = {id(p) for p in params_of(optimizer)}
         for owner, location in list(self.ctx.zero_grad_calls.items()):
             seq = self.ctx.last_zero_grad.get(id(owner), 0)
-            if seq <= backward:
-                continue
-            covered = owner is optimizer or (isinstance(owner, nn.Module) and any(id(p) in params for p in owner.parameters()))
-            if covered:
+            if seq > backward and _covers(owner, optimizer):
                 return location or True
         return None
 
@@ -211,7 +207,7 @@ class OptimizerCoverage(Detector):
     def on_step_end(self, event: Step) -> None:
         if not self.ctx.warmup:
             return
-        optimized = {id(p) for optimizer in list(self.ctx.optimizers.known.keys()) for p in params_of(optimizer)}
+        optimized = self.ctx.optimizers.optimized()
         for root in self.ctx.model_roots():
             if id(root) in self._reported:
                 continue

@@ -19,7 +19,6 @@ from torchdoctor.rules.grad_flow.module_in_plain_container import RULE as PLAIN_
 from torchdoctor.rules.grad_flow.tensor_attribute_not_parameter import RULE as TENSOR_ATTRIBUTE
 from torchdoctor.run.detector import Detector
 from torchdoctor.run.events import Location, Step
-from torchdoctor.run.instruments.optim import params_of
 
 CONTAINERS = {list: "list", tuple: "tuple", dict: "dict"}
 
@@ -34,7 +33,7 @@ class UnregisteredTrainables(Detector):
     def on_step_end(self, event: Step) -> None:
         if not self.ctx.warmup:
             return
-        optimized = {id(p) for optimizer in list(self.ctx.optimizers.known.keys()) for p in params_of(optimizer)}
+        optimized = self.ctx.optimizers.optimized()
         registered = {id(m) for root in self.ctx.modules.live_roots() for m in root.modules()}
         unregistered = [
             m for m, use in list(self.ctx.modules.ran.items())

@@ -51,6 +51,10 @@ class OptimizerIndex:
             original = owner.zero_grad
             patches.set(owner, "zero_grad", observed(original, self._zero_grad, skip=torch.compiler.is_compiling))
 
+    def optimized(self) -> set[int]:
+        """The ids of every parameter some optimizer of the process updates."""
+        return {id(p) for optimizer in list(self.known.keys()) for p in params_of(optimizer)}
+
     def info(self, optimizer: Optimizer) -> OptimizerInfo:
         info = self.known.get(optimizer)
         if info is None:
