@@ -16,14 +16,13 @@ from torchdoctor.health.context import CheckContext, Failure
 from torchdoctor.introspect.sites import where
 from torchdoctor.introspect.tensors import tensors_in
 from torchdoctor.rules.api.forward_raises import RULE as FORWARD_RAISES
+from torchdoctor.rules.loss.logits_into_bce_loss import CPU_ERROR, scores_text
 from torchdoctor.rules.loss.logits_into_bce_loss import RULE as LOGITS_INTO_BCE
 from torchdoctor.rules.loss.loss_rejects_output import RULE as LOSS_REJECTS
 
 NAME = "forward"
 TITLE = "model and loss run on the batch"
 RULES = (FORWARD_RAISES.code, LOSS_REJECTS.code, LOGITS_INTO_BCE.code)
-#: BCELoss's complaint about its input (not its target)
-_BCE_RANGE = "all elements of input should be between 0 and 1"
 
 
 def run(ctx: CheckContext) -> Outcome:
@@ -69,8 +68,8 @@ def _loss_failed(ctx: CheckContext, tp, detail: str) -> Outcome:  # type: ignore
     targets = ctx.batch.targets
     site = failure.site or ctx.locate.best(ctx.locate.of(ctx.subject.loss_fn))
     output = tp.output
-    if _BCE_RANGE in failure.text and isinstance(output, torch.Tensor) and output.numel():
-        values = f"values from {float(output.min()):.3g} to {float(output.max()):.3g}"
+    if CPU_ERROR in failure.text and isinstance(output, torch.Tensor) and output.numel():
+        values = scores_text(output)
         finding = LOGITS_INTO_BCE.finding(**where(site), values=values, evidence={"min": float(output.min()), "max": float(output.max())})
         return Outcome([finding], detail=f"{detail}; {tp.loss_label} rejects it: {values}")
     finding = LOSS_REJECTS.finding(

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from torchdoctor.lint.api import FILE_END, ClassInfo, Context, Kind, Scope, check, dotted
 from torchdoctor.lint.steps import TRACKED, is_backward, parameters_owner, stepped_optimizer
-from torchdoctor.rules.mode.evaluation_in_train_mode import BATCHNORM_EFFECT, DROPOUT_EFFECT
+from torchdoctor.rules.mode.evaluation_in_train_mode import train_mode_effects
 
 #: layers that behave differently in train and eval mode
 _DROPOUTS = frozenset({"Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"})
@@ -171,7 +171,7 @@ def _effects(kind: Kind, ctx: Context) -> str:
             layers = _layers(info.node, ctx) if info is not None and info.is_module else set()
     dropout = any(name in _DROPOUTS for name in layers)
     batchnorm = any(name in _BATCHNORMS for name in layers)
-    return " and ".join(effect for effect, present in ((DROPOUT_EFFECT, dropout), (BATCHNORM_EFFECT, batchnorm)) if present)
+    return train_mode_effects(dropout, batchnorm)
 
 
 def _torchvision_layers(builder: str) -> set[str]:

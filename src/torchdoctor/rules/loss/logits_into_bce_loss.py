@@ -1,7 +1,20 @@
 """TD108 logits-into-bce-loss."""
 
+from typing import Any
+
 from torchdoctor.core.finding import Category, Severity
 from torchdoctor.core.rule import Rule
+
+#: what PyTorch raises when BCELoss gets a value outside [0, 1]: on the CPU, and on a GPU (a
+#: device-side assertion, after which the scores can no longer be read)
+CPU_ERROR = "all elements of input should be between 0 and 1"
+GPU_ERROR = "input_val >= zero && input_val <= one"
+
+
+def scores_text(scores: Any) -> str:
+    """The message's `{values}` for a tensor of scores: their range."""
+    return f"values from {float(scores.min()):.3g} to {float(scores.max()):.3g}"
+
 
 RULE = Rule(
     code="TD108",

@@ -3,9 +3,13 @@
 from torchdoctor.core.finding import Category, Severity
 from torchdoctor.core.rule import Rule
 
-#: the `{effects}` of the message, joined by " and ": what train mode does in an evaluation
-DROPOUT_EFFECT = "dropout keeps zeroing activations"
-BATCHNORM_EFFECT = "batch-norm normalises with each batch's statistics and overwrites its running statistics with this data"
+_DROPOUT_EFFECT = "dropout keeps zeroing activations"
+_BATCHNORM_EFFECT = "batch-norm normalises with each batch's statistics and overwrites its running statistics with this data"
+
+
+def train_mode_effects(dropout: bool, batchnorm: bool) -> str:
+    """The `{effects}` of the message: what train mode does in an evaluation ("" for nothing)."""
+    return " and ".join(effect for effect, present in ((_DROPOUT_EFFECT, dropout), (_BATCHNORM_EFFECT, batchnorm)) if present)
 
 RULE = Rule(
     code="TD133",

@@ -9,6 +9,7 @@ from torchdoctor.rules.data.batchnorm_batch_of_one import RULE as BATCH_OF_ONE
 from torchdoctor.rules.dtype.class_target_not_integer import RULE as TARGET_DTYPE
 from torchdoctor.rules.loss.class_target_out_of_range import RULE as OUT_OF_RANGE
 from torchdoctor.rules.loss.class_target_shape_mismatch import RULE as TARGET_SHAPE
+from torchdoctor.rules.loss.logits_into_bce_loss import CPU_ERROR, GPU_ERROR, scores_text
 from torchdoctor.rules.loss.logits_into_bce_loss import RULE as LOGITS_INTO_BCE
 from torchdoctor.run.crash.describe import dtype_name, innermost_module, module_label, torch_module
 from torchdoctor.run.crash.explain import Explanation
@@ -121,15 +122,11 @@ def _short_last_batch(session: Session | None) -> tuple[str, str]:
 
 def logits_into_bce(crash: Crash, session: Session | None) -> Explanation | None:
     """BCELoss given values outside [0, 1] (its input, not its target)."""
-    message = crash.message
-    if "all elements of input should be between 0 and 1" not in message and "input_val >= zero && input_val <= one" not in message:
+    if CPU_ERROR not in crash.message and GPU_ERROR not in crash.message:
         return None
     scores, _ = _loss_arguments(crash)
-    values = "values outside that range"
-    if scores is not None and scores.numel() and not scores.is_cuda:
-        low, high = float(scores.min()), float(scores.max())
-        values = f"values from {low:.3g} to {high:.3g}"
-    return Explanation(LOGITS_INTO_BCE, {"values": values})
+    readable = scores is not None and scores.numel() and not scores.is_cuda
+    return Explanation(LOGITS_INTO_BCE, {"values": scores_text(scores) if readable else "values outside that range"})
 
 
 def _loss_arguments(crash: Crash) -> tuple[Any, Any]:

@@ -28,8 +28,8 @@ from torch.nn.modules.dropout import _DropoutNd
 
 from torchdoctor.core.locate import caller_in_user_code, is_user_file, user_frame
 from torchdoctor.rules.memory.evaluation_with_grad import RULE as EVAL_WITH_GRAD
-from torchdoctor.rules.mode.evaluation_in_train_mode import BATCHNORM_EFFECT, DROPOUT_EFFECT
 from torchdoctor.rules.mode.evaluation_in_train_mode import RULE as EVAL_IN_TRAIN_MODE
+from torchdoctor.rules.mode.evaluation_in_train_mode import train_mode_effects
 from torchdoctor.rules.mode.frozen_batchnorm_drift import RULE as BATCHNORM_DRIFT
 from torchdoctor.rules.mode.functional_dropout_ignores_eval import RULE as FUNCTIONAL_DROPOUT
 from torchdoctor.rules.mode.training_in_eval_mode import RULE as TRAINING_IN_EVAL
@@ -292,7 +292,7 @@ def _train_mode_effects(model: nn.Module) -> str:
     """What the layers now in train mode change in this model's forward, in words ("" when nothing)."""
     dropout = any(isinstance(m, _DropoutNd) and m.p > 0 and m.training for m in model.modules())
     batchnorm = any(isinstance(m, _BatchNorm) and m.training for m in model.modules())
-    return " and ".join(effect for effect, present in ((DROPOUT_EFFECT, dropout), (BATCHNORM_EFFECT, batchnorm)) if present)
+    return train_mode_effects(dropout, batchnorm)
 
 
 @dataclass
