@@ -465,21 +465,24 @@ class Context:
             return bool(call.args[0].value)
         return None
 
+    def disabled_inside(self, node: ast.With | ast.AsyncWith, disabled: bool) -> bool:
+        """Whether autograd is off in the body of a `with` (`disabled`: whether it is off around it)."""
+        for item in node.items:
+            mode = self._grad_mode(item.context_expr)
+            if mode is not None:
+                disabled = not mode
+        return disabled
+
     def _with(self, node: ast.With | ast.AsyncWith) -> None:
         handlers = self._handlers.get(node.__class__)
         if handlers is not None:
             self._dispatch(handlers, node)
         parent = self.parent
         self.parent = node
-        mode = None
         for item in node.items:
             self.visit(item)
-            item_mode = self._grad_mode(item.context_expr)
-            if item_mode is not None:
-                mode = item_mode
         saved = self.grad_disabled
-        if mode is not None:
-            self.grad_disabled = not mode
+        self.grad_disabled = self.disabled_inside(node, saved)
         self._block_list(node.body)
         self.grad_disabled = saved
         self.parent = parent

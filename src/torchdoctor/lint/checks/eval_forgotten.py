@@ -20,7 +20,6 @@ from torchdoctor.rules.mode.evaluation_in_train_mode import train_mode_effects
 #: layers that behave differently in train and eval mode
 _DROPOUTS = frozenset({"Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"})
 _BATCHNORMS = frozenset({"BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"})
-_NO_GRAD = ("torch.no_grad", "torch.inference_mode")
 #: torchvision model builders by name prefix -> the train/eval-dependent layers they contain
 _TORCHVISION = (
     (("resnet", "resnext", "wide_resnet", "regnet", "mobilenet", "efficientnet", "densenet", "shufflenet",
@@ -65,8 +64,7 @@ def _walk(statements: list[ast.stmt], disabled: bool, loop: ast.AST | None, ctx:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue  # their own scopes
         if isinstance(statement, (ast.With, ast.AsyncWith)):
-            off = disabled or any(_turns_off_grad(item.context_expr, ctx) for item in statement.items)
-            yield from _walk(statement.body, off, loop, ctx)
+            yield from _walk(statement.body, ctx.disabled_inside(statement, disabled), loop, ctx)
             continue
         if isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
             yield from _calls(statement.iter if isinstance(statement, (ast.For, ast.AsyncFor)) else statement.test, disabled, loop)
@@ -93,10 +91,6 @@ def _calls(node: ast.AST, disabled: bool, loop: ast.AST | None) -> Iterator[tupl
             func = inner.func
             if isinstance(func, ast.Name) or (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"):
                 yield inner, loop
-
-
-def _turns_off_grad(expr: ast.expr, ctx: Context) -> bool:
-    return isinstance(expr, ast.Call) and ctx.qualified(expr.func) in _NO_GRAD
 
 
 def _kind_effects(scope: Scope, name: str, ctx: Context) -> str:
