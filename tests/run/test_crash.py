@@ -350,6 +350,14 @@ def test_worker_killed_is_explained_from_its_exit_code_when_the_message_has_no_s
     assert found is not None and found.rule.code == "TD420" and "Bus error" in found.fields["cause"]
 
 
+def test_a_reset_connection_outside_a_data_loader_is_not_a_killed_worker() -> None:
+    try:
+        raise ConnectionResetError(104, "Connection reset by peer")
+    except ConnectionResetError as exc:
+        (finding, _), = explain(exc)
+    assert finding.rule == "TD001"
+
+
 class GrowingSamples(torch.utils.data.Dataset):
     """Sample i has i + 5 rows: the default collate cannot stack them."""
 
