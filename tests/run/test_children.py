@@ -6,12 +6,12 @@ merges them into one report (one finding per bug, with the ranks it was seen on)
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
 
 from tests.run.conftest import torchdoctor_run
+from torchdoctor.dist.launch import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -35,12 +35,6 @@ def train(rank):
         loss.backward()
         optimizer.step()
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_exception_in_a_dataloader_worker_is_placed_in_the_dataset(write, tmp_path: Path) -> None:

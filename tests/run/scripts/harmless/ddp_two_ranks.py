@@ -1,9 +1,14 @@
 """Deterministic 2-rank DistributedDataParallel training (gloo, torch.multiprocessing.spawn):
 dropout, a DistributedSampler with set_epoch, a loss all-reduced for logging, a barrier. Rank 0
-saves the state; rank 1's must equal it (checked here, so a divergence fails the script too)."""
+saves the state; rank 1's must equal it (checked here, so a divergence fails the script too).
 
-import socket
+The ranks meet through a file next to the output rather than a TCP port: a port picked free
+can be taken by another test running at the same time, and this script is a baseline that
+must not fail on its own. Both ranks pass a last barrier, so neither tears down gloo while
+the other is still saving."""
+
 import sys
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -13,9 +18,9 @@ from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data.distributed import DistributedSampler
 
 
-def train(rank: int, world: int, out: str, port: int) -> None:
+def train(rank: int, world: int, out: str, store: str) -> None:
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
     torch.manual_seed(0)
     data = TensorDataset(torch.randn(128, 16), torch.randint(0, 3, (128,)))
     sampler = DistributedSampler(data, seed=1)
@@ -39,14 +44,12 @@ def train(rank: int, world: int, out: str, port: int) -> None:
     assert all(g == gathered[0] for g in gathered), "the replicas differ"
     if rank == 0:
         torch.save(state, out)
+    dist.barrier()
     dist.destroy_process_group()
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 if __name__ == "__main__":
-    mp.spawn(train, args=(2, sys.argv[1], free_port()), nprocs=2)
+    output = Path(sys.argv[1]).resolve()
+    rendezvous = output.with_suffix(".rendezvous")
+    rendezvous.unlink(missing_ok=True)
+    mp.spawn(train, args=(2, str(output), str(rendezvous)), nprocs=2)
