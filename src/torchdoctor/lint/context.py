@@ -363,7 +363,7 @@ class Context:
             name=f"{method_of.name}.{node.name}" if method_of is not None else node.name,
             cls=method_of,
             params=params,
-            grad_disabled=self.grad_disabled or any(self._grad_mode(d) is False for d in node.decorator_list),
+            grad_disabled=self.grad_disabled or any(self.grad_mode(d) is False for d in node.decorator_list),
             parent=self.scope,
         )
         scope.bindings.update(dict.fromkeys(params))
@@ -450,7 +450,7 @@ class Context:
         self._block_list(node.orelse)
         self.parent = parent
 
-    def _grad_mode(self, expr: ast.expr) -> bool | None:
+    def grad_mode(self, expr: ast.expr) -> bool | None:
         """False for `no_grad()`/`inference_mode()`/`set_grad_enabled(False)`, True for
         `enable_grad()`, None for anything else (a context manager that leaves grad mode)."""
         call = expr if isinstance(expr, ast.Call) else None
@@ -468,7 +468,7 @@ class Context:
     def disabled_inside(self, node: ast.With | ast.AsyncWith, disabled: bool) -> bool:
         """Whether autograd is off in the body of a `with` (`disabled`: whether it is off around it)."""
         for item in node.items:
-            mode = self._grad_mode(item.context_expr)
+            mode = self.grad_mode(item.context_expr)
             if mode is not None:
                 disabled = not mode
         return disabled

@@ -1,0 +1,69 @@
+"""TD173 trained-model-called-under-no-grad."""
+
+from torchdoctor.core.finding import Category, Severity
+from torchdoctor.core.rule import Rule
+
+RULE = Rule(
+    code="TD173",
+    name="trained-model-called-under-no-grad",
+    category=Category.GRAD_MODE,
+    severity=Severity.WARNING,
+    proof="lint",
+    message="`{model}` is given to the optimizer (line {optimizer_line}) but the training step calls it only under `{manager}`: no gradient reaches its parameters, so it never learns",
+    hint="Call `{model}(...)` outside `{manager}` in the training step; if it is meant to stay frozen, leave its parameters out of the optimizer (and call `{model}.requires_grad_(False)`).",
+    doc="""
+## What it does
+Flags a model whose `.parameters()` a `torch.optim` optimizer is built from, when every call
+of that model in the file runs with autograd off (`torch.no_grad()`, `torch.inference_mode()`)
+and one of those calls sits in a training step: its output feeds the loss that step
+backpropagates.
+
+## Why is this bad?
+Under `no_grad` the model's output has no autograd history, so the loss's graph stops there:
+`backward()` gives the layers after it their gradients and leaves this model's `.grad` at
+`None`. Optimizers skip parameters without a gradient, so the model keeps its initial weights
+for the whole run, while the loss still goes down (the rest of the network learns around it).
+Verified on torch 2.13: an encoder called under `no_grad` before a trained decoder keeps
+`.grad is None` and bit-identical weights after ten Adam steps.
+
+Not flagged: a model that is called with gradients somewhere in the file (a GAN's generator
+under `no_grad` for the discriminator's step), a model frozen with `requires_grad_(False)`,
+a teacher, EMA or target network the optimizer is not built from, and outputs that do not
+reach the loss (acting in an environment, logging).
+
+## Example
+```python
+import torch
+from torch import nn
+
+encoder = nn.Sequential(nn.Linear(16, 8), nn.ReLU())
+decoder = nn.Linear(8, 16)
+optimizer = torch.optim.Adam(list(encoder.parameters()) + list(decoder.parameters()))
+data = torch.randn(100, 16)
+for epoch in range(10):
+    with torch.no_grad():
+        code = encoder(data)
+    loss = nn.functional.mse_loss(decoder(code), data)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+```
+
+Use instead:
+```python
+import torch
+from torch import nn
+
+encoder = nn.Sequential(nn.Linear(16, 8), nn.ReLU())
+decoder = nn.Linear(8, 16)
+optimizer = torch.optim.Adam(list(encoder.parameters()) + list(decoder.parameters()))
+data = torch.randn(100, 16)
+for epoch in range(10):
+    code = encoder(data)
+    loss = nn.functional.mse_loss(decoder(code), data)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+```
+""",
+)
