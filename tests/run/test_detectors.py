@@ -206,7 +206,62 @@ def test_a_layer_that_never_runs_is_a_warning() -> None:
     assert "never ran" in finding.message
 
 
-@pytest.mark.parametrize("train", [backbone_under_no_grad, teacher_without_no_grad], ids=lambda f: f.__name__)
+def teacher_fed_to_a_loss_module() -> None:
+    """The teacher's parameters are in the optimizer too (one `parameters()` for both), but its
+    output under no_grad only reaches a loss module: a teacher, not a stage of the model."""
+    teacher, student, (x, _y) = nn.Linear(8, 4), nn.Linear(8, 4), data()
+    kl = nn.KLDivLoss(reduction="batchmean")
+    optimizer = torch.optim.SGD([*teacher.parameters(), *student.parameters()], lr=0.1)
+    for _ in range(3):
+        optimizer.zero_grad()
+        with torch.no_grad():
+            target = F.softmax(teacher(x), 1)
+        kl(F.log_softmax(student(x), 1), target).backward()
+        optimizer.step()
+
+
+def frozen_backbone_under_no_grad() -> None:
+    backbone, head, (x, y) = nn.Linear(8, 8), nn.Linear(8, 4), data()
+    backbone.requires_grad_(False)
+    optimizer = torch.optim.SGD([*backbone.parameters(), *head.parameters()], lr=0.1)
+    for _ in range(3):
+        optimizer.zero_grad()
+        with torch.no_grad():
+            features = backbone(x)
+        F.cross_entropy(head(features), y).backward()
+        optimizer.step()
+
+
+class FrozenInsideForward(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.backbone, self.head = nn.Linear(8, 8), nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            features = self.backbone(x)
+        return self.head(features)
+
+
+def backbone_frozen_inside_forward() -> None:
+    model, (x, y) = FrozenInsideForward(), data()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(3):
+        optimizer.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+
+
+def test_a_model_given_to_the_optimizer_but_run_under_no_grad_before_a_trained_one() -> None:
+    (finding,) = codes(backbone_under_no_grad)["TD124"]
+    assert finding.line == backbone_under_no_grad.__code__.co_firstlineno + 6  # features = backbone(x)
+    assert "weight, bias" in finding.message and "fed `Linear`, which trained" in finding.message
+
+
+@pytest.mark.parametrize(
+    "train", [teacher_without_no_grad, teacher_fed_to_a_loss_module, frozen_backbone_under_no_grad, backbone_frozen_inside_forward],
+    ids=lambda f: f.__name__,
+)
 def test_intentional_freezing_is_not_reported(train: Callable[[], None]) -> None:
     assert codes(train) == {}
 

@@ -1,4 +1,4 @@
-"""TD173: a model the optimizer trains, called only with autograd off, whose output feeds the
+"""TD124: a model the optimizer trains, called only with autograd off, whose output feeds the
 loss of a training step (so the model never gets a gradient).
 
 At the end of a file that builds a `torch.optim` optimizer from `x.parameters()`, turns
@@ -20,7 +20,7 @@ from torchdoctor.lint.api import FILE_END, Context, Event, Scope, check, dotted
 from torchdoctor.lint.steps import TRACKED, is_backward
 
 
-@check("TD173", FILE_END, tracks=TRACKED)
+@check("TD124", FILE_END, tracks=TRACKED)
 def trained_model_called_under_no_grad(tree: ast.Module, ctx: Context) -> None:
     text = ctx.source.text
     if ("no_grad" not in text and "inference_mode" not in text) or ".parameters()" not in text or "backward" not in text:
@@ -37,7 +37,7 @@ def trained_model_called_under_no_grad(tree: ast.Module, ctx: Context) -> None:
         for event in events:
             manager = _feeds_backward(event, ctx, set(optimized))
             if manager:
-                ctx.report("TD173", event.node, model=model, manager=manager, optimizer_line=optimized[model].lineno)
+                ctx.report("TD124", event.node, model=model, manager=manager, optimizer_line=optimized[model].lineno)
                 break
 
 

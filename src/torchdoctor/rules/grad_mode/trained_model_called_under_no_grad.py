@@ -1,10 +1,10 @@
-"""TD173 trained-model-called-under-no-grad."""
+"""TD124 trained-model-called-under-no-grad."""
 
 from torchdoctor.core.finding import Category, Severity
 from torchdoctor.core.rule import Rule
 
 RULE = Rule(
-    code="TD173",
+    code="TD124",
     name="trained-model-called-under-no-grad",
     category=Category.GRAD_MODE,
     severity=Severity.WARNING,
@@ -16,7 +16,9 @@ RULE = Rule(
 Flags a model whose `.parameters()` a `torch.optim` optimizer is built from, when every call
 of that model in the file runs with autograd off (`torch.no_grad()`, `torch.inference_mode()`)
 and one of those calls sits in a training step: its output feeds the loss that step
-backpropagates.
+backpropagates. `torchdoctor run` reports the same bug from the live calls: a model whose
+parameters are in an optimizer ran only with autograd off, and the very tensor it returned
+was given to a model that trained.
 
 ## Why is this bad?
 Under `no_grad` the model's output has no autograd history, so the loss's graph stops there:

@@ -1,4 +1,6 @@
 """TD120: trainable parameters, given to an optimizer, that never receive a gradient.
+TD124: the same, for a model that ran only with autograd off while its output fed a model that
+trained (an encoder called under `no_grad` before the decoder the loss reaches).
 
 Checked at every optimizer step for the parameters not yet seen with a gradient (a set that
 empties after the first step of a healthy run, so the cost vanishes). When a module that ran
@@ -18,10 +20,12 @@ from torch import nn
 
 from torchdoctor.core.finding import Severity
 from torchdoctor.core.locate import is_user_file
+from torchdoctor.introspect.tensors import tensors_in
 from torchdoctor.rules.grad_flow.parameter_without_gradient import RULE
+from torchdoctor.rules.grad_mode.trained_model_called_under_no_grad import RULE as UNDER_NO_GRAD
 from torchdoctor.run.detector import Detector
 from torchdoctor.run.detectors.optimizer import names_text
-from torchdoctor.run.events import Location, Step
+from torchdoctor.run.events import Location, ModuleCall, Step
 from torchdoctor.run.instruments.optim import params_of
 from torchdoctor.run.outcome import Outcome
 
@@ -40,6 +44,9 @@ class Starved:
     name: str
     ran: str = "unknown"  # "with grad", "no grad only", "never", "unknown"
     forward: Location | None = None  # the forward of the innermost user-defined module holding it
+    #: ran only under no_grad, and its model's output fed a model that ran with autograd:
+    #: (that model's name, where this model was called)
+    fed: tuple[str, Location | None] | None = None
 
 
 @dataclass
@@ -73,7 +80,9 @@ class CutFinder:
 
 
 class ParametersWithoutGradient(Detector):
-    rules = (RULE,)
+    rules = (RULE, UNDER_NO_GRAD)
+    #: outputs of models run without autograd, remembered during warm-up (then pruned)
+    KEEP_OUTPUTS = 256
 
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
@@ -81,6 +90,29 @@ class ParametersWithoutGradient(Detector):
         self._starved: dict[int, Starved] = {}
         self._finder: CutFinder | None = None
         self._counts: dict[int, int] = {}
+        #: id(output tensor) -> (the tensor, the model that returned it with autograd off)
+        self._no_grad_outputs: dict[int, tuple[weakref.ref[torch.Tensor], weakref.ref[nn.Module]]] = {}
+        #: id(model run without autograd) -> (the model with autograd its output fed, where it was called)
+        self._fed: dict[int, tuple[str, Location | None]] = {}
+
+    def on_module_call(self, event: ModuleCall) -> None:
+        """Warm-up, models only: what a model run without autograd returned, and whether a model
+        run with autograd was then given that very tensor."""
+        if not event.root:
+            return
+        if not event.grad_enabled:
+            if len(self._no_grad_outputs) > self.KEEP_OUTPUTS:
+                self._no_grad_outputs = {k: v for k, v in self._no_grad_outputs.items() if v[0]() is not None}
+            for tensor in tensors_in(event.output):
+                self._no_grad_outputs[id(tensor)] = (weakref.ref(tensor), weakref.ref(event.module))
+            return
+        if not any(p.requires_grad for p in event.module.parameters()):
+            return  # a loss module, or a frozen model: nothing there trains
+        for tensor in tensors_in((event.args, event.kwargs)):
+            made = self._no_grad_outputs.get(id(tensor))
+            producer = made[1]() if made is not None and made[0]() is tensor else None
+            if producer is not None and id(producer) not in self._fed:
+                self._fed[id(producer)] = (self.ctx.modules.name_of(event.module), self.ctx.modules.roots.get(producer))
 
     def on_step(self, event: Step) -> None:
         params = list(params_of(event.optimizer)) if self.ctx.warmup or self._grew(event.optimizer) else self._still_starved()
@@ -123,6 +155,8 @@ class ParametersWithoutGradient(Detector):
         use = self.ctx.modules.ran.get(owner)
         starved.ran = "never" if use is None else "with grad" if use.grad_calls else "no grad only"
         starved.forward = self._forward_of(owner)
+        if starved.ran == "no grad only":
+            starved.fed = self._fed.get(id(self._ancestors(owner)[-1]))
 
     def on_finish(self, outcome: Outcome) -> None:
         if self.ctx.backward.completed == 0 or self.ctx.steps == 0 or outcome.crashed:
@@ -135,7 +169,9 @@ class ParametersWithoutGradient(Detector):
             if param is not None and not self.ctx.warmup:
                 self._describe(starved)  # first starved after warm-up: describe it now
             if starved.ran == "no grad only":
-                continue  # ran only under no_grad: frozen on purpose
+                if starved.fed is not None:
+                    groups.setdefault(("no grad", *starved.fed), []).append(starved.name)
+                continue  # otherwise frozen on purpose (a teacher, a target network)
             if starved.ran == "unknown":
                 continue  # in no model: a layer replaced after the optimizer was built (TD114 says so)
             cut = self._finder.found.get(key) if self._finder is not None else None
@@ -156,6 +192,13 @@ class ParametersWithoutGradient(Detector):
             _, call, location = group
             message = f"{count} trainable parameter(s) got no gradient from the loss: {listed}; `{call}` on this line cuts the graph between them and the loss"
             self.ctx.report(RULE, at=location, key=group, message=message, count=count, names=listed)
+        elif group[0] == "no grad":
+            _, consumer, location = group
+            message = (f"{count} trainable parameter(s) given to the optimizer got no gradient: {listed}; their model ran "
+                       f"only with autograd off (no_grad), and its output fed `{consumer}`, which trained")
+            hint = ("Call this model outside `torch.no_grad()` in the training step; if it is meant to stay frozen, leave "
+                    "its parameters out of the optimizer (and call `requires_grad_(False)` on it).")
+            self.ctx.report(UNDER_NO_GRAD, at=location, key=group, message=message, hint=hint, count=count, names=listed)
         elif group[0] == "unused":
             message = f"{count} trainable parameter(s) got no gradient: {listed}; their module never ran in the forward pass"
             self.ctx.report(RULE, at=group[1], key=group, message=message, severity=Severity.WARNING, count=count, names=listed)
