@@ -16,7 +16,7 @@ from tests.run.test_no_harm import same_bits, tensors
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 #: what each detector-heavy script must be told (so the no-harm run covers detectors firing)
 EXPECTED = {
-    "mode_and_memory.py": {"TD112", "TD116", "TD130", "TD131", "TD132", "TD146", "TD147", "TD148", "TD161"},
+    "mode_and_memory.py": {"TD112", "TD116", "TD130", "TD131", "TD132", "TD146", "TD147", "TD148", "TD161", "TD427"},
     "data_and_workers.py": {"TD140", "TD141", "TD450", "TD451"},
     "amp_and_syncs.py": {"TD113", "TD163", "TD452"},
 }

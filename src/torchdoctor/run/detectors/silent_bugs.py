@@ -1,5 +1,5 @@
 """The silent-bug detectors (mode, data, memory, dtype, performance, clipping, frozen
-parameters), in the order the session installs them; `DETECTORS` includes them."""
+parameters, checkpoint loading), in the order the session installs them; `DETECTORS` includes them."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from torchdoctor.run.detectors.clipping import Clipping
 from torchdoctor.run.detectors.dtype import Float64
 from torchdoctor.run.detectors.frozen import FrozenUpdates
 from torchdoctor.run.detectors.layout import SequenceFirstLayout
+from torchdoctor.run.detectors.loading import LoadsMatchingNothing
 from torchdoctor.run.detectors.memory import LossHistory, RetainedGraphs
 from torchdoctor.run.detectors.mode import (
     DropoutInEval,
@@ -38,4 +39,5 @@ SILENT_BUG_DETECTORS: tuple[type[Detector], ...] = (
     HostSyncs,
     Clipping,
     FrozenUpdates,
+    LoadsMatchingNothing,
 )

@@ -1,5 +1,6 @@
-"""Silent bugs of mode, memory, dtype, clipping, frozen parameters and per-sample loops, all in
-one deterministic run that saves its final state (argv[1]) for the no-harm comparison."""
+"""Silent bugs of mode, memory, dtype, clipping, frozen parameters, per-sample loops and a
+checkpoint that loads nothing, all in one deterministic run that saves its final state
+(argv[1]) for the no-harm comparison."""
 
 import sys
 
@@ -26,6 +27,8 @@ class Net(nn.Module):
 
 
 model = Net()
+pretrained = nn.DataParallel(Net()).state_dict()  # keys "module.body.0.weight", ...
+model.load_state_dict(pretrained, strict=False)  # matches nothing
 optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
 targets = torch.from_numpy(np.random.default_rng(0).normal(size=(16, 1)))  # float64
 total = 0.0
