@@ -18,7 +18,7 @@ SCRIPTS = Path(__file__).resolve().parent / "scripts"
 EXPECTED = {
     "mode_and_memory.py": {"TD112", "TD116", "TD130", "TD131", "TD132", "TD146", "TD147", "TD148", "TD161", "TD427"},
     "data_and_workers.py": {"TD140", "TD141", "TD450", "TD451"},
-    "amp_and_syncs.py": {"TD113", "TD163", "TD452"},
+    "amp_and_syncs.py": {"TD113", "TD163", "TD428", "TD452"},
 }
 
 

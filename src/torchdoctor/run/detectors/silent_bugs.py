@@ -1,5 +1,5 @@
 """The silent-bug detectors (mode, data, memory, dtype, performance, clipping, frozen
-parameters, checkpoint loading), in the order the session installs them; `DETECTORS` includes them."""
+parameters, checkpoint loading, learning-rate schedules), in the order the session installs them; `DETECTORS` includes them."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from torchdoctor.run.detectors.mode import (
 from torchdoctor.run.detectors.order import LoaderOrder
 from torchdoctor.run.detectors.performance import HostSyncs, PerSampleLoop
 from torchdoctor.run.detectors.pixels import RawPixels
+from torchdoctor.run.detectors.schedule import LearningRateCollapse
 from torchdoctor.run.detectors.worker_rng import WorkerRandomness
 
 SILENT_BUG_DETECTORS: tuple[type[Detector], ...] = (
@@ -40,4 +41,5 @@ SILENT_BUG_DETECTORS: tuple[type[Detector], ...] = (
     Clipping,
     FrozenUpdates,
     LoadsMatchingNothing,
+    LearningRateCollapse,
 )

@@ -1,6 +1,7 @@
-"""A GradScaler whose scaled gradients are clipped, a model called once per sample, and a
-`.item()` every step (the sync check is made to treat CPU tensors as device tensors), in one
-deterministic run that saves its final state (argv[1]) for the no-harm comparison."""
+"""A GradScaler whose scaled gradients are clipped, a model called once per sample, a
+`.item()` every step (the sync check is made to treat CPU tensors as device tensors) and an
+epoch-based LR scheduler stepped every batch, in one deterministic run that saves its final
+state (argv[1]) for the no-harm comparison."""
 
 import os
 import sys
@@ -14,6 +15,7 @@ torch.manual_seed(0)
 model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
 optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
 scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
+scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.1)
 running = 0.0
 for step in range(30):
     optimizer.zero_grad()
@@ -25,7 +27,9 @@ for step in range(30):
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     scaler.step(optimizer)
     scaler.update()
+    scheduler.step()
     running += loss.item()
 
 torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "rng": torch.get_rng_state(),
-            "scale": torch.tensor(scaler.get_scale())}, sys.argv[1])
+            "scale": torch.tensor(scaler.get_scale()),
+            "lr": torch.tensor(scheduler.get_last_lr())}, sys.argv[1])
