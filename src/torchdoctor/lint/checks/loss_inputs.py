@@ -1,5 +1,6 @@
-"""TD101 / TD102 / TD103: a loss that wants logits (or log-probabilities) gets probabilities;
-TD108: BCELoss, which wants probabilities, gets a model's raw scores.
+"""TD101 / TD102 / TD103 / TD109: a loss that wants logits (or log-probabilities) gets
+probabilities (TD109 also: KLDivLoss's target given as log-probabilities without
+`log_target=True`); TD108: BCELoss, which wants probabilities, gets a model's raw scores.
 
 The loss is recognised by what made it (`nn.CrossEntropyLoss()`, `F.cross_entropy`, a
 variable or `self.` attribute holding a loss module); its input by data flow: a softmax or
@@ -11,7 +12,8 @@ from __future__ import annotations
 
 import ast
 
-from torchdoctor.lint.api import Context, Kind, check, terminal
+from torchdoctor.lint.api import Context, Kind, check, keyword, literal, terminal
+from torchdoctor.rules.loss.probabilities_into_kl_div import WRONG_INPUT, WRONG_TARGET
 
 #: loss -> (rule, the kind of input that is wrong for it)
 _FUNCTIONAL = {
@@ -19,23 +21,28 @@ _FUNCTIONAL = {
     "torch.nn.functional.nll_loss": ("NLLLoss", "TD103", "probs"),
     "torch.nn.functional.binary_cross_entropy_with_logits": ("BCEWithLogitsLoss", "TD102", "sigmoid"),
     "torch.nn.functional.binary_cross_entropy": ("BCELoss", "TD108", "logits"),
+    "torch.nn.functional.kl_div": ("KLDivLoss", "TD109", "probs"),
 }
 _MODULES = {
     "CrossEntropyLoss": ("TD101", "probs"),
     "NLLLoss": ("TD103", "probs"),
     "BCEWithLogitsLoss": ("TD102", "sigmoid"),
     "BCELoss": ("TD108", "logits"),
+    "KLDivLoss": ("TD109", "probs"),
 }
 #: last layers whose output is a raw score of any sign
 _SCORE_LAYERS = ("Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d")
 
 
-@check(("TD101", "TD102", "TD103", "TD108"), ast.Call)
+@check(("TD101", "TD102", "TD103", "TD108", "TD109"), ast.Call)
 def loss_input_is_probabilities(node: ast.Call, ctx: Context) -> None:
     loss = _loss(node, ctx)
     if loss is None or not node.args or isinstance(node.args[0], ast.Starred):
         return
     code, wrong = loss[1], loss[2]
+    extra = {"wrong": WRONG_INPUT} if code == "TD109" else {}
+    if code == "TD109":
+        _log_target_as_probabilities(node, ctx)
     if wrong == "logits":
         _scores_into_bce(node.args[0], ctx)
         return
@@ -44,7 +51,7 @@ def loss_input_is_probabilities(node: ast.Call, ctx: Context) -> None:
         return
     site = _model_site(source)
     if site is None:
-        ctx.report(code, node.args[0], source=describe(source, ctx))
+        ctx.report(code, node.args[0], source=describe(source, ctx), **extra)
         return
     # The model itself ends in the softmax/sigmoid: the line to change is that layer (as `check`
     # and `run` report it); several losses fed by one model give one finding there.
@@ -52,7 +59,24 @@ def loss_input_is_probabilities(node: ast.Call, ctx: Context) -> None:
     if (code, site.lineno) in reported:
         return
     reported.add((code, site.lineno))
-    ctx.report(code, site, source=f"{describe(source, ctx)} (the loss is computed at line {node.lineno})")
+    ctx.report(code, site, source=f"{describe(source, ctx)} (the loss is computed at line {node.lineno})", **extra)
+
+
+def _log_target_as_probabilities(node: ast.Call, ctx: Context) -> None:
+    """`F.kl_div(log_p, F.log_softmax(t))` without `log_target=True` (on the call, or on the
+    `nn.KLDivLoss(...)` that made the loss module)."""
+    target = node.args[1] if len(node.args) > 1 else keyword(node, "target")
+    source = ctx.kind(target) if target is not None else None
+    if source is None or source.tag != "log_probs":
+        return
+    made = ctx.kind(node.func)
+    for call, positional in ((node, 2), (made.node if made is not None else None, 3)):
+        if not isinstance(call, ast.Call):
+            continue
+        value = keyword(call, "log_target")
+        if len(call.args) > positional or (value is not None and literal(value) is not False):
+            return  # log_target=True, or a value the file does not show
+    ctx.report("TD109", target, wrong=WRONG_TARGET, source=describe(source, ctx))
 
 
 def _scores_into_bce(value: ast.expr, ctx: Context) -> None:
@@ -89,7 +113,7 @@ def _model_site(kind: Kind) -> ast.expr | None:
 def _loss(node: ast.Call, ctx: Context) -> tuple[str, str, str] | None:
     func = node.func
     name = terminal(func)
-    if name in ("cross_entropy", "nll_loss", "binary_cross_entropy_with_logits", "binary_cross_entropy"):
+    if name in ("cross_entropy", "nll_loss", "binary_cross_entropy_with_logits", "binary_cross_entropy", "kl_div"):
         qualified = ctx.qualified(func)
         return _FUNCTIONAL.get(qualified) if qualified else None
     kind = ctx.kind(func)

@@ -19,6 +19,8 @@ from torch import nn
 from torchdoctor.core.locate import caller_in_user_code, display_path, is_user_file
 from torchdoctor.core.rule import Rule
 from torchdoctor.rules.loss.loss_target_broadcast import RULE as BROADCAST
+from torchdoctor.rules.loss.probabilities_into_kl_div import RULE as KL_DIV
+from torchdoctor.rules.loss.probabilities_into_kl_div import WRONG_INPUT, WRONG_TARGET
 from torchdoctor.rules.loss.sigmoid_before_bce_with_logits import RULE as SIGMOID_BCE
 from torchdoctor.rules.loss.softmax_before_cross_entropy import RULE as SOFTMAX_CE
 from torchdoctor.rules.loss.softmax_into_nll_loss import RULE as SOFTMAX_NLL
@@ -124,7 +126,7 @@ class Pending:
 
 
 class LossInputs(Detector):
-    rules = (SOFTMAX_CE, SIGMOID_BCE, SOFTMAX_NLL, BATCH_DIM, BROADCAST)
+    rules = (SOFTMAX_CE, SIGMOID_BCE, SOFTMAX_NLL, BATCH_DIM, BROADCAST, KL_DIV)
 
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
@@ -137,6 +139,8 @@ class LossInputs(Detector):
         if event.function in ELEMENTWISE:
             self._broadcast(event)
             return
+        if event.function == "kl_div":
+            self._kl_target(event)
         if event.input.grad_fn is None:
             return
         made = producer(event.input)
@@ -154,6 +158,8 @@ class LossInputs(Detector):
             found.append((SOFTMAX_NLL, {}))
         elif function == "binary_cross_entropy_with_logits" and made.kind == "sigmoid":
             found.append((SIGMOID_BCE, {}))
+        elif function == "kl_div" and made.kind == "softmax":
+            found.append((KL_DIV, {"wrong": WRONG_INPUT}))
         batched = event.input.dim() >= 2
         if (
             function in ("cross_entropy", "nll_loss")
@@ -165,6 +171,17 @@ class LossInputs(Detector):
         ):
             found.append((BATCH_DIM, {"dim": made.dim, "size": event.input.shape[0]}))
         return found
+
+    def _kl_target(self, event: LossCall) -> None:
+        """A log-softmax as KLDivLoss's target, without `log_target=True` (a target made with
+        autograd on: under no_grad it has no node to read, and the NaN it causes is TD145's)."""
+        target = event.target
+        log_target = event.kwargs.get("log_target", event.args[5] if len(event.args) > 5 else False)
+        if not isinstance(target, torch.Tensor) or target.grad_fn is None or log_target is not False:
+            return
+        made = producer(target)
+        if made is not None and made.kind == "log_softmax":
+            self._found(KL_DIV, {"wrong": WRONG_TARGET}, made)
 
     def _found(self, rule: Rule, fields: dict[str, Any], made: Producer) -> None:
         key = f"{rule.code}:{made.kind}"
