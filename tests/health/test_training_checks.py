@@ -83,6 +83,19 @@ def make():
     assert found and found[0].line == 6 and ".softmax()" in found[0].message
 
 
+def test_a_sigmoid_head_into_cross_entropy_and_into_bce(check_source) -> None:  # type: ignore[no-untyped-def]
+    source = HEADER + """
+def make():
+    x, y = torch.randn(16, 8), torch.arange(16) % 3
+    return {"model": nn.Sequential(nn.Linear(8, 3), nn.Sigmoid()), "data": (x, TARGET), "loss_fn": LOSS}
+"""
+    flagged = check_source(source.replace("TARGET", "y").replace("LOSS", "nn.CrossEntropyLoss()"))
+    found = by_rule(flagged, "TD119")
+    assert found and "Sigmoid" in found[0].message
+    fine = check_source(source.replace("TARGET", "F.one_hot(y, 3).float()").replace("LOSS", "nn.BCELoss()"))
+    assert not {"TD119", "TD102"} & codes(fine)
+
+
 def test_padding_labels_need_ignore_index(check_source) -> None:  # type: ignore[no-untyped-def]
     source = HEADER + """
 def make():

@@ -292,13 +292,15 @@ def loss_case(make_loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -
         (lambda out, y: F.mse_loss(out, torch.zeros(4)), set()),
         (lambda out, y: F.mse_loss(out[:, :1], y.float()), {"TD104"}),
         (lambda out, y: F.binary_cross_entropy_with_logits(out, torch.ones_like(out)), set()),
+        (lambda out, y: F.cross_entropy(torch.sigmoid(out), y), {"TD119"}),
+        (lambda out, y: F.binary_cross_entropy(torch.sigmoid(out), F.one_hot(y, 4).float()), set()),
         (lambda out, y: F.kl_div(F.softmax(out, 1), torch.full_like(out, 0.25), reduction="batchmean"), {"TD109"}),
         (lambda out, y: nn.KLDivLoss(reduction="batchmean")(F.log_softmax(out, 1), F.log_softmax(out * 2, 1)), {"TD109", "TD145"}),
         (lambda out, y: F.kl_div(F.log_softmax(out, 1), torch.full_like(out, 0.25), reduction="batchmean"), set()),
         (lambda out, y: F.kl_div(F.log_softmax(out, 1), F.log_softmax(out * 2, 1), reduction="batchmean", log_target=True), set()),
     ],
     ids=["log-softmax-over-batch", "softmax-then-view", "log-of-softmax", "log-softmax-into-ce", "transposed-class-dim", "one-sided-broadcast",
-         "n1-vs-n", "bce-logits", "kl-div-on-probabilities", "kl-div-log-target", "kl-div-log-probabilities", "kl-div-log-target-true"],
+         "n1-vs-n", "bce-logits", "sigmoid-into-ce", "sigmoid-into-bce", "kl-div-on-probabilities", "kl-div-log-target", "kl-div-log-probabilities", "kl-div-log-target-true"],
 )
 def test_loss_inputs(make_loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], expected: set[str]) -> None:
     assert set(codes(loss_case(make_loss))) == expected

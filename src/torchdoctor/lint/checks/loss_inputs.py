@@ -1,5 +1,5 @@
-"""TD101 / TD102 / TD103 / TD109: a loss that wants logits (or log-probabilities) gets
-probabilities (TD109 also: KLDivLoss's target given as log-probabilities without
+"""TD101 / TD102 / TD103 / TD109 / TD119: a loss that wants logits (or log-probabilities) gets
+probabilities (TD119: sigmoid outputs into CrossEntropyLoss; TD109 also: KLDivLoss's target given as log-probabilities without
 `log_target=True`); TD108: BCELoss, which wants probabilities, gets a model's raw scores.
 
 The loss is recognised by what made it (`nn.CrossEntropyLoss()`, `F.cross_entropy`, a
@@ -30,11 +30,13 @@ _MODULES = {
     "BCELoss": ("TD108", "logits"),
     "KLDivLoss": ("TD109", "probs"),
 }
+#: a second wrong input for the same loss: loss name -> (rule, kind)
+_ALSO = {"CrossEntropyLoss": ("TD119", "sigmoid")}
 #: last layers whose output is a raw score of any sign
 _SCORE_LAYERS = ("Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d")
 
 
-@check(("TD101", "TD102", "TD103", "TD108", "TD109"), ast.Call)
+@check(("TD101", "TD102", "TD103", "TD108", "TD109", "TD119"), ast.Call)
 def loss_input_is_probabilities(node: ast.Call, ctx: Context) -> None:
     loss = _loss(node, ctx)
     if loss is None or not node.args or isinstance(node.args[0], ast.Starred):
@@ -47,8 +49,12 @@ def loss_input_is_probabilities(node: ast.Call, ctx: Context) -> None:
         _scores_into_bce(node.args[0], ctx)
         return
     source = ctx.kind(node.args[0])
-    if source is None or source.tag != wrong or source.node is None:
+    if source is None or source.node is None:
         return
+    if source.tag != wrong:
+        code, wrong = _ALSO.get(loss[0], ("", ""))
+        if source.tag != wrong:
+            return
     site = _model_site(source)
     if site is None:
         ctx.report(code, node.args[0], source=describe(source, ctx), **extra)

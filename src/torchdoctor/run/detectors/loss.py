@@ -1,5 +1,5 @@
-"""What a loss function receives: probabilities where logits are expected, a softmax over the
-batch, shapes that broadcast.
+"""What a loss function receives: probabilities (or sigmoid outputs) where logits or
+log-probabilities are expected, a softmax over the batch, shapes that broadcast.
 
 The producer of the loss's input is read from its autograd node (`SoftmaxBackward0`,
 `SigmoidBackward0`, ... with the softmax's `dim`), through view-like nodes only: cheap enough
@@ -22,6 +22,7 @@ from torchdoctor.rules.loss.loss_target_broadcast import RULE as BROADCAST
 from torchdoctor.rules.loss.probabilities_into_kl_div import RULE as KL_DIV
 from torchdoctor.rules.loss.probabilities_into_kl_div import WRONG_INPUT, WRONG_TARGET
 from torchdoctor.rules.loss.sigmoid_before_bce_with_logits import RULE as SIGMOID_BCE
+from torchdoctor.rules.loss.sigmoid_before_cross_entropy import RULE as SIGMOID_CE
 from torchdoctor.rules.loss.softmax_before_cross_entropy import RULE as SOFTMAX_CE
 from torchdoctor.rules.loss.softmax_into_nll_loss import RULE as SOFTMAX_NLL
 from torchdoctor.rules.loss.softmax_over_batch_dim import RULE as BATCH_DIM
@@ -126,7 +127,7 @@ class Pending:
 
 
 class LossInputs(Detector):
-    rules = (SOFTMAX_CE, SIGMOID_BCE, SOFTMAX_NLL, BATCH_DIM, BROADCAST, KL_DIV)
+    rules = (SOFTMAX_CE, SIGMOID_CE, SIGMOID_BCE, SOFTMAX_NLL, BATCH_DIM, BROADCAST, KL_DIV)
 
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
@@ -154,6 +155,8 @@ class LossInputs(Detector):
         function = event.function
         if function == "cross_entropy" and made.kind == "softmax":
             found.append((SOFTMAX_CE, {}))
+        elif function == "cross_entropy" and made.kind == "sigmoid":
+            found.append((SIGMOID_CE, {}))
         elif function == "nll_loss" and made.kind == "softmax":
             found.append((SOFTMAX_NLL, {}))
         elif function == "binary_cross_entropy_with_logits" and made.kind == "sigmoid":
