@@ -165,6 +165,16 @@ def test_channels_last_images_into_a_convolution() -> None:
     assert finding.rule == "TD417" and "permute(0, 3, 1, 2)" in finding.hint
 
 
+def test_images_without_their_channel_dimension_into_a_convolution() -> None:
+    """Conv2d reads a 3-D (16, 28, 28) batch as one unbatched image of 16 channels."""
+    finding = explained(lambda: nn.Conv2d(1, 8, 3)(torch.randn(16, 28, 28)))
+    assert finding.rule == "TD417" and "x.unsqueeze(1)" in finding.hint and "in_channels" not in finding.hint
+    finding = explained(lambda: nn.Conv2d(3, 8, 3)(torch.randn(16, 28, 28)))
+    assert "x.unsqueeze(0)" in finding.hint
+    finding = explained(lambda: nn.Conv2d(3, 8, 3)(torch.randn(2, 16, 28, 28)))  # batched: a real channel mismatch
+    assert "in_channels=16" in finding.hint
+
+
 def test_class_targets_out_of_range_and_padding_labels() -> None:
     finding = explained(lambda: F.cross_entropy(torch.randn(4, 10), torch.tensor([1, 2, 10, 3])))
     assert finding.rule == "TD105" and finding.message.startswith("class targets reach 10 but the model outputs 10 classes")

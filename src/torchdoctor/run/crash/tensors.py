@@ -144,7 +144,14 @@ def shape_mismatch(crash: Crash, session: Session | None) -> Explanation | None:
         layer = module_label(conv, session) if conv is not None else "a convolution"
         dims = [int(d) for d in match["input"].split(",")]
         want = int(match["want"])
-        if dims and dims[-1] == want:
+        unbatched = _unbatched_input(crash, conv)
+        if unbatched is not None:
+            shape = tuple(unbatched.shape)
+            hint = (f"{layer} read the {len(shape)}-D input {list(shape)} as one sample without a batch dimension, "
+                    f"so its first dimension, {shape[0]}, was read as channels. " + (
+                        f"If {shape[0]} is the batch, the samples lack their channel dimension: `x.unsqueeze(1)` makes them (N, 1, ...)."
+                        if want == 1 else f"Give it (N, {want}, ...): `x.unsqueeze(0)` for a single sample."))
+        elif dims and dims[-1] == want:
             hint = "The input is channels-last (N, H, W, C): permute it to (N, C, H, W) with `x.permute(0, 3, 1, 2)` (images from PIL/NumPy are HWC)."
         else:
             hint = f"Give {layer} `in_channels={match['got']}`, or fix the layer before it so it produces {want} channels."
@@ -152,6 +159,19 @@ def shape_mismatch(crash: Crash, session: Session | None) -> Explanation | None:
             SHAPE,
             {"layer": layer, "expected": f"{want} input channels", "got": f"{match['got']} channels (input shape [{match['input']}])", "hint": hint},
         )
+    return None
+
+
+def _unbatched_input(crash: Crash, conv: Any) -> Any:
+    """The input a convolution got without a batch dimension (Conv2d given (16, 28, 28)): torch
+    then reads dim 0 as channels, and its error shows the shape with a batch of 1 added."""
+    if conv is None:
+        return None
+    for frame in crash.deepest():
+        if frame.locals.get("self") is conv:
+            value = frame.locals.get("input")
+            if getattr(value, "dim", None) is not None and value.dim() == conv.weight.dim() - 1:
+                return value
     return None
 
 
