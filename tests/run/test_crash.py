@@ -175,6 +175,22 @@ def test_images_without_their_channel_dimension_into_a_convolution() -> None:
     assert "in_channels=16" in finding.hint
 
 
+def test_integer_labels_into_binary_cross_entropy() -> None:
+    scores, labels = torch.randn(8, 1, requires_grad=True), torch.randint(0, 2, (8, 1))
+    finding = explained(lambda: nn.BCEWithLogitsLoss()(scores, labels))
+    assert finding.rule == "TD429" and finding.message.startswith("BCEWithLogitsLoss gets targets of dtype int64")
+    finding = explained(lambda: F.binary_cross_entropy(scores.sigmoid(), labels))
+    assert finding.rule == "TD429" and finding.message.startswith("BCELoss gets targets of dtype int64")
+
+
+def test_labels_and_logits_in_the_wrong_order() -> None:
+    logits, labels = torch.randn(8, 3, requires_grad=True), torch.randint(0, 3, (8,))
+    finding = explained(lambda: nn.CrossEntropyLoss()(labels, logits))
+    assert finding.rule == "TD430" and "input is int64 [8], target is float32 [8, 3]" in finding.message
+    finding = explained(lambda: F.log_softmax(labels, dim=0))
+    assert finding.rule != "TD430"  # not inside a loss
+
+
 def test_class_targets_out_of_range_and_padding_labels() -> None:
     finding = explained(lambda: F.cross_entropy(torch.randn(4, 10), torch.tensor([1, 2, 10, 3])))
     assert finding.rule == "TD105" and finding.message.startswith("class targets reach 10 but the model outputs 10 classes")

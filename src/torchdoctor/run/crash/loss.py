@@ -6,12 +6,14 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from torchdoctor.rules.data.batchnorm_batch_of_one import RULE as BATCH_OF_ONE
+from torchdoctor.rules.dtype.binary_target_not_float import RULE as BINARY_TARGET_DTYPE
 from torchdoctor.rules.dtype.class_target_not_integer import RULE as TARGET_DTYPE
 from torchdoctor.rules.loss.class_target_out_of_range import RULE as OUT_OF_RANGE
 from torchdoctor.rules.loss.class_target_shape_mismatch import RULE as TARGET_SHAPE
 from torchdoctor.rules.loss.logits_into_bce_loss import CPU_ERROR, GPU_ERROR, scores_text
 from torchdoctor.rules.loss.logits_into_bce_loss import RULE as LOGITS_INTO_BCE
-from torchdoctor.run.crash.describe import dtype_name, innermost_module, module_label, torch_module
+from torchdoctor.rules.loss.loss_arguments_swapped import RULE as SWAPPED
+from torchdoctor.run.crash.describe import dtype_name, innermost_module, module_label, tensor_dtype, torch_module
 from torchdoctor.run.crash.explain import Explanation
 from torchdoctor.run.crash.model import Crash
 
@@ -129,6 +131,43 @@ def logits_into_bce(crash: Crash, session: Session | None) -> Explanation | None
     return Explanation(LOGITS_INTO_BCE, {"values": scores_text(scores) if readable else "values outside that range"})
 
 
+_BINARY_LOSSES = {"binary_cross_entropy_with_logits": "BCEWithLogitsLoss", "binary_cross_entropy": "BCELoss"}
+
+
+def binary_target_dtype(crash: Crash, session: Session | None) -> Explanation | None:
+    """BCELoss / BCEWithLogitsLoss given integer labels (the message only names dtypes)."""
+    if "can't be cast to the desired output type" not in crash.message and "Found dtype" not in crash.message:
+        return None
+    for frame in crash.deepest():
+        loss = _BINARY_LOSSES.get(frame.function)
+        target = frame.locals.get("target")
+        if loss is not None and target is not None and hasattr(target, "is_floating_point"):
+            if target.is_floating_point() or target.is_complex():
+                return None
+            return Explanation(BINARY_TARGET_DTYPE, {"loss": loss, "dtype": tensor_dtype(target)})
+    return None
+
+
+def arguments_swapped(crash: Crash, session: Session | None) -> Explanation | None:
+    """`criterion(labels, logits)`: CrossEntropyLoss's log-softmax over integer labels."""
+    if "not implemented for" not in crash.message or "softmax" not in crash.message:
+        return None
+    for frame in crash.deepest():
+        if frame.function != "cross_entropy":
+            continue
+        values, target = frame.locals.get("input"), frame.locals.get("target")
+        if not (hasattr(values, "is_floating_point") and hasattr(target, "is_floating_point")):
+            return None
+        if values.is_floating_point() or not target.is_floating_point():
+            return None
+        return Explanation(SWAPPED, {
+            "loss": "CrossEntropyLoss",
+            "input": f"{tensor_dtype(values)} {list(values.shape)}",
+            "target": f"{tensor_dtype(target)} {list(target.shape)}",
+        })
+    return None
+
+
 def _loss_arguments(crash: Crash) -> tuple[Any, Any]:
     """(input, target) of the failing loss function call, from the live frames."""
     torch = torch_module()
@@ -149,4 +188,4 @@ def _loss_name(crash: Crash) -> str:
     return "the loss"
 
 
-EXPLAINERS = (target_out_of_range, target_dtype, target_shape, batch_of_one, logits_into_bce)
+EXPLAINERS = (target_out_of_range, target_dtype, target_shape, batch_of_one, logits_into_bce, binary_target_dtype, arguments_swapped)
