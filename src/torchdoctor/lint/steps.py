@@ -71,6 +71,22 @@ def parameters_owner(value: ast.AST | None) -> str | None:
     return None
 
 
+def optimized_models(tree: ast.Module, ctx: Context) -> dict[str, ast.Call]:
+    """Names whose `.parameters()` a `torch.optim` optimizer of this file is built from (also
+    inside a list, a sum of lists or param groups), each with the optimizer's call. Read from
+    the whole file: the optimizer may be stepped in a function that receives it."""
+    models: dict[str, ast.Call] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not (ctx.qualified(node.func) or "").startswith("torch.optim."):
+            continue
+        given = [*node.args[:1], *(k.value for k in node.keywords if k.arg == "params")]
+        for inner in (n for value in given for n in ast.walk(value)):
+            name = parameters_owner(inner)
+            if name is not None:
+                models.setdefault(name, node)
+    return models
+
+
 def is_scaler_step(event: Event) -> bool:
     """`scaler.step(optimizer)` (a GradScaler by construction, or by name)."""
     return event.name == "step" and is_scaler(event)

@@ -14,7 +14,7 @@ import ast
 from collections.abc import Iterator
 
 from torchdoctor.lint.api import FILE_END, ClassInfo, Context, Kind, Scope, check, dotted
-from torchdoctor.lint.steps import TRACKED, is_backward, parameters_owner, stepped_optimizer
+from torchdoctor.lint.steps import TRACKED, is_backward, optimized_models, stepped_optimizer
 from torchdoctor.rules.mode.evaluation_in_train_mode import train_mode_effects
 
 #: layers that behave differently in train and eval mode
@@ -34,7 +34,7 @@ def evaluation_in_train_mode(tree: ast.Module, ctx: Context) -> None:
     if (".eval()" in text or ".parameters()" not in text or "optim" not in text
             or ("no_grad" not in text and "inference_mode" not in text)):
         return
-    trained = _optimized_anywhere(tree, ctx)
+    trained = set(optimized_models(tree, ctx))
     if not trained or _switches_mode(tree):
         return
     # the innermost loops that run backward() or step(): a no-grad call there is part of training
@@ -121,18 +121,6 @@ def _calls_of(scope: Scope, function: str) -> Iterator[ast.Call]:
     for event in scope.events:
         if event.name == "call" and event.receiver == function and isinstance(event.node, ast.Call):
             yield event.node
-
-
-def _optimized_anywhere(tree: ast.Module, ctx: Context) -> set[str]:
-    """Names whose `.parameters()` a `torch.optim` optimizer of this file is built from (wherever
-    it is then stepped: in a function that receives it, too)."""
-    models = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and node.args and (ctx.qualified(node.func) or "").startswith("torch.optim."):
-            name = parameters_owner(node.args[0])
-            if name:
-                models.add(name)
-    return models
 
 
 def _switches_mode(tree: ast.Module) -> bool:

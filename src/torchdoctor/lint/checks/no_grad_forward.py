@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from torchdoctor.lint.api import FILE_END, Context, Event, Scope, check, dotted
-from torchdoctor.lint.steps import TRACKED, is_backward
+from torchdoctor.lint.steps import TRACKED, is_backward, optimized_models
 
 
 @check("TD124", FILE_END, tracks=TRACKED)
@@ -25,7 +25,7 @@ def trained_model_called_under_no_grad(tree: ast.Module, ctx: Context) -> None:
     text = ctx.source.text
     if ("no_grad" not in text and "inference_mode" not in text) or ".parameters()" not in text or "backward" not in text:
         return
-    optimized = _optimized_models(tree, ctx)
+    optimized = optimized_models(tree, ctx)
     calls: dict[str, list[Event]] = {}
     for scope in ctx.scopes:
         for event in scope.events:
@@ -39,21 +39,6 @@ def trained_model_called_under_no_grad(tree: ast.Module, ctx: Context) -> None:
             if manager:
                 ctx.report("TD124", event.node, model=model, manager=manager, optimizer_line=optimized[model].lineno)
                 break
-
-
-def _optimized_models(tree: ast.Module, ctx: Context) -> dict[str, ast.Call]:
-    """`x` (or `self.x`) -> the optimizer call built from `x.parameters()`."""
-    models: dict[str, ast.Call] = {}
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call) or not (ctx.qualified(node.func) or "").startswith("torch.optim."):
-            continue
-        given = [*node.args[:1], *(k.value for k in node.keywords if k.arg == "params")]
-        for inner in (n for value in given for n in ast.walk(value)):
-            if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "parameters":
-                name = dotted(inner.func.value)
-                if name is not None:
-                    models.setdefault(name, node)
-    return models
 
 
 def _frozen(model: str, tree: ast.Module) -> bool:
