@@ -7,6 +7,7 @@ import os
 import pickle
 import re
 import signal as signal_module
+import time
 from typing import TYPE_CHECKING, Any
 
 from torchdoctor.rules.data.dataloader_worker_killed import RULE as WORKER_KILLED
@@ -27,6 +28,8 @@ _STACK = re.compile(r"stack expects each tensor to be equal size, but got \[(?P<
                     r"and \[(?P<second>[^\]]*)\] at entry (?P<j>\d+)")
 _PICKLE = re.compile(r"Can't (?:pickle|get) (?:local object )?'?(?P<what><[^>]+>|[\w.<>]+)'?")
 SHM = "/dev/shm"
+#: seconds to wait for a worker whose pipe broke to be reaped, so its exit code can be read
+REAP_WAIT = 2.0
 
 
 def worker_killed(crash: Crash, session: Session | None) -> Explanation | None:
@@ -54,14 +57,28 @@ def worker_killed(crash: Crash, session: Session | None) -> Explanation | None:
 
 def _killed_worker(crash: Crash) -> tuple[str, str] | None:
     """(pid, signal name) of a worker that a signal ended, read from the loader iterator in the
-    crash's live frames (`exitcode` is minus the signal number)."""
-    for frame in crash.frames:
-        for worker in getattr(frame.locals.get("self"), "_workers", None) or ():
-            code = getattr(worker, "exitcode", None)
-            if isinstance(code, int) and code < 0:
-                with contextlib.suppress(ValueError):
-                    return str(worker.pid), signal_module.strsignal(-code) or f"signal {-code}"
-    return None
+    crash's live frames (`exitcode` is minus the signal number).
+
+    The loader can lose a worker's pipe while the dying worker is not yet reaped (its exit code
+    still None), so the workers are polled for up to `REAP_WAIT` seconds; if the loader's own
+    SIGCHLD handler speaks first, its "is killed by signal" error is read instead."""
+    workers = [w for frame in crash.frames for w in getattr(frame.locals.get("self"), "_workers", None) or ()]
+    if not workers:
+        return None
+    deadline = time.monotonic() + REAP_WAIT
+    try:
+        while True:
+            for worker in workers:
+                code = getattr(worker, "exitcode", None)
+                if isinstance(code, int) and code < 0:
+                    with contextlib.suppress(ValueError):
+                        return str(worker.pid), signal_module.strsignal(-code) or f"signal {-code}"
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.05)
+    except RuntimeError as handler_said:  # torch's SIGCHLD handler, raised during the wait
+        match = _KILLED.search(str(handler_said))
+        return (match["pid"], match["signal"].strip()) if match else None
 
 
 def unpicklable(crash: Crash, session: Session | None) -> Explanation | None:
