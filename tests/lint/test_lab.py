@@ -28,6 +28,7 @@ EXPECTED = {
     "20_softmax_into_nll_loss": ("TD103", "F.softmax("),
     "24_validation_in_train_mode": ("TD133", "model(x).argmax("),
     "25_accumulation_reset_every_batch": ("TD115", "optimizer.zero_grad()"),
+    "28_encoder_under_no_grad": ("TD124", "features = encoder(x)"),
 }
 pytestmark = pytest.mark.skipif(not PROGRAMS, reason="examples/lab is not there")
 

@@ -40,6 +40,8 @@ EXPECTED = {
     "24_validation_in_train_mode": ("TD133", "model(x).argmax("),
     "25_accumulation_reset_every_batch": ("TD115", "optimizer.zero_grad()"),
     "26_lstm_without_batch_first": ("TD302", "self.lstm(x)"),
+    "27_scheduler_stepped_every_batch": ("TD428", "scheduler.step()"),
+    "28_encoder_under_no_grad": ("TD124", "features = encoder(x)"),
 }
 pytestmark = pytest.mark.skipif(not PROGRAMS, reason="examples/lab is not there")
 
