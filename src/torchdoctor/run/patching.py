@@ -49,12 +49,14 @@ class Patches:
 
 def observed(
     original: Callable[..., Any],
-    before: Callable[[tuple[Any, ...], dict[str, Any]], None],
+    before: Callable[[tuple[Any, ...], dict[str, Any]], None] | None,
     after: Callable[[], None] | None = None,
     *,
     skip: Callable[[], bool] = lambda: False,
+    returned: Callable[[tuple[Any, ...], dict[str, Any], Any], None] | None = None,
 ) -> Callable[..., Any]:
-    """A stand-in for `original` that calls `before(args, kwargs)` (and `after()`) around it.
+    """A stand-in for `original` that calls `before(args, kwargs)` (and `after()`) around it,
+    and `returned(args, kwargs, result)` when it returns.
 
     The observation callbacks never change the arguments or the result; when `skip()` is true
     (e.g. while torch.compile traces) the original is called directly. The stand-in keeps the
@@ -68,20 +70,28 @@ def observed(
     def stand_in(*args: Any, **kwargs: Any) -> Any:
         if skip():
             return original(*args, **kwargs)
-        try:
-            before(args, kwargs)
-        except Exception:  # noqa: BLE001, S110 - observing must never change what the call does
-            pass
-        call = make_caller(frame_of(1))
-        if after is None:
-            return call(original, args, kwargs)
-        try:
-            return call(original, args, kwargs)
-        finally:
+        if before is not None:
             try:
-                after()
-            except Exception:  # noqa: BLE001, S110 - same as above
+                before(args, kwargs)
+            except Exception:  # noqa: BLE001, S110 - observing must never change what the call does
                 pass
+        call = make_caller(frame_of(1))
+        if after is None and returned is None:
+            return call(original, args, kwargs)
+        try:
+            result = call(original, args, kwargs)
+            if returned is not None:
+                try:
+                    returned(args, kwargs, result)
+                except Exception:  # noqa: BLE001, S110 - same as above
+                    pass
+            return result
+        finally:
+            if after is not None:
+                try:
+                    after()
+                except Exception:  # noqa: BLE001, S110 - same as above
+                    pass
 
     globals_ = getattr(original, "__globals__", None)
     if isinstance(globals_, dict):

@@ -1,8 +1,8 @@
 """`nn.Module.load_state_dict` calls and what they returned.
 
-`nn.Module.load_state_dict` gets a stand-in that calls the original (from a frame that looks
-like the caller's line, as `patching.observed` does, so a warning names the user's line) and
-hands listeners the module, the mapping given, the `strict` flag and the result. The result
+`nn.Module.load_state_dict` gets a `patching.observed` stand-in that calls the original (from a
+frame that looks like the caller's line, so a warning names the user's line) and hands
+listeners the module, the mapping given, the `strict` flag and the result. The result
 is returned unchanged, and nothing is read from the model: no `state_dict()` call (on FSDP
 that would gather the weights), only the keys of the mapping and the returned lists.
 Loads happen a few times per run, so this costs nothing measurable.
@@ -10,7 +10,6 @@ Loads happen a few times per run, so this costs nothing measurable.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from torchdoctor.run.patching import Patches, as_caller
+from torchdoctor.run.patching import Patches, observed
 
 STATE_POSITION, STRICT_POSITION = 1, 2  # load_state_dict(self, state_dict, strict=True, assign=False)
 
@@ -44,27 +43,13 @@ class StateLoads:
 
     def install(self, patches: Patches) -> None:
         original = nn.Module.load_state_dict
-        listeners = self._listeners
-        make_caller, frame_of = as_caller, sys._getframe
+        patches.set(nn.Module, "load_state_dict", observed(original, None, skip=torch.compiler.is_compiling, returned=self._returned))
 
-        def load_state_dict(*args: Any, **kwargs: Any) -> Any:
-            if not listeners or torch.compiler.is_compiling():
-                return original(*args, **kwargs)
-            result = make_caller(frame_of(1))(original, args, kwargs)
-            try:
-                load = _load(args, kwargs, result)
-                if load is not None:
-                    for listener in listeners:
-                        listener(load)
-            except Exception:  # noqa: BLE001, S110 - observing must never change what the load returns
-                pass
-            return result
-
-        for attribute in ("__module__", "__name__", "__qualname__", "__doc__"):
-            setattr(load_state_dict, attribute, getattr(original, attribute))
-        load_state_dict.__wrapped__ = original  # type: ignore[attr-defined]  # inspect.signature sees the original's
-        load_state_dict.__torchdoctor_original__ = original  # type: ignore[attr-defined]
-        patches.set(nn.Module, "load_state_dict", load_state_dict)
+    def _returned(self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
+        load = _load(args, kwargs, result) if self._listeners else None
+        if load is not None:
+            for listener in self._listeners:
+                listener(load)
 
 
 def _load(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> StateLoad | None:
