@@ -131,41 +131,36 @@ def logits_into_bce(crash: Crash, session: Session | None) -> Explanation | None
     return Explanation(LOGITS_INTO_BCE, {"values": scores_text(scores) if readable else "values outside that range"})
 
 
-_BINARY_LOSSES = {"binary_cross_entropy_with_logits": "BCEWithLogitsLoss", "binary_cross_entropy": "BCELoss"}
-
-
 def binary_target_dtype(crash: Crash, session: Session | None) -> Explanation | None:
     """BCELoss / BCEWithLogitsLoss given integer labels (the message only names dtypes)."""
     if "can't be cast to the desired output type" not in crash.message and "Found dtype" not in crash.message:
         return None
-    for frame in crash.deepest():
-        loss = _BINARY_LOSSES.get(frame.function)
-        target = frame.locals.get("target")
-        if loss is not None and target is not None and hasattr(target, "is_floating_point"):
-            if target.is_floating_point() or target.is_complex():
-                return None
-            return Explanation(BINARY_TARGET_DTYPE, {"loss": loss, "dtype": tensor_dtype(target)})
-    return None
+    found = _loss_frame(crash, _BINARY_LOSSES)
+    if found is None:
+        return None
+    loss, _, target = found
+    if not hasattr(target, "is_floating_point") or target.is_floating_point() or target.is_complex():
+        return None
+    return Explanation(BINARY_TARGET_DTYPE, {"loss": loss, "dtype": tensor_dtype(target)})
 
 
 def arguments_swapped(crash: Crash, session: Session | None) -> Explanation | None:
     """`criterion(labels, logits)`: CrossEntropyLoss's log-softmax over integer labels."""
     if "not implemented for" not in crash.message or "softmax" not in crash.message:
         return None
-    for frame in crash.deepest():
-        if frame.function != "cross_entropy":
-            continue
-        values, target = frame.locals.get("input"), frame.locals.get("target")
-        if not (hasattr(values, "is_floating_point") and hasattr(target, "is_floating_point")):
-            return None
-        if values.is_floating_point() or not target.is_floating_point():
-            return None
-        return Explanation(SWAPPED, {
-            "loss": "CrossEntropyLoss",
-            "input": f"{tensor_dtype(values)} {list(values.shape)}",
-            "target": f"{tensor_dtype(target)} {list(target.shape)}",
-        })
-    return None
+    found = _loss_frame(crash, ("cross_entropy",))
+    if found is None:
+        return None
+    loss, values, target = found
+    if not (hasattr(values, "is_floating_point") and hasattr(target, "is_floating_point")):
+        return None
+    if values.is_floating_point() or not target.is_floating_point():
+        return None
+    return Explanation(SWAPPED, {
+        "loss": loss,
+        "input": f"{tensor_dtype(values)} {list(values.shape)}",
+        "target": f"{tensor_dtype(target)} {list(target.shape)}",
+    })
 
 
 def _loss_arguments(crash: Crash) -> tuple[Any, Any]:
@@ -180,12 +175,25 @@ def _loss_arguments(crash: Crash) -> tuple[Any, Any]:
     return None, None
 
 
-def _loss_name(crash: Crash) -> str:
-    names = {"cross_entropy": "CrossEntropyLoss", "nll_loss": "NLLLoss"}
+#: torch.nn.functional losses -> the module users write
+_LOSSES = {"cross_entropy": "CrossEntropyLoss", "nll_loss": "NLLLoss",
+           "binary_cross_entropy_with_logits": "BCEWithLogitsLoss", "binary_cross_entropy": "BCELoss"}
+_CLASS_LOSSES = ("cross_entropy", "nll_loss")
+_BINARY_LOSSES = ("binary_cross_entropy_with_logits", "binary_cross_entropy")
+
+
+def _loss_frame(crash: Crash, functions: tuple[str, ...]) -> tuple[str, Any, Any] | None:
+    """(the loss's name, its input, its target) for the innermost call of one of these
+    functional losses in the crash's live frames."""
     for frame in crash.deepest():
-        if frame.function in names:
-            return names[frame.function]
-    return "the loss"
+        if frame.function in functions:
+            return _LOSSES[frame.function], frame.locals.get("input"), frame.locals.get("target")
+    return None
+
+
+def _loss_name(crash: Crash) -> str:
+    found = _loss_frame(crash, _CLASS_LOSSES)
+    return found[0] if found is not None else "the loss"
 
 
 EXPLAINERS = (target_out_of_range, target_dtype, target_shape, batch_of_one, logits_into_bce, binary_target_dtype, arguments_swapped)
