@@ -13,6 +13,7 @@ assignment by assignment, into the tensor backward() is called on.
 from __future__ import annotations
 
 import ast
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -31,11 +32,12 @@ def trained_model_called_under_no_grad(tree: ast.Module, ctx: Context) -> None:
         for event in scope.events:
             if event.name == "call" and event.receiver in optimized:
                 calls.setdefault(event.receiver, []).append(event)
+    models = set(optimized)
     for model, events in calls.items():
         if any(not e.grad_disabled for e in events) or _frozen(model, tree):
             continue
         for event in events:
-            manager = _feeds_backward(event, ctx, set(optimized))
+            manager = _feeds_backward(event, ctx, models)
             if manager:
                 ctx.report("TD124", event.node, model=model, manager=manager, optimizer_line=optimized[model].lineno)
                 break
@@ -150,9 +152,9 @@ def _uses(node: ast.AST, names: set[str]) -> bool:
 
 def _statements(scope: Scope) -> Iterator[ast.stmt]:
     """The statements of the function's own code (not nested functions or classes), outermost first."""
-    pending = list(getattr(scope.node, "body", []))
+    pending = deque(getattr(scope.node, "body", []))
     while pending:
-        statement = pending.pop(0)
+        statement = pending.popleft()
         yield statement
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
