@@ -24,6 +24,7 @@ import torchdoctor
 from torchdoctor.core.finding import Finding
 from torchdoctor.run.crash.data import worker_killed
 from torchdoctor.run.crash.explain import explain
+from torchdoctor.run.crash.loss import binary_target_dtype
 from torchdoctor.run.crash.model import Crash
 
 
@@ -181,6 +182,9 @@ def test_integer_labels_into_binary_cross_entropy() -> None:
     assert finding.rule == "TD429" and finding.message.startswith("BCEWithLogitsLoss gets targets of dtype int64")
     finding = explained(lambda: F.binary_cross_entropy(scores.sigmoid(), labels))
     assert finding.rule == "TD429" and finding.message.startswith("BCELoss gets targets of dtype int64")
+    with pytest.raises(RuntimeError, match="Found dtype Double but expected Float") as caught:
+        F.binary_cross_entropy(scores.sigmoid(), labels.double())  # float64 labels: a dtype mismatch, not integer labels
+    assert binary_target_dtype(Crash.from_exception(caught.value), None) is None
 
 
 def test_labels_and_logits_in_the_wrong_order() -> None:
