@@ -23,15 +23,12 @@ from torchdoctor.rules.dtype.class_target_not_integer import RULE as TARGET_NOT_
 from torchdoctor.rules.loss.class_target_out_of_range import RULE as TARGET_OUT_OF_RANGE
 from torchdoctor.rules.loss.initial_loss_far_from_chance import RULE as FAR_FROM_CHANCE
 from torchdoctor.rules.loss.loss_target_broadcast import RULE as BROADCAST
-from torchdoctor.rules.loss.sigmoid_before_bce_with_logits import RULE as SIGMOID_BCE
-from torchdoctor.rules.loss.sigmoid_before_cross_entropy import RULE as SIGMOID_CE
-from torchdoctor.rules.loss.softmax_before_cross_entropy import RULE as SOFTMAX_CE
-from torchdoctor.rules.loss.softmax_into_nll_loss import RULE as SOFTMAX_NLL
+from torchdoctor.rules.loss.wrong_inputs import WRONG_PRODUCERS
 
 NAME = "loss"
 TITLE = "the loss gets what it expects"
 RULES = (
-    SOFTMAX_CE.code, SIGMOID_CE.code, SIGMOID_BCE.code, SOFTMAX_NLL.code, BROADCAST.code,
+    *(rule.code for rule in WRONG_PRODUCERS.values()), BROADCAST.code,
     TARGET_OUT_OF_RANGE.code, TARGET_NOT_INTEGER.code, FAR_FROM_CHANCE.code,
 )
 ELEMENTWISE = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits")
@@ -110,12 +107,7 @@ def _probabilities(ctx: CheckContext, tp: TrainPass, call: LossCall) -> list[Fin
         producer = Producer("softmax", "softmax (its rows sum to 1)", None, None, None)
     if producer is None:
         return []
-    rule = {
-        ("cross_entropy", "softmax"): SOFTMAX_CE,
-        ("cross_entropy", "sigmoid"): SIGMOID_CE,
-        ("nll_loss", "softmax"): SOFTMAX_NLL,
-        ("binary_cross_entropy_with_logits", "sigmoid"): SIGMOID_BCE,
-    }.get((call.name, producer.kind))
+    rule = WRONG_PRODUCERS.get((call.name, producer.kind))
     if rule is None:
         return []
     source, site = _source(ctx, producer)

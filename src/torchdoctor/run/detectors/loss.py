@@ -21,11 +21,8 @@ from torchdoctor.core.rule import Rule
 from torchdoctor.rules.loss.loss_target_broadcast import RULE as BROADCAST
 from torchdoctor.rules.loss.probabilities_into_kl_div import RULE as KL_DIV
 from torchdoctor.rules.loss.probabilities_into_kl_div import WRONG_INPUT, WRONG_TARGET
-from torchdoctor.rules.loss.sigmoid_before_bce_with_logits import RULE as SIGMOID_BCE
-from torchdoctor.rules.loss.sigmoid_before_cross_entropy import RULE as SIGMOID_CE
-from torchdoctor.rules.loss.softmax_before_cross_entropy import RULE as SOFTMAX_CE
-from torchdoctor.rules.loss.softmax_into_nll_loss import RULE as SOFTMAX_NLL
 from torchdoctor.rules.loss.softmax_over_batch_dim import RULE as BATCH_DIM
+from torchdoctor.rules.loss.wrong_inputs import WRONG_PRODUCERS
 from torchdoctor.run.detector import Detector
 from torchdoctor.run.events import Location, LossCall
 from torchdoctor.run.outcome import Outcome
@@ -127,7 +124,7 @@ class Pending:
 
 
 class LossInputs(Detector):
-    rules = (SOFTMAX_CE, SIGMOID_CE, SIGMOID_BCE, SOFTMAX_NLL, BATCH_DIM, BROADCAST, KL_DIV)
+    rules = (*WRONG_PRODUCERS.values(), BATCH_DIM, BROADCAST, KL_DIV)
 
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
@@ -153,14 +150,9 @@ class LossInputs(Detector):
     def _verdicts(self, event: LossCall, made: Producer) -> list[tuple[Rule, dict[str, Any]]]:
         found: list[tuple[Rule, dict[str, Any]]] = []
         function = event.function
-        if function == "cross_entropy" and made.kind == "softmax":
-            found.append((SOFTMAX_CE, {}))
-        elif function == "cross_entropy" and made.kind == "sigmoid":
-            found.append((SIGMOID_CE, {}))
-        elif function == "nll_loss" and made.kind == "softmax":
-            found.append((SOFTMAX_NLL, {}))
-        elif function == "binary_cross_entropy_with_logits" and made.kind == "sigmoid":
-            found.append((SIGMOID_BCE, {}))
+        wrong = WRONG_PRODUCERS.get((function, made.kind))
+        if wrong is not None:
+            found.append((wrong, {}))
         elif function == "kl_div" and made.kind == "softmax":
             found.append((KL_DIV, {"wrong": WRONG_INPUT}))
         batched = event.input.dim() >= 2
