@@ -74,8 +74,12 @@ def parameters_owner(value: ast.AST | None) -> str | None:
 def optimized_models(tree: ast.Module, ctx: Context) -> dict[str, ast.Call]:
     """Names whose `.parameters()` a `torch.optim` optimizer of this file is built from (also
     inside a list, a sum of lists or param groups), each with the optimizer's call. Read from
-    the whole file: the optimizer may be stepped in a function that receives it."""
-    models: dict[str, ast.Call] = {}
+    the whole file: the optimizer may be stepped in a function that receives it. Walked once
+    per file, whichever rule asks first."""
+    models: dict[str, ast.Call] | None = ctx.memo.get("optimized_models")
+    if models is not None:
+        return models
+    models = ctx.memo["optimized_models"] = {}
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not (ctx.qualified(node.func) or "").startswith("torch.optim."):
             continue

@@ -2,7 +2,7 @@
 loss of a training step (so the model never gets a gradient).
 
 At the end of a file that builds a `torch.optim` optimizer from `x.parameters()`, turns
-autograd off somewhere and calls backward() (read off the text first, so most files cost
+autograd off somewhere and calls backward() (all read off the text first, so most files cost
 nothing), each model the optimizer is built from is looked up among the calls the walk
 recorded. It is reported only when all of its calls run with autograd off, it is not frozen
 with `requires_grad_(False)`, and one of those calls sits in a training step: before a
@@ -24,7 +24,8 @@ from torchdoctor.lint.steps import TRACKED, is_backward, optimized_models
 @check("TD124", FILE_END, tracks=TRACKED)
 def trained_model_called_under_no_grad(tree: ast.Module, ctx: Context) -> None:
     text = ctx.source.text
-    if ("no_grad" not in text and "inference_mode" not in text) or ".parameters()" not in text or "backward" not in text:
+    if (("no_grad" not in text and "inference_mode" not in text) or ".parameters()" not in text or "backward" not in text
+            or "optim" not in text):
         return
     optimized = optimized_models(tree, ctx)
     calls: dict[str, list[Event]] = {}
