@@ -10,7 +10,8 @@ import re
 import pytest
 
 from torchdoctor.core.finding import Edit, Fix
-from torchdoctor.lint import fixes, source as source_module
+from torchdoctor.lint import fixes
+from torchdoctor.lint import source as source_module
 from torchdoctor.lint.engine import Engine
 from torchdoctor.lint.fixes import apply_fixes
 from torchdoctor.lint.source import Source
