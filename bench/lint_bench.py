@@ -3,7 +3,7 @@
 Usage:
     python bench/lint_bench.py [CORPUS_ROOT] [--corpora nanoGPT examples diffusers/src ...]
                                [--torchfix /path/to/venv/bin/torchfix] [--torchfix-results FILE.json]
-                               [--repeat 3]
+                               [--repeat 3] [--big-file-mb 5]
 
 For every corpus (a folder of Python files) it runs, each in its own process:
 - `parse`: read and `ast.parse` every file lint would lint (the floor for a Python linter);
@@ -12,6 +12,12 @@ For every corpus (a folder of Python files) it runs, each in its own process:
   /work/torchfix-venv && /work/torchfix-venv/bin/pip install torchfix`; it does not pull torch).
   TorchFix takes many minutes on large corpora: `--torchfix-results` reuses the figures of an
   earlier run (written by this script) instead of running it again; `--no-torchfix` skips it.
+
+Then, for one generated file of `--big-file-mb` MB (0 skips it), twice: with a finding every
+three lines (many findings in one big file) and as its finding-free twin of the same size.
+Lint must stay linear in the size of a file however many findings it has: the many-findings
+time is printed as a ratio to the finding-free time, and each lint's peak memory as a ratio
+to a bare `ast.parse` of the same file (the AST is most of what lint holds).
 
 CPU time is user + system time of the child process (`os.wait4`), so other load on the machine
 does not count; peak memory is the child's maximum resident set. Results are printed as a table
@@ -25,6 +31,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -65,6 +72,77 @@ def measure(command: list[str], cwd: Path | None = None) -> dict[str, object]:
         "exit": process.returncode,
         "stdout": b"".join(out_chunks).decode("utf-8", errors="replace"),
     }
+
+
+#: one function, three findings (TD150 softmax without dim, TD101 probabilities into cross_entropy,
+#: TD168 `require_grad` typo), and its twin of the same length with none
+FINDINGS_UNIT = """
+def step{i}(model, x, y, logits):
+    a = F.softmax(x)
+    probs = F.softmax(logits, dim=-1)
+    loss = F.cross_entropy(probs.view(-1, 3), y)
+    for p in model.parameters():
+        p.require_grad = False
+    return a, loss
+"""
+CLEAN_UNIT = """
+def step{i}(model, x, y, logits):
+    a = F.softmax(x, dim=1)
+    lp = F.log_softmax(logits, dim=-1)
+    loss = F.nll_loss(lp.view(-1, 3), y)
+    for p in model.parameters():
+        p.requires_grad = False
+    return a, loss
+"""
+BIG_FILE_HEAD = "import torch\nimport torch.nn.functional as F\n"
+
+PARSE_ONE = "import ast, sys; ast.parse(open(sys.argv[1], 'rb').read())"
+
+
+def write_big_file(path: Path, unit: str, megabytes: float) -> int:
+    """Write `unit` (numbered) until the file reaches `megabytes`; its size in bytes."""
+    target = int(megabytes * 1024 * 1024)
+    with open(path, "w") as handle:
+        size = handle.write(BIG_FILE_HEAD)
+        i = 0
+        while size < target:
+            size += handle.write(unit.format(i=i))
+            i += 1
+    return size
+
+
+def bench_big_file(megabytes: float, repeat: int) -> dict[str, object]:
+    """Lint one big file with many findings and its finding-free twin; ratios from this run."""
+    python = sys.executable
+    rows: dict[str, object] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for case, unit in (("finding-free", CLEAN_UNIT), ("many findings", FINDINGS_UNIT)):
+            path = Path(tmp) / f"{case.replace(' ', '_')}.py"
+            size = write_big_file(path, unit, megabytes)
+            parse = best([measure([python, "-c", PARSE_ONE, str(path)]) for _ in range(repeat)])
+            lint = best([measure([python, "-m", "torchdoctor", "lint", "--format", "json", "--fail-on", "never",
+                                  str(path)]) for _ in range(repeat)])
+            try:
+                findings = len(json.loads(lint["stdout"])["findings"])  # type: ignore[arg-type]
+            except (ValueError, KeyError):
+                findings = None
+            rows[case] = {"bytes": size, "findings": findings,
+                          "parse": {k: v for k, v in parse.items() if k != "stdout"},
+                          "lint": {k: v for k, v in lint.items() if k != "stdout"}}
+    return rows
+
+
+def big_file_table(rows: dict[str, object]) -> str:
+    head = ("big file", "MB", "findings", "lint CPU s", "vs finding-free", "lint peak MB", "peak vs ast.parse")
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    clean_cpu = max(float(rows["finding-free"]["lint"]["cpu_s"]), 1e-6)  # type: ignore[index]
+    for case, row in rows.items():
+        lint, parse = row["lint"], row["parse"]  # type: ignore[index]
+        cells = [case, f"{row['bytes'] / 1024 / 1024:.1f}", f"{row['findings']:,}",  # type: ignore[index]
+                 f"{lint['cpu_s']:.2f}", f"{float(lint['cpu_s']) / clean_cpu:.2f}x",
+                 f"{lint['peak_mb']:.0f}", f"{float(lint['peak_mb']) / max(float(parse['peak_mb']), 1e-6):.2f}x"]
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
 
 
 def lines_of(folder: Path) -> tuple[int, int]:
@@ -137,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--torchfix-results", type=Path, help="reuse TorchFix figures from an earlier results file")
     parser.add_argument("--no-torchfix", action="store_true")
     parser.add_argument("--repeat", type=int, default=3, help="runs of parse and lint per corpus (the fastest counts)")
+    parser.add_argument("--big-file-mb", type=float, default=5.0,
+                        help="size of the generated one-file case (many findings vs none); 0 skips it")
     args = parser.parse_args(argv)
     previous: dict[str, dict[str, object]] = {}
     if args.torchfix_results:
@@ -151,11 +231,18 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"measuring {folder} ...", file=sys.stderr, flush=True)
         rows.append({"name": name, **bench_corpus(folder, args, previous)})
-    print(table(rows))
+    if rows:
+        print(table(rows))
+    big: dict[str, object] = {}
+    if args.big_file_mb > 0:
+        print(f"measuring one generated {args.big_file_mb:g} MB file, with and without findings ...",
+              file=sys.stderr, flush=True)
+        big = bench_big_file(args.big_file_mb, args.repeat)
+        print(("\n" if rows else "") + big_file_table(big))
     results = HERE / "results"
     results.mkdir(exist_ok=True)
     path = results / time.strftime("lint-%Y%m%d-%H%M%S.json")
-    path.write_text(json.dumps({"python": sys.version.split()[0], "rows": rows}, indent=2))
+    path.write_text(json.dumps({"python": sys.version.split()[0], "rows": rows, "big_file": big}, indent=2))
     print(f"\nwritten to {path}", file=sys.stderr)
     return 0
 

@@ -30,3 +30,42 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert "torchdoctor " in install_and_run and install_and_run.startswith("pip install torch==2.13.0 && ")
     assert "pytest" in install_and_test
     assert install_and_test in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+
+
+def _pyproject() -> dict:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def _third_party_imports(folder: Path) -> set[str]:
+    """Top-level modules imported by the programs under `folder` that neither Python nor torch ship."""
+    import ast
+
+    found: set[str] = set()
+    for path in folder.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found.update(alias.name.partition(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.add(node.module.partition(".")[0])
+    return found - set(sys.stdlib_module_names) - {"torch", "torchdoctor"}
+
+
+def test_every_example_runs_with_the_examples_extra() -> None:
+    """`pip install -e .` brings torch and rich; what the examples import beyond that is the
+    `examples` extra, and the READMEs say to install it."""
+    extra = {req.split(">")[0].split("=")[0].split("[")[0].strip().lower()
+             for req in _pyproject()["project"]["optional-dependencies"]["examples"]}
+    assert _third_party_imports(ROOT / "examples") <= extra
+    assert "numpy" in extra  # labs 05, 11 and 14 are NumPy pitfalls
+    for readme in (ROOT / "README.md", ROOT / "examples" / "lab" / "README.md"):
+        assert "pip install -e '.[examples]'" in readme.read_text(encoding="utf-8"), readme
+
+
+def test_readme_says_how_to_get_the_cpu_wheel() -> None:
+    """Plain PyPI's torch on Linux is the CUDA build: a user without a GPU needs PyTorch's CPU index."""
+    setup = (ROOT / "README.md").read_text(encoding="utf-8").split("## ", 1)[0]
+    assert "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in setup

@@ -71,6 +71,9 @@ def test_skip_and_fail_on(capsys: pytest.CaptureFixture[str]) -> None:
         ({"m.py": "def make():\n    return [1]\n"}, "m.py:make", "returned a list; it must return a dict"),
         ({"m.py": "def make():\n    return {'model': 1}\n"}, "m.py:make", "without 'data'"),
         ({"m.py": "def make():\n    return {'model': 'resnet', 'data': (1,)}\n"}, "m.py:make", "'model' is a str, not a torch.nn.Module"),
+        ({"m.py": "def make():\n    return {'model': 3, 'data': (1,)}\n"}, "m.py:make", "'model' is an int, not a torch.nn.Module"),
+        ({"m.py": "def make():\n    return 3\n"}, "m.py:make", "returned an int; it must return a dict"),
+        ({"m.py": "make = object()\n"}, "m.py:make", "m.py:make is an object, not a function"),
         ({"m.py": "def make(n):\n    return {}\n"}, "m.py:make", "takes arguments"),
         ({"m.py": "def make():\n    return {}\n"}, "m.py:build", "has no function 'build'; it defines make"),
         ({}, "no_such_package.models:make", "no module named 'no_such_package.models'"),
@@ -161,3 +164,29 @@ def test_a_package_module_target(capsys: pytest.CaptureFixture[str], tmp_path: P
     status, out, err = run(capsys, "mypkg.setup_training:build")
     assert status == 0, err
     assert out.startswith("torchdoctor check mypkg.setup_training:build")
+
+
+SCHEDULED = """
+import torch
+from torch import nn
+
+
+def make():
+    torch.manual_seed(0)
+    model = nn.Linear(4, 3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=10)
+    x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
+    return {"model": model, "data": (x, y), "optimizer": optimizer, "scheduler": scheduler, "loss": nn.MSELoss()}
+"""
+
+
+def test_keys_the_check_does_not_use_are_named_in_the_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "scheduled.py").write_text(SCHEDULED)
+    status, out, _ = run(capsys, f"{tmp_path / 'scheduled.py'}:make", "--skip", "overfit", "--skip", "dataloader")
+    notes = [line for line in out.splitlines() if line.startswith("note: ")]
+    assert any("'scheduler'" in n and "not stepped" in n for n in notes), notes
+    assert any("'loss'" in n and "did you mean 'loss_fn'" in n for n in notes), notes
+    _, out, _ = run(capsys, f"{tmp_path / 'scheduled.py'}:make", "--skip", "overfit", "--skip", "dataloader",
+                    "--format", "json")
+    assert sum("ignored" in n for n in json.loads(out)["notices"]) == 2

@@ -210,10 +210,10 @@ def test_output_file_gets_json_whatever_the_format(project: Path, capsys: pytest
 def test_fix_applies_safe_fixes_and_is_idempotent(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write(project / "net.py", DROPOUT)
     status, out, _ = run(["net.py"], capsys)
-    assert status == 1 and "1 finding(s) can be fixed with `torchdoctor lint --fix`" in out
+    assert status == 1 and "1 finding can be fixed with `torchdoctor lint --fix`" in out
     status, out, _ = run(["net.py", "--fix"], capsys)
     fixed = path.read_text()
-    assert status == 0 and "fixed 1 finding(s) in 1 file(s)" in out
+    assert status == 0 and "fixed 1 finding in 1 file" in out
     assert "F.dropout(x, p=0.5, training=self.training)" in fixed
     ast.parse(fixed)
     run(["net.py", "--fix"], capsys)
@@ -276,3 +276,13 @@ def test_lint_does_not_import_torch(project: Path) -> None:
     code = "import sys; from torchdoctor import cli; cli.main(['lint', 'bad.py']); print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=project)
     assert result.stdout.strip().endswith("False")
+
+
+def test_a_folder_without_python_files_says_it_linted_none(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(project / "docs" / "notes.txt", "not python\n")
+    status, out, err = run(["docs"], capsys)
+    assert status == 0
+    assert "note: linted 0 files: no Python file to lint in docs" in out + err
+    write(project / "one.py", CLEAN)
+    _, out, err = run(["docs", "one.py"], capsys)
+    assert "linted 0 files" not in out + err

@@ -1,7 +1,9 @@
 import io
 import json
+import re
 import xml.etree.ElementTree as ET
 
+from torchdoctor.core import registry
 from torchdoctor.core.report import Report
 from torchdoctor.report import FORMATS, render
 from torchdoctor.report.github import annotation
@@ -100,7 +102,45 @@ def test_html_is_offline_and_escaped(report: Report) -> None:
 
 def test_every_format_renders_an_empty_report() -> None:
     for fmt in FORMATS:
-        assert rendered(Report(command="lint"), fmt) or fmt == "github"
+        assert rendered(Report(command="lint"), fmt)
+
+
+def test_github_says_so_in_one_notice_when_there_is_no_finding() -> None:
+    report = Report(command="lint", meta={"files": 12})
+    assert rendered(report, "github") == "::notice title=torchdoctor lint::no findings in 12 files\n"
+    assert rendered(Report(command="check"), "github") == "::notice title=torchdoctor check::no findings\n"
+
+
+def test_sarif_embeds_only_the_rules_that_fired(report: Report) -> None:
+    driver = json.loads(rendered(report, "sarif"))["runs"][0]["tool"]["driver"]
+    assert [r["id"] for r in driver["rules"]] == ["TD101", "TD132", "TD146"]
+    assert json.loads(rendered(Report(command="lint"), "sarif"))["runs"][0]["tool"]["driver"]["rules"] == []
+
+
+def test_counts_are_singular_for_one(report: Report) -> None:
+    """"1 error", never "1 errors", in every renderer that writes the counts in words."""
+    for fmt in ("text", "html"):
+        page = rendered(report, fmt, color=False)
+        assert "1 error, 1 warning, 1 info" in page and "1 errors" not in page and "1 warnings" not in page, fmt
+    report.findings.append(report.findings[0])
+    assert "2 errors, 1 warning, 1 info" in rendered(report, "html")
+
+
+def test_html_status_marks_have_words_and_backticks_are_code(report: Report) -> None:
+    report.add(registry.get("TD150").finding(file="p.py", line=2, call="F.softmax"))
+    report.notices.append("run `torchdoctor lint --fix` for `a<b`")
+    page = rendered(report, "html")
+    for status in ("passed", "failed", "warned", "skipped"):  # a word next to the emoji, for fonts without one
+        assert re.search(rf"<td class='{status}'>[^<]*<span[^>]*>[^<]+</span> {status}</td>", page), status
+    assert "<code>F.softmax</code> without <code>dim=</code>" in page
+    assert "run <code>torchdoctor lint --fix</code> for <code>a&lt;b</code>" in page
+    body = page.split("<body>", 1)[1]
+    assert "`" not in body
+
+
+def test_print_of_a_report_shows_the_text_report(report: Report) -> None:
+    assert str(report) == rendered(report, "text", color=False).rstrip("\n")
+    assert "Report(" in repr(report)  # the dataclass view stays for debugging
 
 
 def test_status_of_findings() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from torchdoctor._version import __version__
 from torchdoctor.core.finding import Finding, Severity
+from torchdoctor.core.wording import counted
 
 SCHEMA = "torchdoctor.report/1"
 
@@ -81,6 +82,21 @@ class Report:
         for finding in self.findings:
             counts[finding.severity.value] += 1
         return counts
+
+    def summary_text(self) -> str:
+        """`1 error, 2 warnings, 0 info`: the counts in words, as every renderer writes them."""
+        counts = self.summary()
+        return f"{counted(counts['error'], 'error')}, {counted(counts['warning'], 'warning')}, {counts['info']} info"
+
+    def __str__(self) -> str:
+        """The text report, as the command prints it (without colours): `print(report)` shows it."""
+        import io
+
+        from torchdoctor.report.text import write
+
+        stream = io.StringIO()
+        write(self, stream, color=False)
+        return stream.getvalue().rstrip("\n")  # print() adds the last newline
 
     def fails(self, fail_on: str) -> bool:
         """True when a finding is at or above `fail_on` (`never` never fails)."""

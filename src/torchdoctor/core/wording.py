@@ -11,3 +11,14 @@ def listing(items: Sequence[str], limit: int = 5) -> str:
     if len(items) <= limit:
         return ", ".join(items)
     return f"{', '.join(items[:limit])} and {len(items) - limit} more"
+
+
+def counted(number: int, noun: str, plural: str | None = None) -> str:
+    """`1 error`, `2 errors`, `0 files` (`plural` for nouns that do not just take an s)."""
+    return f"{number} {noun if number == 1 else plural or noun + 's'}"
+
+
+def article(word: str) -> str:
+    """`an int`, `a str`, `an nn.Linear`, `an Upsample`: the article for a type or module name
+    (a leading vowel letter, or `nn.` said "en-en")."""
+    return f"{'an' if word[:1].lower() in 'aeiou' or word.startswith('nn.') else 'a'} {word}"

@@ -42,7 +42,9 @@ def check_target(spec: str, **options: Any) -> Report:
     result, locator = target.call_factory(factory, label)
     parts = target.validate(result, label)
     locator.model = parts["model"]
-    return run(Subject(locator=locator, label=spec, **parts), make_options(options))
+    report = run(Subject(locator=locator, label=spec, **parts), make_options(options))
+    report.notices.extend(target.ignored_keys(result, label))
+    return report
 
 
 def make_options(options: dict[str, Any]) -> Options:

@@ -8,6 +8,7 @@ created the model's layers, the optimizer, the DataLoader and the tensors.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.util
 import inspect
@@ -23,8 +24,10 @@ from torch.utils.data import DataLoader
 
 from torchdoctor.core.errors import UsageError
 from torchdoctor.core.locate import display_path, innermost_user_frame, traceback_frames
+from torchdoctor.core.wording import article
 from torchdoctor.introspect.sites import Locator, SiteRecorder
 
+#: the keys of the factory's dict that the check reads
 KEYS = ("model", "data", "loss_fn", "optimizer")
 DEFAULT_FACTORY = "make"
 
@@ -49,7 +52,7 @@ def load_factory(target: str) -> tuple[Callable[[], Any], str]:
         hint = f"; it defines {', '.join(defined)}" if defined else ""
         raise UsageError(f"{spec} has no function {name!r}{hint}: name the factory as {spec}:FUNCTION")
     if not callable(factory):
-        raise UsageError(f"{label} is a {type(factory).__name__}, not a function: the factory must be callable")
+        raise UsageError(f"{label} is {article(type(factory).__name__)}, not a function: the factory must be callable")
     try:
         inspect.signature(factory).bind()
     except TypeError:
@@ -120,11 +123,33 @@ def call_factory(factory: Callable[[], Any], label: str) -> tuple[Any, Locator]:
     return result, locator
 
 
+def ignored_keys(result: Mapping[Any, Any], label: str) -> list[str]:
+    """One notice per key of the factory's dict that the check does not read, saying why; a
+    scheduler is recognised by its type, whatever its key."""
+    notes = []
+    for key, value in result.items():
+        if key in KEYS:
+            continue
+        where = f"ignored key {key!r} of {label}()"
+        if isinstance(value, torch.optim.lr_scheduler.LRScheduler):
+            notes.append(
+                f"{where}: the {type(value).__name__} scheduler is not stepped. Whether it steps per batch or "
+                "per epoch is the training loop's choice, and the checks train one batch for a few steps: they "
+                "use the learning rate it gave the optimizer when it was built (your first step's). "
+                "`lint` (TD156) and `run` (TD428) check how the loop steps it"
+            )
+            continue
+        close = difflib.get_close_matches(str(key), KEYS, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        notes.append(f"{where}: the check reads only 'model', 'data', 'loss_fn' and 'optimizer'{hint}")
+    return notes
+
+
 def validate(result: Any, label: str) -> dict[str, Any]:
     """The factory's mapping, checked: model, data, and the optional loss_fn and optimizer."""
     if not isinstance(result, Mapping):
         raise UsageError(
-            f"{label}() returned a {type(result).__name__}; it must return a dict with 'model' and 'data' "
+            f"{label}() returned {article(type(result).__name__)}; it must return a dict with 'model' and 'data' "
             "(and optionally 'loss_fn' and 'optimizer')"
         )
     missing = [key for key in ("model", "data") if key not in result]
@@ -135,15 +160,15 @@ def validate(result: Any, label: str) -> dict[str, Any]:
 
 def check_parts(model: Any, data: Any, loss_fn: Any, optimizer: Any, label: str = "check()") -> dict[str, Any]:
     if not isinstance(model, nn.Module):
-        raise UsageError(f"{label}: 'model' is a {type(model).__name__}, not a torch.nn.Module")
+        raise UsageError(f"{label}: 'model' is {article(type(model).__name__)}, not a torch.nn.Module")
     if not isinstance(data, (DataLoader, tuple, list, torch.Tensor, dict)):
         raise UsageError(
-            f"{label}: 'data' is a {type(data).__name__}; give a DataLoader or one batch as a tuple (inputs, targets)"
+            f"{label}: 'data' is {article(type(data).__name__)}; give a DataLoader or one batch as a tuple (inputs, targets)"
             + (" (wrap a Dataset: DataLoader(dataset, batch_size=...))" if isinstance(data, torch.utils.data.Dataset) else "")
         )
     if loss_fn is not None and not callable(loss_fn):
-        raise UsageError(f"{label}: 'loss_fn' is a {type(loss_fn).__name__}, not callable")
+        raise UsageError(f"{label}: 'loss_fn' is {article(type(loss_fn).__name__)}, not callable")
     if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
-        raise UsageError(f"{label}: 'optimizer' is a {type(optimizer).__name__}, not a torch.optim.Optimizer")
+        raise UsageError(f"{label}: 'optimizer' is {article(type(optimizer).__name__)}, not a torch.optim.Optimizer")
     return {"model": model, "data": data, "loss_fn": loss_fn, "optimizer": optimizer}
 

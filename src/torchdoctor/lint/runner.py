@@ -19,6 +19,7 @@ from torchdoctor.core.config import Config
 from torchdoctor.core.errors import UsageError
 from torchdoctor.core.report import Report
 from torchdoctor.core.suppress import is_suppressed
+from torchdoctor.core.wording import counted
 from torchdoctor.lint.engine import Engine, describe, fixable, parse
 from torchdoctor.lint.files import Excluder, Patterns, Skipped, Target, discover
 from torchdoctor.lint.fixes import unified_diff
@@ -74,7 +75,7 @@ def lint_paths(paths: Sequence[str], config: Config, options: Options) -> Outcom
     finally:
         sys.setrecursionlimit(old_limit)
     report.findings = [f for f in report.findings if f.rule in enabled]
-    _summarise(report, options, state)
+    _summarise(report, options, state, [p for p in paths if p != "-"])
     return outcome
 
 
@@ -180,18 +181,20 @@ def _write(path: Path, text: str, encoding: str) -> None:
         raise UsageError(f"cannot write the fixed {path}: {exc.strerror}") from None
 
 
-def _summarise(report: Report, options: Options, state: _Counts) -> None:
+def _summarise(report: Report, options: Options, state: _Counts, paths: Sequence[str]) -> None:
     report.meta["files"] = state.files
+    if state.files == 0:
+        report.notices.append(f"linted 0 files: no Python file to lint in {', '.join(paths) or 'the paths given'}")
+    fixed = f"{counted(state.fixed, 'finding')} in {counted(state.fixed_files, 'file')}"
     if options.fix and state.fixed and not options.diff:
-        report.notices.append(f"fixed {state.fixed} finding(s) in {state.fixed_files} file(s)")
+        report.notices.append(f"fixed {fixed}")
     if options.diff and state.fixed:
         report.meta["exit_status"] = 1
-        report.notices.append(f"the diff fixes {state.fixed} finding(s) in {state.fixed_files} file(s); "
-                              "the findings listed are those it leaves")
+        report.notices.append(f"the diff fixes {fixed}; the findings listed are those it leaves")
     if state.fixable and not options.fix and not options.diff:
         safe = state.fixable - state.unsafe
         if safe:
-            report.notices.append(f"{safe} finding(s) can be fixed with `torchdoctor lint --fix`")
+            report.notices.append(f"{counted(safe, 'finding')} can be fixed with `torchdoctor lint --fix`")
         if state.unsafe:
             more = "more " if safe else ""
             report.notices.append(f"{state.unsafe} {more}can be fixed with `--fix --unsafe-fixes` "

@@ -1,7 +1,7 @@
 """Reading one file: bytes to text the way Python itself would, or a clear reason why not.
 
 The text keeps its line endings (so fixes can be written back byte for byte elsewhere), and
-`Lines` maps between `ast` positions (UTF-8 byte columns) and character columns.
+`Source` maps between `ast` positions (UTF-8 byte columns) and character offsets.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import io
 import os
 import re
 import tokenize
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,23 +33,34 @@ class Unreadable(Exception):
 
 @dataclass
 class Source:
-    """One Python file's text, as decoded for `ast.parse`."""
+    """One Python file's text, as decoded for `ast.parse`.
+
+    Line boundaries are found once per file (`_starts`) and every position, line and segment
+    is read from that table, so quoting many nodes of a big file stays linear in its size.
+    """
 
     path: str  # as displayed and reported (relative to the working directory when below it)
     text: str
     encoding: str = "utf-8"
-    _lines: list[str] | None = field(default=None, repr=False)
+    _starts: array | None = field(default=None, repr=False)
 
-    @property
-    def lines(self) -> list[str]:
-        """Lines without their line endings; `lines[n - 1]` is line n (split as Python does)."""
-        if self._lines is None:
-            self._lines = _NEWLINE.split(self.text)
-        return self._lines
+    def _line_starts(self) -> array:
+        """Character offset of the start of every line (a text ending in a newline ends in an
+        empty line, as `ast` counts them)."""
+        if self._starts is None:
+            starts = array("q", [0])
+            starts.extend(match.end() for match in _NEWLINE.finditer(self.text))
+            self._starts = starts
+        return self._starts
 
     def line(self, number: int) -> str:
-        lines = self.lines
-        return lines[number - 1] if 0 < number <= len(lines) else ""
+        """Line `number` (1-based) without its line ending; "" outside the file."""
+        starts = self._line_starts()
+        if not 0 < number <= len(starts):
+            return ""
+        end = starts[number] if number < len(starts) else len(self.text)
+        text = self.text[starts[number - 1]:end]
+        return text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith(("\n", "\r")) else text
 
     def char_column(self, line: int, byte_column: int) -> int:
         """`ast` columns count UTF-8 bytes; findings and edits count characters."""
@@ -61,12 +73,6 @@ class Source:
         """Absolute character offset of (1-based line, 0-based character column) in `text`."""
         starts = self._line_starts()
         return starts[min(line, len(starts)) - 1] + column
-
-    def _line_starts(self) -> list[int]:
-        starts = [0]
-        for match in _NEWLINE.finditer(self.text):
-            starts.append(match.end())
-        return starts
 
     def segment(self, node: object) -> str:
         """The source text of an `ast` node (empty when it has no position)."""

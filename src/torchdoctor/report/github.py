@@ -1,4 +1,5 @@
-"""GitHub Actions workflow commands: one annotation per finding, shown on the pull request."""
+"""GitHub Actions workflow commands: one annotation per finding, shown on the pull request
+(and one notice when there is none, so the log says the step ran)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Any, TextIO
 
 from torchdoctor.core.finding import Finding, Severity
 from torchdoctor.core.report import Report
+from torchdoctor.core.wording import counted
 
 COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
@@ -34,3 +36,7 @@ def annotation(finding: Finding) -> str:
 def write(report: Report, stream: TextIO, **_: Any) -> None:
     for finding in report.sorted_findings():
         stream.write(annotation(finding) + "\n")
+    if not report.findings:
+        files = report.meta.get("files")
+        where = f" in {counted(files, 'file')}" if isinstance(files, int) else ""
+        stream.write(f"::notice title={_property(f'torchdoctor {report.command}')}::{_data(f'no findings{where}')}\n")

@@ -1,4 +1,8 @@
-"""A single offline HTML page: no scripts, fonts or styles from the network."""
+"""A single offline HTML page: no scripts, fonts or styles from the network.
+
+Status marks are an emoji and a word (a system without an emoji font still shows the word);
+`backticks` in messages, hints and notes become <code>, as in the rule docs.
+"""
 
 from __future__ import annotations
 
@@ -18,20 +22,18 @@ border-bottom:1px solid #d0d7de;text-align:left;vertical-align:top} code{font-fa
 
 
 def write(report: Report, stream: TextIO, **_: Any) -> None:
-    counts = report.summary()
     out = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>torchdoctor {escape(report.command)}</title><style>{CSS}</style></head><body>",
         f"<h1>torchdoctor {escape(report.command)}</h1>",
-        f"<p>{counts['error']} errors, {counts['warning']} warnings, {counts['info']} info"
-        f" · torchdoctor {escape(__version__)}</p>",
+        f"<p>{escape(report.summary_text())} · torchdoctor {escape(__version__)}</p>",
     ]
     if report.checks:
-        out.append("<h2>Checks</h2><table><tr><th></th><th>check</th><th>detail</th></tr>")
+        out.append("<h2>Checks</h2><table><tr><th>status</th><th>check</th><th>detail</th></tr>")
         for check in report.checks:
             out.append(
-                f"<tr><td class='{check.status.value}'>{check.status.icon}</td>"
-                f"<td>{escape(check.title)}</td><td>{escape(check.detail)}</td></tr>"
+                f"<tr><td class='{check.status.value}'><span aria-hidden='true'>{check.status.icon}</span>"
+                f" {check.status.value}</td><td>{escape(check.title)}</td><td>{inline(check.detail)}</td></tr>"
             )
         out.append("</table>")
     if report.findings:
@@ -41,12 +43,20 @@ def write(report: Report, stream: TextIO, **_: Any) -> None:
             out.append(
                 f"<tr><td class='{sev}'>{sev}</td><td><code>{escape(finding.location)}</code></td>"
                 f"<td><code>{finding.rule}</code><br>{escape(finding.name)}</td>"
-                f"<td>{escape(finding.message)}<div class='hint'>fix: {escape(finding.hint)}</div></td></tr>"
+                f"<td>{inline(finding.message)}<div class='hint'>fix: {inline(finding.hint)}</div></td></tr>"
             )
         out.append("</table>")
     else:
         out.append("<p class='passed'>No findings.</p>")
     for notice in report.notices:
-        out.append(f"<p class='hint'>note: {escape(notice)}</p>")
+        out.append(f"<p class='hint'>note: {inline(notice)}</p>")
     out.append("</body></html>\n")
     stream.write("\n".join(out))
+
+
+def inline(text: str) -> str:
+    """Escaped text with `code spans` as <code>; a backtick without a partner stays a backtick."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0:  # an odd number of backticks: the last one has no partner
+        parts[-2:] = [f"{parts[-2]}`{parts[-1]}"]
+    return "".join(escape(part) if i % 2 == 0 else f"<code>{escape(part)}</code>" for i, part in enumerate(parts))

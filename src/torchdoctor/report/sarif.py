@@ -1,4 +1,8 @@
-"""SARIF 2.1.0 for GitHub code scanning: rules with their docs, results with locations."""
+"""SARIF 2.1.0 for GitHub code scanning: rules with their docs, results with locations.
+
+Only the rules that have a result are embedded (as ruff does): every rule's doc would make
+even an empty report over half a megabyte.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +20,8 @@ URI = "https://github.com/torchdoctor/torchdoctor"
 
 
 def document(report: Report) -> dict[str, Any]:
-    rules = list(registry.all_rules())
+    fired = {finding.rule for finding in report.findings}
+    rules = [rule for rule in registry.all_rules() if rule.code in fired]
     index = {rule.code: i for i, rule in enumerate(rules)}
     results = []
     for finding in report.sorted_findings():

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from torchdoctor.core.finding import Finding, Severity
 from torchdoctor.core.report import Report, Status
+from torchdoctor.core.wording import counted
 
 STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 STATUS_STYLE = {Status.PASSED: "green", Status.FAILED: "bold red", Status.WARNED: "yellow", Status.SKIPPED: "dim"}
@@ -96,17 +97,12 @@ def _grouped(report: Report, console: Console) -> None:
 
 def summary_line(report: Report) -> Text:
     counts = report.summary()
-    parts = [
-        f"{counts['error']} error{'s' if counts['error'] != 1 else ''}",
-        f"{counts['warning']} warning{'s' if counts['warning'] != 1 else ''}",
-        f"{counts['info']} info",
-    ]
     text = Text("\n" if report.findings or report.checks else "")
     text.append(f"torchdoctor {report.command}: ", style="bold")
     style = "bold red" if counts["error"] else "yellow" if counts["warning"] else "green"
-    text.append(", ".join(parts), style=style)
+    text.append(report.summary_text(), style=style)
     if report.checks:
         by_status = {s: sum(c.status is s for c in report.checks) for s in Status}
         shown = [f"{n} {s.value}" for s, n in by_status.items() if n]
-        text.append(f" · {len(report.checks)} checks: {', '.join(shown)}")
+        text.append(f" · {counted(len(report.checks), 'check')}: {', '.join(shown)}")
     return text

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from torchdoctor.core.wording import article
 from torchdoctor.health.checks import Outcome
 from torchdoctor.health.context import CheckContext
 from torchdoctor.introspect.sites import where
@@ -57,12 +58,8 @@ def _describe(items: list[Any]) -> str:
     for item in items:
         label = "nn.Parameter" if isinstance(item, nn.Parameter) else f"nn.{type(item).__name__}" if type(item).__module__.startswith("torch.nn") else type(item).__name__
         kinds[label] = kinds.get(label, 0) + 1
-    parts = [f"{n} {label}{' layers' if label != 'nn.Parameter' else 's'}" if n > 1 else f"{_article(label)} {label}" for label, n in kinds.items()]
+    parts = [f"{n} {label}{' layers' if label != 'nn.Parameter' else 's'}" if n > 1 else article(label) for label, n in kinds.items()]
     return " and ".join(parts)
-
-
-def _article(label: str) -> str:
-    return "an" if label.startswith("nn.") or label[:1].lower() in "aeiou" else "a"
 
 
 def run(ctx: CheckContext) -> Outcome:
