@@ -133,7 +133,7 @@ class Session:
     def uninstall(self) -> None:
         self._end_trace()
         self._leave_ended_traces()
-        self.modules.stop()
+        self.modules.close()
         self.grads.stop()
         self._patches.undo()
         if Session._current is self:
@@ -315,8 +315,10 @@ class Session:
         self._end_trace()
         self.modules.reset_depth()
         self._forwards_since_backward = 0
-        if self.warmup and not self.modules.active:
-            self.modules.start()
+        if self.warmup:
+            if not self.modules.active:
+                self.modules.start()
+            self.grads.attach(t.grad_fn for t in event.tensors if isinstance(t, torch.Tensor))
         self._dispatch("on_backward", event)
 
     def _on_backward_end(self, event: Backward) -> None:

@@ -86,13 +86,13 @@ class NonFiniteLoss(Detector):
             self._pending.submit(loss)
 
     # -- the model's inputs, as weak references: during warm-up from the module hooks, then
-    # -- from one forward pre-hook per model (one Python call per step)
+    # -- from a watch on each model (one Python call per step, nothing attached to the model)
 
     def on_warmup_end(self) -> None:
         for root in self.ctx.model_roots():
-            self.ctx.hold(root.register_forward_pre_hook(self._capture_hook, with_kwargs=True))
+            self.ctx.hold(self.ctx.modules.watch(root, self._watched_call))
 
-    def _capture_hook(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def _watched_call(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], _output: Any) -> None:
         if not self._done and torch.is_grad_enabled():
             self._capture(module, args, kwargs)
 

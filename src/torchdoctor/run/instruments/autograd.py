@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from torchdoctor.introspect.graph import accumulators
 from torchdoctor.run.events import Backward
 from torchdoctor.run.patching import Patches
 
@@ -82,19 +83,37 @@ class GradRecord:
 
 
 class GradTracker:
-    """Tensor hooks on optimized parameters (warm-up only) that see gradients arrive."""
+    """Sees the gradients of optimized parameters arrive (warm-up only).
+
+    At each backward() a pre-hook goes on the gradient accumulator of each tracked parameter
+    in that call's graph: it runs before the gradient is added to `.grad`. The hooks live on
+    the graph's nodes, which the graph owns, never on the parameters: a hook in a tensor's
+    `_backward_hooks` would show in it, and `torch.save` would warn about it.
+    """
 
     def __init__(self) -> None:
         self.records: dict[int, GradRecord] = {}
-        self._hooks: dict[int, Any] = {}
+        self._tracked: dict[int, weakref.ref[torch.Tensor]] = {}
+        self._hooks: list[Any] = []
 
     def track(self, params: Iterable[torch.Tensor]) -> None:
         for param in params:
             key = id(param)
-            if key in self._hooks or not param.requires_grad or param.grad_fn is not None:
+            if key in self._tracked or not param.requires_grad or param.grad_fn is not None:
                 continue
-            self.records.setdefault(key, GradRecord())
-            self._hooks[key] = param.register_hook(self._hook(key, weakref.ref(param)))
+            self.records[key] = GradRecord()
+            self._tracked[key] = weakref.ref(param)
+
+    def attach(self, roots: Iterable[Any]) -> None:
+        """A backward() starts from these graph nodes: hook the accumulators of tracked parameters."""
+        self._remove_hooks()
+        if not self._tracked:
+            return
+        for node, variable in accumulators(roots):
+            key = id(variable)
+            ref = self._tracked.get(key)
+            if ref is not None and ref() is variable:
+                self._hooks.append(node.register_prehook(self._hook(key, ref)))
 
     def record(self, param: torch.Tensor) -> GradRecord | None:
         return self.records.get(id(param))
@@ -117,14 +136,18 @@ class GradTracker:
                 record.carried = False
 
     def stop(self) -> None:
-        for handle in self._hooks.values():
-            handle.remove()
-        self._hooks.clear()
+        self._remove_hooks()
+        self._tracked.clear()
 
-    def _hook(self, key: int, ref: weakref.ref[torch.Tensor]) -> Callable[[torch.Tensor], None]:
+    def _remove_hooks(self) -> None:
+        for handle in self._hooks:
+            handle.remove()
+        self._hooks = []
+
+    def _hook(self, key: int, ref: weakref.ref[torch.Tensor]) -> Callable[[Any], None]:
         records = self.records
 
-        def arrived(_incoming: torch.Tensor) -> None:
+        def arrived(_incoming: Any) -> None:
             record = records.get(key)
             param = ref()
             if record is None or param is None:
