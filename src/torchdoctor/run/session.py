@@ -20,9 +20,11 @@ from torch.optim.optimizer import Optimizer
 from torchdoctor.core.finding import Finding
 from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.core.rule import Rule
+from torchdoctor.rules.api.run_internal_error import RULE as INTERNAL_ERROR
 from torchdoctor.run import reporting
 from torchdoctor.run.detector import EVENTS, Detector, overridden
 from torchdoctor.run.events import Backward, Batch, LoaderIter, Location, LossCall, ModuleCall, Step, ZeroGrad
+from torchdoctor.run.faults import FAULTS, Fault, debugging
 from torchdoctor.run.instruments import functional
 from torchdoctor.run.instruments.autograd import BackwardWatch, GradTracker
 from torchdoctor.run.instruments.data import LoaderIndex
@@ -109,6 +111,7 @@ class Session:
 
         explainers()  # imported now rather than at exit (see boot._at_exit)
         session = cls(emit, enabled, detectors, record=record, folder=folder)
+        FAULTS.listener = session._fault
         session.install()
         cls._current = session
         return session
@@ -136,6 +139,8 @@ class Session:
         self.modules.close()
         self.grads.stop()
         self._patches.undo()
+        if FAULTS.listener == self._fault:
+            FAULTS.listener = None
         if Session._current is self:
             Session._current = None
 
@@ -271,8 +276,8 @@ class Session:
         return not cls.rules or any(self.enabled(rule) for rule in cls.rules)
 
     def _wire(self) -> None:
-        self._by_event: dict[str, list[Callable[..., None]]] = {
-            event: [getattr(d, event) for d in self.detectors if overridden(d, event)] for event in EVENTS
+        self._by_event: dict[str, tuple[Callable[..., None], ...]] = {
+            event: tuple(getattr(d, event) for d in self.detectors if overridden(d, event)) for event in EVENTS
         }
 
     def _has(self, event: str) -> bool:
@@ -286,9 +291,17 @@ class Session:
         try:
             method(*args)
         except Exception as exc:  # noqa: BLE001 - a detector's bug must never stop the training run
-            note = f"{type(method.__self__).__name__}.{method.__name__} failed: {type(exc).__name__}: {exc}"  # type: ignore[attr-defined]
-            if note not in self.notes:
-                self.notes.append(note)
+            self._by_event = {  # it steps aside for the rest of the run
+                event: tuple(m for m in methods if m != method) for event, methods in self._by_event.items()
+            }
+            FAULTS.add(f"the detector {type(method.__self__).__name__}.{method.__name__}", exc)  # type: ignore[attr-defined]
+
+    def _fault(self, fault: Fault) -> None:
+        """torchdoctor's own failure (see faults.py): a finding with no user line."""
+        evidence: dict[str, Any] = {"where": fault.where, "error": fault.error}
+        if debugging():
+            evidence["traceback"] = fault.traceback
+        self.report(INTERNAL_ERROR, at=None, key=fault.where, where=fault.where, error=fault.error, evidence=evidence)
 
     def _send(self, finding: Finding, key: tuple[Any, ...]) -> None:
         text = repr(key)

@@ -11,6 +11,7 @@ from dataclasses import replace
 from torchdoctor.core.finding import Finding
 from torchdoctor.core.locate import display_path
 from torchdoctor.core.report import Report
+from torchdoctor.rules.api.run_internal_error import RULE as INTERNAL_ERROR
 from torchdoctor.rules.env.script_killed_by_signal import RULE as KILLED
 from torchdoctor.run.launcher import Finished, Target
 from torchdoctor.run.records import RunRecords
@@ -42,6 +43,7 @@ def build(target: Target, finished: Finished, records: RunRecords) -> Report:
     report = Report(command="run")
     report.findings = [_displayed(f) for f in records.findings]
     report.notices.extend(_notices(finished, records))
+    report.meta["fatal_rules"] = [INTERNAL_ERROR.code]  # torchdoctor failed: exit status 2
     killed = _killed_finding(finished)
     if killed is not None:
         report.add(killed)

@@ -29,6 +29,7 @@ from torchdoctor.rules.numerics.non_finite_values import RULE
 from torchdoctor.run.detector import Detector
 from torchdoctor.run.detectors.optimizer import names_text
 from torchdoctor.run.events import Backward, Location, ModuleCall
+from torchdoctor.run.faults import passes_through
 from torchdoctor.run.instruments.optim import params_of
 from torchdoctor.run.instruments.trace import function_name
 from torchdoctor.run.patching import call_in_mode
@@ -47,6 +48,7 @@ class FirstNonFinite(TorchFunctionMode):
         super().__init__()
         self.culprit: Culprit | None = None
 
+    @passes_through
     def __torch_function__(self, func: Callable[..., Any], types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
         result = call_in_mode(func, args, kwargs)

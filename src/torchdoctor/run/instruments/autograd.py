@@ -18,6 +18,7 @@ import torch
 
 from torchdoctor.introspect.graph import accumulators
 from torchdoctor.run.events import Backward
+from torchdoctor.run.faults import FAULTS, contain, passes_through
 from torchdoctor.run.patching import Patches
 
 
@@ -36,6 +37,7 @@ class BackwardWatch:
         original = torch.autograd.backward
         watch = self
 
+        @passes_through
         def backward(*args: Any, **kwargs: Any) -> Any:
             if torch.compiler.is_compiling():
                 return original(*args, **kwargs)
@@ -59,7 +61,8 @@ class BackwardWatch:
             self.current = event
             self._before(event)
             return event
-        except Exception:  # noqa: BLE001 - observing must never stop backward()
+        except Exception as exc:  # noqa: BLE001 - observing must never stop backward()
+            FAULTS.add("the backward() observer", exc)
             return None
 
     def _end(self, event: Backward | None) -> None:
@@ -69,8 +72,8 @@ class BackwardWatch:
         self.current = None
         try:
             self._after(event)
-        except Exception:  # noqa: BLE001, S110 - same as above
-            pass
+        except Exception as exc:  # noqa: BLE001 - same as above
+            FAULTS.add("the backward() observer", exc)
 
 
 @dataclass
@@ -113,7 +116,7 @@ class GradTracker:
             key = id(variable)
             ref = self._tracked.get(key)
             if ref is not None and ref() is variable:
-                self._hooks.append(node.register_prehook(self._hook(key, ref)))
+                self._hooks.append(node.register_prehook(contain("the gradient observer", self._hook(key, ref))))
 
     def record(self, param: torch.Tensor) -> GradRecord | None:
         return self.records.get(id(param))

@@ -16,6 +16,7 @@ from torch.utils.data import DataLoader
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
 from torchdoctor.run.events import Batch, LoaderIter
+from torchdoctor.run.faults import FAULTS, passes_through
 from torchdoctor.run.patching import Patches
 
 _LOADER = "_torchdoctor_loader"
@@ -47,6 +48,7 @@ class LoaderIndex:
         index = self
         original_iter = DataLoader.__iter__
 
+        @passes_through
         def __iter__(self: DataLoader[Any]) -> Any:
             iterator = original_iter(self)
             try:
@@ -57,8 +59,8 @@ class LoaderIndex:
                 if on_batch is not None:
                     vars(iterator)[_LOADER] = weakref.ref(self)
                 on_iter(LoaderIter(self, count))
-            except Exception:  # noqa: BLE001, S110 - observing must never change the data
-                pass
+            except Exception as exc:  # noqa: BLE001 - observing must never change the data
+                FAULTS.add("the DataLoader observer", exc)
             return iterator
 
         __iter__.__wrapped__ = original_iter  # type: ignore[attr-defined]
@@ -67,6 +69,7 @@ class LoaderIndex:
             return
         original_next = _BaseDataLoaderIter.__next__
 
+        @passes_through
         def __next__(self: _BaseDataLoaderIter) -> Any:
             batch = original_next(self)
             try:
@@ -74,8 +77,8 @@ class LoaderIndex:
                 loader = ref() if ref is not None else None
                 if loader is not None:
                     on_batch(Batch(loader, batch))
-            except Exception:  # noqa: BLE001, S110 - same as above
-                pass
+            except Exception as exc:  # noqa: BLE001 - same as above
+                FAULTS.add("the DataLoader observer", exc)
             return batch
 
         __next__.__wrapped__ = original_next  # type: ignore[attr-defined]

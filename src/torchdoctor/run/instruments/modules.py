@@ -24,6 +24,7 @@ from torch.nn.modules import module as module_hooks
 
 from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.run.events import Location, ModuleCall
+from torchdoctor.run.faults import contain
 
 #: wrappers whose parameter names start with this prefix, which users do not write
 WRAPPER_PREFIXES = ("module.", "_orig_mod.", "_fsdp_wrapped_module.")
@@ -53,6 +54,8 @@ class ModuleIndex:
         self._closely = False
         self._handles: list[Any] = []
         self._watches: dict[int, list[Watch]] = {}
+        self._contained_pre = contain("the module observer", self._pre)
+        self._contained_post = contain("the module observer", self._post)
         self._names: weakref.WeakKeyDictionary[nn.Module, str] = weakref.WeakKeyDictionary()
         self._param_names: dict[int, tuple[weakref.ref[Any], str]] = {}
 
@@ -110,10 +113,10 @@ class ModuleIndex:
             handle.remove()
         self._handles = []
         if wanted == 2:
-            self._handles.append(module_hooks.register_module_forward_pre_hook(self._pre))
+            self._handles.append(module_hooks.register_module_forward_pre_hook(self._contained_pre))
         if wanted:
             # not always_call: torch would call it with other arguments, and warn, when forward raises
-            self._handles.append(module_hooks.register_module_forward_hook(self._post, with_kwargs=True))
+            self._handles.append(module_hooks.register_module_forward_hook(self._contained_post, with_kwargs=True))
 
     def _pre(self, module: nn.Module, args: tuple[Any, ...]) -> None:
         if torch.compiler.is_compiling():

@@ -18,6 +18,7 @@ from torch.optim.optimizer import Optimizer, register_optimizer_step_post_hook, 
 
 from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.run.events import Location, Step
+from torchdoctor.run.faults import contain
 from torchdoctor.run.patching import Patches, observed, observed_init
 
 
@@ -44,8 +45,8 @@ class OptimizerIndex:
         self._on_zero_grad = on_zero_grad
 
     def install(self, patches: Patches) -> None:
-        patches.hold(register_optimizer_step_pre_hook(self._pre))
-        patches.hold(register_optimizer_step_post_hook(self._post))
+        patches.hold(register_optimizer_step_pre_hook(contain("the optimizer observer", self._pre)))
+        patches.hold(register_optimizer_step_post_hook(contain("the optimizer observer", self._post)))
         patches.set(Optimizer, "__init__", observed_init(Optimizer.__init__, self._created))
         for owner in (Optimizer, nn.Module):
             original = owner.zero_grad

@@ -28,6 +28,7 @@ from torch.optim.optimizer import Optimizer
 
 from torchdoctor.core.locate import user_frame
 from torchdoctor.run.events import Location
+from torchdoctor.run.faults import FAULTS, passes_through
 from torchdoctor.run.patching import Patches, observed
 
 #: the calls of each scheduler whose user line is looked up (the first one that has one wins)
@@ -81,6 +82,7 @@ class Schedulers:
     def _init_stand_in(self, original: Callable[..., None]) -> Callable[..., None]:
         schedulers = self
 
+        @passes_through
         def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
             schedulers._depth += 1
             try:
@@ -90,8 +92,8 @@ class Schedulers:
             if not schedulers._depth:
                 try:
                     schedulers._created(self)
-                except Exception:  # noqa: BLE001, S110 - observing must never break construction
-                    pass
+                except Exception as exc:  # noqa: BLE001 - observing must never break construction
+                    FAULTS.add("the LR scheduler observer", exc)
 
         __init__.__wrapped__ = original  # type: ignore[attr-defined]
         __init__.__doc__ = original.__doc__
