@@ -218,5 +218,5 @@ def _process_record(process: ProcessState) -> dict[str, Any]:
         "outcome": process.outcome,
         "seconds": round(time.monotonic() - process.started, 3),
         "stats": session.stats() if session is not None else {},
-        "notes": process.notes + (session.notes if session is not None else []),
+        "notes": process.notes,
     }

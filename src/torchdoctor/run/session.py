@@ -28,6 +28,7 @@ from torchdoctor.run.faults import FAULTS, Fault, debugging
 from torchdoctor.run.instruments import functional
 from torchdoctor.run.instruments.autograd import BackwardWatch, GradTracker
 from torchdoctor.run.instruments.data import LoaderIndex
+from torchdoctor.run.instruments.loader_sites import LoaderSites
 from torchdoctor.run.instruments.modules import ModuleIndex
 from torchdoctor.run.instruments.optim import OptimizerIndex, params_of
 from torchdoctor.run.instruments.trace import OpTrace, Watcher
@@ -46,6 +47,9 @@ class Session:
     WARMUP_STEPS: ClassVar[int] = 3
     #: top-level module calls without any backward() after which module hooks pause (inference)
     IDLE_FORWARDS: ClassVar[int] = 200
+    #: backward() calls after which warm-up ends when no torch optimizer exists (weights updated
+    #: by hand): more than WARMUP_STEPS, as a few may come before the optimizer is built
+    MANUAL_WARMUP_BACKWARDS: ClassVar[int] = 8
 
     _current: ClassVar[Session | None] = None
 
@@ -71,7 +75,6 @@ class Session:
         self._ended_traces: list[OpTrace] = []  # ended inside their own handler: leave later
         self._forwards_since_backward = 0
         self._finished = False
-        self.notes: list[str] = []
         #: True while the session observes closely (the first optimizer steps)
         self.warmup = True
         self.modules = ModuleIndex(on_call=None, on_root=self._on_root_call)
@@ -84,6 +87,9 @@ class Session:
         self.last_backward_seq = 0
         #: optimizer steps completed when the last backward() returned
         self.steps_at_last_backward = 0
+        #: the newest graph node the last completed backward() started from (`_sequence_nr`):
+        #: nodes older than it may have been freed by it
+        self.last_backward_root_seq = -1
         self.last_zero_grad: dict[int, int] = {}  # id(optimizer or module) -> seq
         self.zero_grad_calls: weakref.WeakKeyDictionary[Any, Location | None] = weakref.WeakKeyDictionary()
         self._instruments: dict[type[Any], Any] = {}
@@ -111,6 +117,7 @@ class Session:
 
         explainers()  # imported now rather than at exit (see boot._at_exit)
         session = cls(emit, enabled, detectors, record=record, folder=folder)
+        FAULTS.seen.clear()  # a new session reports its own
         FAULTS.listener = session._fault
         session.install()
         cls._current = session
@@ -126,6 +133,7 @@ class Session:
         self.backward.install(patches)
         functional.install(patches, self._on_loss)
         self.loaders.install(patches, self._on_loader_iter, self._on_batch if self._has("on_batch") else None)
+        self.loaders.site_of = self.instrument(LoaderSites).of
         if self._has("on_module_call"):
             self.modules.on_call = self._on_module_call
         self.modules.start()
@@ -337,7 +345,12 @@ class Session:
     def _on_backward_end(self, event: Backward) -> None:
         self.last_backward_seq = self.next_seq()
         self.steps_at_last_backward = self.steps
+        self.last_backward_root_seq = max(
+            (t.grad_fn._sequence_nr() for t in event.tensors if isinstance(t, torch.Tensor) and t.grad_fn is not None), default=-1
+        )
         self._dispatch("on_backward_end", event)
+        if self.warmup and not self.optimizers.known and self.backward.completed >= self.MANUAL_WARMUP_BACKWARDS:
+            self._end_warmup()
         if self._pending_traces:
             if self._trace is None:  # a detector may have started one just now (now=True)
                 self._trace = OpTrace([])

@@ -79,9 +79,11 @@ def _title(target: Target, finished: Finished, records: RunRecords) -> str:
     else:
         end = f"exit status {finished.exit_status}"
     parts = [f"torchdoctor run {target.display()}", end]
-    steps = records.total("steps")
+    steps, backward = records.total("steps"), records.total("backward")
     if steps:
         parts.append(f"{steps} optimizer step{'s' if steps != 1 else ''}")
+    elif backward:  # weights updated by hand: no torch optimizer
+        parts.append(f"{backward} backward pass{'es' if backward != 1 else ''}, no torch optimizer")
     observed = [p for p in records.processes if p.get("torch")]
     if len(observed) > 1:
         parts.append(f"{len(observed)} processes")

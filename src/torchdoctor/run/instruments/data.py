@@ -15,7 +15,7 @@ from typing import Any
 from torch.utils.data import DataLoader
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
-from torchdoctor.run.events import Batch, LoaderIter
+from torchdoctor.run.events import Batch, LoaderIter, Location
 from torchdoctor.run.faults import FAULTS, passes_through
 from torchdoctor.run.patching import Patches
 
@@ -30,6 +30,7 @@ class LoaderFacts:
     batch_size: int | None
     drop_last: bool
     num_workers: int
+    site: Location | None = None  # the user's line that built it, when known
 
 
 class LoaderIndex:
@@ -38,6 +39,8 @@ class LoaderIndex:
     def __init__(self) -> None:
         self.iterations: weakref.WeakKeyDictionary[DataLoader[Any], int] = weakref.WeakKeyDictionary()
         self.recent: deque[LoaderFacts] = deque(maxlen=16)
+        #: where a loader was built (set by the session: LoaderSites.of)
+        self.site_of: Callable[[DataLoader[Any]], Location | None] = lambda loader: None
 
     def install(
         self,
@@ -55,7 +58,7 @@ class LoaderIndex:
                 count = index.iterations.get(self, 0) + 1
                 index.iterations[self] = count
                 if count == 1:
-                    index.recent.append(_facts(self))
+                    index.recent.append(_facts(self, index.site_of(self)))
                 if on_batch is not None:
                     vars(iterator)[_LOADER] = weakref.ref(self)
                 on_iter(LoaderIter(self, count))
@@ -85,9 +88,9 @@ class LoaderIndex:
         patches.set(_BaseDataLoaderIter, "__next__", __next__)
 
 
-def _facts(loader: DataLoader[Any]) -> LoaderFacts:
+def _facts(loader: DataLoader[Any], site: Location | None) -> LoaderFacts:
     try:
         samples: int | None = len(loader.dataset)  # type: ignore[arg-type]
     except TypeError:
         samples = None
-    return LoaderFacts(samples, loader.batch_size, bool(loader.drop_last), int(loader.num_workers))
+    return LoaderFacts(samples, loader.batch_size, bool(loader.drop_last), int(loader.num_workers), site)

@@ -67,20 +67,23 @@ class OptimizerIndex:
 
     def _pre(self, optimizer: Optimizer, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         info = self.info(optimizer)
-        closure = bool(args and callable(args[0])) or callable(kwargs.get("closure"))
-        self._on_step(Step(optimizer, info.steps + 1, closure))
+        self._on_step(Step(optimizer, info.steps + 1, _has_closure(args, kwargs)))
 
     def _post(self, optimizer: Optimizer, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         info = self.info(optimizer)
         info.steps += 1
         self.total_steps += 1
-        closure = bool(args and callable(args[0])) or callable(kwargs.get("closure"))
-        self._on_step_end(Step(optimizer, info.steps, closure))
+        self._on_step_end(Step(optimizer, info.steps, _has_closure(args, kwargs)))
 
     def _zero_grad(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         owner = args[0] if args else kwargs.get("self")
         set_to_none = kwargs.get("set_to_none", args[1] if len(args) > 1 else True)
         self._on_zero_grad(owner, bool(set_to_none))
+
+
+def _has_closure(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """`step(closure)`: the hooks get `step`'s arguments with the optimizer first."""
+    return (len(args) > 1 and callable(args[1])) or callable(kwargs.get("closure"))
 
 
 def params_of(optimizer: Optimizer) -> Iterator[torch.Tensor]:
