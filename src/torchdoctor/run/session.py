@@ -8,8 +8,9 @@ detectors ask for, de-duplicates findings and hands each new one to `emit` at on
 
 from __future__ import annotations
 
+import contextlib
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -27,6 +28,7 @@ from torchdoctor.run.events import Backward, Batch, LoaderIter, Location, LossCa
 from torchdoctor.run.faults import FAULTS, Fault, debugging
 from torchdoctor.run.instruments import functional
 from torchdoctor.run.instruments.autograd import BackwardWatch, GradTracker
+from torchdoctor.run.instruments.compiled import CompileBoundary
 from torchdoctor.run.instruments.data import LoaderIndex
 from torchdoctor.run.instruments.loader_sites import LoaderSites
 from torchdoctor.run.instruments.modules import ModuleIndex
@@ -134,6 +136,7 @@ class Session:
         functional.install(patches, self._on_loss)
         self.loaders.install(patches, self._on_loader_iter, self._on_batch if self._has("on_batch") else None)
         self.loaders.site_of = self.instrument(LoaderSites).of
+        CompileBoundary(self._outside, self.modules.compiled_call, self.modules.compiled_return).install(patches)
         if self._has("on_module_call"):
             self.modules.on_call = self._on_module_call
         self.modules.start()
@@ -404,6 +407,18 @@ class Session:
             trace, self._trace = self._trace, None
             if not trace.end():
                 self._ended_traces.append(trace)
+
+    @contextlib.contextmanager
+    def _outside(self) -> Iterator[None]:
+        """None of torchdoctor's hooks or modes while compiled code runs (instruments/compiled.py)."""
+        self._leave_ended_traces()
+        trace = self._trace if self._trace is not None and self._trace.leave() else None
+        with self.modules.hidden():
+            try:
+                yield
+            finally:
+                if trace is not None:
+                    trace.resume()
 
     def _leave_ended_traces(self) -> None:
         """Take off the mode stack the traces that ended while torch had them off it."""

@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from torchdoctor.introspect.source import grad_off_block
 from torchdoctor.rules.grad_flow.backward_through_freed_graph import RULE as FREED
 from torchdoctor.rules.grad_flow.saved_tensor_modified_in_place import RULE as INPLACE
 from torchdoctor.rules.grad_mode.backward_without_graph import RULE as NO_GRAPH
 from torchdoctor.rules.grad_mode.leaf_modified_in_place import RULE as LEAF
 from torchdoctor.rules.grad_mode.numpy_of_grad_tensor import RULE as NUMPY
-from torchdoctor.introspect.source import grad_off_block
 from torchdoctor.run.crash.describe import torch_module, user_names
 from torchdoctor.run.crash.explain import Explanation
 from torchdoctor.run.crash.model import Crash

@@ -30,6 +30,7 @@ from torchdoctor.run.detector import Detector
 from torchdoctor.run.detectors.optimizer import names_text
 from torchdoctor.run.events import Backward, Location, ModuleCall
 from torchdoctor.run.faults import passes_through
+from torchdoctor.run.instruments.compiled import eager
 from torchdoctor.run.instruments.optim import params_of
 from torchdoctor.run.instruments.trace import function_name
 from torchdoctor.run.patching import call_in_mode
@@ -173,7 +174,7 @@ class NonFiniteLoss(Detector):
             tracer = FirstNonFinite()
             try:
                 with _untouched(root), torch.no_grad(), contextlib.redirect_stdout(io.StringIO()), tracer:
-                    output = root(*real_args, **real_kwargs)
+                    output = eager(root)(*real_args, **real_kwargs)
             except Exception:  # noqa: BLE001 - a forward that cannot be replayed: say less
                 continue
             if tracer.culprit is not None:

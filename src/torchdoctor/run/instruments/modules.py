@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +57,7 @@ class ModuleIndex:
         self._watches: dict[int, list[Watch]] = {}
         self._contained_pre = contain("the module observer", self._pre)
         self._contained_post = contain("the module observer", self._post)
+        self._hidden = 0
         self._names: weakref.WeakKeyDictionary[nn.Module, str] = weakref.WeakKeyDictionary()
         self._param_names: dict[int, tuple[weakref.ref[Any], str]] = {}
 
@@ -103,15 +105,41 @@ class ModuleIndex:
                 del self._watches[key]
         self._sync()
 
-    def _sync(self) -> None:
-        """Global hooks on exactly while something needs them: both in warm-up, the forward
-        hook alone for watches."""
-        wanted = 2 if self._closely else 1 if self._watches else 0
-        if len(self._handles) == wanted:
-            return
+    @contextmanager
+    def hidden(self) -> Iterator[None]:
+        """No global hook of ours while the block runs (compiled code: see instruments/compiled.py)."""
+        self._hidden += 1
+        self._remove_handles()
+        try:
+            yield
+        finally:
+            self._hidden -= 1
+            self._sync()
+
+    def compiled_call(self, module: nn.Module, args: tuple[Any, ...]) -> None:
+        """A compiled module is called (its hooks are hidden): observe it as the hooks would."""
+        if self._closely:
+            self._contained_pre(module, args)
+
+    def compiled_return(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> None:
+        if self._closely or self._watches:
+            self._contained_post(module, args, kwargs, output)
+
+    def _remove_handles(self) -> None:
         for handle in self._handles:
             handle.remove()
+            # torch leaves the id of a hook registered `with_kwargs` in this dict when it is
+            # removed, and `torch.compile(module)` then warns about global hooks forever
+            module_hooks._global_forward_hooks_with_kwargs.pop(handle.id, None)
         self._handles = []
+
+    def _sync(self) -> None:
+        """Global hooks on exactly while something needs them: both in warm-up, the forward
+        hook alone for watches (none while hidden)."""
+        wanted = 0 if self._hidden else 2 if self._closely else 1 if self._watches else 0
+        if len(self._handles) == wanted:
+            return
+        self._remove_handles()
         if wanted == 2:
             self._handles.append(module_hooks.register_module_forward_pre_hook(self._contained_pre))
         if wanted:

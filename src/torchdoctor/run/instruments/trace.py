@@ -101,6 +101,10 @@ class OpTrace(TorchFunctionMode):
     def leave(self) -> bool:
         return _remove_from_stack(self)
 
+    def resume(self) -> None:
+        """Back on top of the mode stack after `leave()` (around a compiled region)."""
+        torch._C._push_on_torch_function_stack(self)
+
 
 def _remove_from_stack(mode: TorchFunctionMode) -> bool:
     """Pop the modes above `mode`, pop it, push the others back in their order."""
