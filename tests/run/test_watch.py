@@ -44,6 +44,7 @@ def test_everything_is_put_back() -> None:
         assert module_hooks._global_forward_pre_hooks and _global_optimizer_pre_hooks
     assert (F.cross_entropy, torch.autograd.backward, torch.optim.Optimizer.zero_grad, nn.Module.zero_grad, torch.optim.Optimizer.__init__) == originals
     assert not module_hooks._global_forward_pre_hooks and not module_hooks._global_forward_hooks
+    assert not module_hooks._has_any_global_hook()  # torch leaks with_kwargs ids unless removed
     assert not _global_optimizer_pre_hooks
 
 

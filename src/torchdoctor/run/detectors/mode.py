@@ -45,6 +45,7 @@ from torchdoctor.run.detectors.support import (
     unwrapped,
 )
 from torchdoctor.run.events import Backward, Location, Step
+from torchdoctor.run.instruments.compiled import traced
 from torchdoctor.run.instruments.dropout import FunctionalDropout
 from torchdoctor.run.instruments.grad_calls import GradCalls
 from torchdoctor.run.instruments.modes import ModeSwitch, ModeSwitches
@@ -263,7 +264,7 @@ class EvaluationInTrainMode(Detector):
         self._handles = []
 
     def _forward(self, module: nn.Module, _args: Any, _kwargs: Any, _output: Any) -> None:
-        if torch.is_grad_enabled() or not module.training or torch.compiler.is_compiling():
+        if torch.is_grad_enabled() or not module.training or traced():
             return
         watch = self._watched.get(id(module))
         if watch is None:
@@ -376,7 +377,7 @@ class EvalGraphs(Detector):
 
     def _forward(self, module: nn.Module, _args: Any, _kwargs: Any, output: Any) -> None:
         phase = self._phases.get(id(module))
-        if phase is None or module.training or torch.compiler.is_compiling():
+        if phase is None or module.training or traced():
             return
         phase.calls += 1
         tensor = first_tensor(output) if torch.is_grad_enabled() else None

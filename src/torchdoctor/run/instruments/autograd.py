@@ -19,6 +19,7 @@ import torch
 from torchdoctor.introspect.graph import accumulators
 from torchdoctor.run.events import Backward
 from torchdoctor.run.faults import FAULTS, contain, passes_through
+from torchdoctor.run.instruments.compiled import traced
 from torchdoctor.run.patching import Patches
 
 
@@ -39,7 +40,7 @@ class BackwardWatch:
 
         @passes_through
         def backward(*args: Any, **kwargs: Any) -> Any:
-            if torch.compiler.is_compiling():
+            if traced():
                 return original(*args, **kwargs)
             event = watch._start(args, kwargs)
             result = original(*args, **kwargs)

@@ -20,6 +20,7 @@ from torch.nn.utils import clip_grad
 
 from torchdoctor.introspect.tensors import tensors_in
 from torchdoctor.run.faults import FAULTS, passes_through
+from torchdoctor.run.instruments.compiled import traced
 from torchdoctor.run.patching import Patches, observed
 
 CLIPPERS = ("clip_grad_norm_", "clip_grad_value_")
@@ -59,7 +60,7 @@ class GradientClipping:
         self._listeners.append(listener)
 
     def install(self, patches: Patches) -> None:
-        skip = torch.compiler.is_compiling
+        skip = traced
         for name in CLIPPERS:
             original = getattr(clip_grad, name, None)
             if original is None:
@@ -79,7 +80,7 @@ class GradientClipping:
 
         @passes_through
         def stand_in(*args: Any, **kwargs: Any) -> Any:
-            if torch.compiler.is_compiling() or not listeners:
+            if traced() or not listeners:
                 return original(*args, **kwargs)
             if args:
                 params = _materialized(args[0])
@@ -134,7 +135,7 @@ def _after_result(original: Callable[..., Any], after: Callable[[tuple[Any, ...]
     @passes_through
     def stand_in(*args: Any, **kwargs: Any) -> Any:
         result = original(*args, **kwargs)
-        if not torch.compiler.is_compiling():
+        if not traced():
             try:
                 after(args, result)
             except Exception as exc:  # noqa: BLE001 - observing must never change the result

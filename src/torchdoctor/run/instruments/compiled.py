@@ -36,6 +36,12 @@ Before = Callable[[nn.Module, tuple[Any, ...]], None]
 After = Callable[[nn.Module, tuple[Any, ...], dict[str, Any], Any], None]
 
 
+def traced() -> bool:
+    """torch.compile or torch.jit.trace is recording the user's code right now: an observer
+    steps aside (anything it did would be recorded into the user's graph, or warned about)."""
+    return torch.compiler.is_compiling() or torch._C._is_tracing()
+
+
 def eager(module: nn.Module) -> nn.Module:
     """The module a `torch.compile(module)` wraps (itself otherwise): for replays that must see
     every op eagerly, and must not compile anything."""
@@ -76,7 +82,7 @@ class CompileBoundary:
 
         @passes_through
         def run_compiled(*args: Any, **kwargs: Any) -> Any:
-            if torch.compiler.is_compiling():  # called from another compiled region: dynamo's own business
+            if traced():  # called from another compiled region: dynamo's own business
                 return compiled(*args, **kwargs)
             with outside():
                 return compiled(*args, **kwargs)

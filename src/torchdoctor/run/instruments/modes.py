@@ -13,12 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import torch
 from torch import nn
 
 from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.run.events import Location
 from torchdoctor.run.faults import FAULTS, passes_through
+from torchdoctor.run.instruments.compiled import traced
 from torchdoctor.run.patching import Patches
 
 
@@ -48,7 +48,7 @@ class ModeSwitches:
 
         @passes_through
         def train(self: nn.Module, mode: bool = True) -> Any:
-            if switches._depth or torch.compiler.is_compiling():
+            if switches._depth or traced():
                 return original(self, mode)
             switches._depth += 1
             try:

@@ -26,6 +26,7 @@ from torch.nn.modules import module as module_hooks
 from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.run.events import Location, ModuleCall
 from torchdoctor.run.faults import contain
+from torchdoctor.run.instruments.compiled import traced
 
 #: wrappers whose parameter names start with this prefix, which users do not write
 WRAPPER_PREFIXES = ("module.", "_orig_mod.", "_fsdp_wrapped_module.")
@@ -147,7 +148,7 @@ class ModuleIndex:
             self._handles.append(module_hooks.register_module_forward_hook(self._contained_post, with_kwargs=True))
 
     def _pre(self, module: nn.Module, args: tuple[Any, ...]) -> None:
-        if torch.compiler.is_compiling():
+        if traced():
             return
         depth = getattr(self._local, "depth", 0)
         self._local.depth = depth + 1
@@ -165,7 +166,7 @@ class ModuleIndex:
             self._on_root()
 
     def _post(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> None:
-        if torch.compiler.is_compiling():
+        if traced():
             return
         watches = self._watches.get(id(module))
         if watches is not None:

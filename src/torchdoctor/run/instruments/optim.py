@@ -19,6 +19,7 @@ from torch.optim.optimizer import Optimizer, register_optimizer_step_post_hook, 
 from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.run.events import Location, Step
 from torchdoctor.run.faults import contain
+from torchdoctor.run.instruments.compiled import traced
 from torchdoctor.run.patching import Patches, observed, observed_init
 
 
@@ -50,7 +51,7 @@ class OptimizerIndex:
         patches.set(Optimizer, "__init__", observed_init(Optimizer.__init__, self._created))
         for owner in (Optimizer, nn.Module):
             original = owner.zero_grad
-            patches.set(owner, "zero_grad", observed(original, self._zero_grad, skip=torch.compiler.is_compiling))
+            patches.set(owner, "zero_grad", observed(original, self._zero_grad, skip=traced))
 
     def optimized(self) -> set[int]:
         """The ids of every parameter some optimizer of the process updates."""
