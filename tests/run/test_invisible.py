@@ -48,7 +48,7 @@ def check_untouched(model: nn.Module, x: torch.Tensor, before: str) -> None:
     training = model.training
     model.eval()
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # torchdoctor's own code traced by the user's jit.trace warns
+        warnings.simplefilter("error", torch.jit.TracerWarning)  # torchdoctor code traced by the user's jit.trace
         torch.jit.trace(model, x)
         torch.jit.script(model)
     model.train(training)
