@@ -9,6 +9,7 @@ detectors ask for, de-duplicates findings and hands each new one to `emit` at on
 from __future__ import annotations
 
 import contextlib
+import io
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from torch.optim.optimizer import Optimizer
 from torchdoctor.core.finding import Finding
 from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.core.rule import Rule
+from torchdoctor.introspect.tensors import tensors_in
 from torchdoctor.rules.api.run_internal_error import RULE as INTERNAL_ERROR
 from torchdoctor.run import reporting
 from torchdoctor.run.detector import EVENTS, Detector, overridden
@@ -28,7 +30,7 @@ from torchdoctor.run.events import Backward, Batch, LoaderIter, Location, LossCa
 from torchdoctor.run.faults import FAULTS, Fault, debugging
 from torchdoctor.run.instruments import functional
 from torchdoctor.run.instruments.autograd import BackwardWatch, GradTracker
-from torchdoctor.run.instruments.compiled import CompileBoundary
+from torchdoctor.run.instruments.compiled import CompileBoundary, eager
 from torchdoctor.run.instruments.data import LoaderIndex
 from torchdoctor.run.instruments.loader_sites import LoaderSites
 from torchdoctor.run.instruments.modules import ModuleIndex
@@ -36,6 +38,7 @@ from torchdoctor.run.instruments.optim import OptimizerIndex, params_of
 from torchdoctor.run.instruments.trace import OpTrace, Watcher
 from torchdoctor.run.outcome import Outcome
 from torchdoctor.run.patching import Patches
+from torchdoctor.run.replay import strong, untouched, weak
 
 Emit = Callable[[Finding, str], None]
 Record = Callable[[dict[str, Any]], None]
@@ -95,6 +98,9 @@ class Session:
         self.last_zero_grad: dict[int, int] = {}  # id(optimizer or module) -> seq
         self.zero_grad_calls: weakref.WeakKeyDictionary[Any, Location | None] = weakref.WeakKeyDictionary()
         self._instruments: dict[type[Any], Any] = {}
+        self._replaying = False
+        #: the last call of a compiled module: (module, weak args, weak kwargs, its output tensors)
+        self._last_compiled: tuple[weakref.ref[nn.Module], Any, Any, list[weakref.ref[torch.Tensor]]] | None = None
         self.detectors = [cls(self) for cls in (detectors if detectors is not None else _builtin()) if self._wanted(cls)]
         self._wire()
 
@@ -136,7 +142,7 @@ class Session:
         functional.install(patches, self._on_loss)
         self.loaders.install(patches, self._on_loader_iter, self._on_batch if self._has("on_batch") else None)
         self.loaders.site_of = self.instrument(LoaderSites).of
-        CompileBoundary(self._outside, self.modules.compiled_call, self.modules.compiled_return).install(patches)
+        CompileBoundary(self._outside, self.modules.compiled_call, self._compiled_return).install(patches)
         if self._has("on_module_call"):
             self.modules.on_call = self._on_module_call
         self.modules.start()
@@ -243,6 +249,43 @@ class Session:
         elif watcher not in self._pending_traces:
             self._pending_traces.append(watcher)
 
+    def replayed(self, tensor: torch.Tensor, watchers: Iterable[Watcher] = ()) -> torch.Tensor | None:
+        """`tensor`, an output of the last compiled module called, as the module's eager forward
+        makes it (with an autograd graph of real ops, not one compiled node): the forward is
+        replayed privately (`replay`), seen by `watchers`. None when it cannot be."""
+        last = self._last_compiled
+        if last is None:
+            return None
+        ref, args, kwargs, outputs = last
+        index = next((i for i, output in enumerate(outputs) if output() is tensor), None)
+        module, real_args, real_kwargs = ref(), strong(args), strong(kwargs)
+        if index is None or module is None or real_args is None or real_kwargs is None:
+            return None
+        trace = OpTrace(list(watchers)) if watchers else None
+        replayed = tensors_in(self.replay(module, real_args, real_kwargs, trace))
+        return replayed[index] if index < len(replayed) else None
+
+    def replay(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], trace: OpTrace | None = None) -> Any:
+        """The module's forward once more, eagerly (a compiled module's own), seen by `trace` and
+        by nothing else of torchdoctor, changing nothing of the run (run/replay.py); None when
+        it raises."""
+        if self._replaying:
+            return None
+        self._replaying = True
+        try:
+            with self._outside(), untouched(module), contextlib.redirect_stdout(io.StringIO()):
+                if trace is not None:
+                    trace.resume()
+                try:
+                    return eager(module)(*args, **kwargs)
+                finally:
+                    if trace is not None:
+                        trace.leave()
+        except Exception:  # noqa: BLE001 - a forward that cannot be replayed tells nothing
+            return None
+        finally:
+            self._replaying = False
+
     def hold(self, handle: Any) -> None:
         """Keep a hook handle (anything with `.remove()`) to be removed when the session ends."""
         self._patches.hold(handle)
@@ -295,6 +338,8 @@ class Session:
         return bool(self._by_event.get(event))
 
     def _dispatch(self, event: str, payload: Any = None) -> None:
+        if self._replaying:
+            return
         for method in self._by_event[event]:
             self._call(method, payload) if payload is not None else self._call(method)
 
@@ -407,6 +452,14 @@ class Session:
             trace, self._trace = self._trace, None
             if not trace.end():
                 self._ended_traces.append(trace)
+
+    def _compiled_return(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> None:
+        """A compiled module returned. Its ops ran where no trace sees them: during a traced
+        step, its forward is replayed eagerly under the trace, so the watchers see them."""
+        self.modules.compiled_return(module, args, kwargs, output)
+        self._last_compiled = (weakref.ref(module), weak(args), weak(kwargs), [weakref.ref(t) for t in tensors_in(output)])
+        if self._trace is not None and self._trace.active:
+            self.replay(module, args, kwargs, self._trace)
 
     @contextlib.contextmanager
     def _outside(self) -> Iterator[None]:

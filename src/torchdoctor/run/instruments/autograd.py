@@ -151,11 +151,11 @@ class GradTracker:
     def _hook(self, key: int, ref: weakref.ref[torch.Tensor]) -> Callable[[Any], None]:
         records = self.records
 
-        def arrived(_incoming: Any) -> None:
+        def arrived(incoming: tuple[torch.Tensor | None, ...]) -> None:
             record = records.get(key)
             param = ref()
-            if record is None or param is None:
-                return
+            if record is None or param is None or all(grad is None for grad in incoming):
+                return  # no gradient: a compiled graph's backward reaches every input, with None for some
             grad = param.grad  # the value before this gradient is added to it
             same = grad is not None and record.ref_at_step is not None and record.ref_at_step() is grad
             if record.arrivals == 0:

@@ -18,6 +18,7 @@ stand-in on first use. Importing torch._dynamo is left to the user's own first c
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from types import CodeType
@@ -76,6 +77,9 @@ class CompileBoundary:
             return boundary._entered_outside(compiled)
 
         patches.set(torch, "compile", compile)
+        if "torch._dynamo.eval_frame" in sys.modules:  # something compiled before observation started
+            self._patch_optimized_module()
+            self._skip_own_frames()
 
     def _entered_outside(self, compiled: Callable[..., Any]) -> Callable[..., Any]:
         outside = self._outside
