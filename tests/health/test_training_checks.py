@@ -128,6 +128,35 @@ def make():
     assert status(report, "grad-flow") == "passed"  # checked with a stand-in objective
 
 
+def test_a_model_output_object_given_to_the_loss_points_at_its_logits(check_source) -> None:  # type: ignore[no-untyped-def]
+    """A Hugging Face-style model returns an output object: the loss needs its `.logits`."""
+    report = check_source(HEADER + """
+from collections import OrderedDict
+
+class SequenceClassifierOutput(OrderedDict):
+    def __getattr__(self, name):
+        return self[name]
+
+class Classifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x):
+        return SequenceClassifierOutput(logits=self.fc(x))
+
+def make():
+    return {"model": Classifier(), "data": (torch.randn(16, 8), torch.arange(16) % 3), "loss_fn": nn.CrossEntropyLoss()}
+""")
+    found = by_rule(report, "TD301")
+    assert found and "`loss_fn(model(x).logits, y)`" in found[0].hint and "SequenceClassifierOutput" in found[0].hint
+    plain = check_source(HEADER + """
+def make():
+    return {"model": nn.Linear(8, 1), "data": (torch.randn(16, 8), (torch.arange(16) % 2).float()), "loss_fn": nn.BCEWithLogitsLoss()}
+""")
+    assert ".logits" not in by_rule(plain, "TD301")[0].hint
+
+
 BCE = HEADER + """
 def make():
     torch.manual_seed(0)

@@ -29,6 +29,8 @@ EXPECTED = {
     "24_validation_in_train_mode": ("TD133", "model(x).argmax("),
     "25_accumulation_reset_every_batch": ("TD115", "optimizer.zero_grad()"),
     "28_encoder_under_no_grad": ("TD124", "features = encoder(x)"),
+    "29_compiled_softmax_before_cross_entropy": ("TD101", "torch.softmax("),
+    "30_compiled_graph_cut_in_forward": ("TD121", ".detach().numpy()"),
 }
 pytestmark = pytest.mark.skipif(not PROGRAMS, reason="examples/lab is not there")
 

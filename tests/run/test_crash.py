@@ -116,7 +116,7 @@ def test_freed_graph_across_steps_and_within_a_step() -> None:
             h.sum().backward()
             optimizer.step()
 
-    assert "earlier step" in explained(carried).message
+    assert "earlier iteration" in explained(carried).message
 
     def twice() -> None:
         y = (nn.Linear(2, 1)(torch.randn(3, 2))).exp().sum()
@@ -125,6 +125,63 @@ def test_freed_graph_across_steps_and_within_a_step() -> None:
 
     finding = explained(twice)
     assert finding.rule == "TD415" and "twice" in finding.message
+
+    trunk, head_a, head_b = nn.Linear(2, 4), nn.Linear(4, 1), nn.Linear(4, 1)
+
+    def two_losses_sharing_a_trunk() -> None:
+        features = trunk(torch.randn(3, 2)).tanh()
+        loss_a, loss_b = head_a(features).sum(), head_b(features).sum()
+        loss_a.backward()
+        loss_b.backward()
+
+    assert "twice" in explained(two_losses_sharing_a_trunk).message
+
+
+def test_freed_graph_of_a_hidden_state_carried_without_an_optimizer() -> None:
+    """Weights updated by hand (no torch optimizer): the state carried from the previous
+    iteration is still the cause, not "backward() twice in one step"."""
+    rnn, head = nn.LSTM(4, 8), nn.Linear(8, 3)
+    params = [*rnn.parameters(), *head.parameters()]
+
+    def epoch() -> None:
+        hidden = (torch.zeros(1, 2, 8), torch.zeros(1, 2, 8))
+        for _ in range(3):
+            for p in params:
+                p.grad = None
+            out, hidden = rnn(torch.randn(5, 2, 4), hidden)
+            F.cross_entropy(head(out).view(-1, 3), torch.randint(0, 3, (10,))).backward()
+            for p in params:
+                p.data.add_(p.grad, alpha=-0.1)
+
+    finding = explained(epoch)
+    assert "earlier iteration" in finding.message and "h.detach()" in finding.hint
+
+
+class Generator(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        return self.net(z)
+
+
+def test_freed_graph_of_a_fake_batch_not_detached_for_the_discriminator() -> None:
+    def gan_step() -> None:
+        generator, discriminator = Generator(), nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 1))
+        opt_g, opt_d = torch.optim.Adam(generator.parameters()), torch.optim.Adam(discriminator.parameters())
+        bce = nn.BCEWithLogitsLoss()
+        fake = generator(torch.randn(16, 4))
+        opt_d.zero_grad()
+        d_loss = bce(discriminator(torch.randn(16, 2)), torch.ones(16, 1)) + bce(discriminator(fake), torch.zeros(16, 1))
+        d_loss.backward()
+        opt_d.step()
+        opt_g.zero_grad()
+        bce(discriminator(fake), torch.ones(16, 1)).backward()
+        opt_g.step()
+
+    finding = explained(gan_step)
+    assert "output of `Generator`" in finding.message and "fake.detach()" in finding.hint
 
 
 @pytest.mark.parametrize(
@@ -151,6 +208,21 @@ def test_backward_without_a_graph_says_why(case: str, reason: str) -> None:
 
     finding = explained(step)
     assert finding.rule == "TD416" and reason in finding.message
+    if case == "no_grad":  # the line to change: the block that turned gradients off, not backward()
+        assert finding.line == line_of("with torch.no_grad():", step)
+
+
+def test_backward_inside_a_no_grad_block_points_at_the_block() -> None:
+    model = nn.Linear(4, 1)
+
+    def step() -> None:
+        with torch.no_grad():
+            loss = F.mse_loss(model(torch.randn(8, 4)), torch.randn(8, 1))
+            loss.backward()
+
+    finding = explained(step)
+    assert finding.rule == "TD416" and finding.line == line_of("with torch.no_grad():", step)
+    assert "turns gradients off" in finding.message
 
 
 def test_linear_built_for_another_input_size() -> None:
@@ -234,6 +306,17 @@ def test_batchnorm_batch_of_one_names_the_short_last_batch() -> None:
     finding = explained(epoch)
     assert finding.rule == "TD423" and "33 samples, batch_size=16" in finding.message
     assert "drop_last=True" in finding.hint
+    assert finding.line == line_of("DataLoader(data, batch_size=16)", epoch)  # where drop_last=True goes
+
+
+def test_batchnorm_batch_of_one_without_a_data_loader_stays_at_the_call() -> None:
+    model = nn.Sequential(nn.Linear(8, 4), nn.BatchNorm1d(4))
+
+    def step() -> None:
+        model(torch.randn(1, 8))
+
+    finding = explained(step)
+    assert finding.rule == "TD423" and finding.line == line_of("model(torch.randn(1, 8))", step)
 
 
 def test_missing_super_init_points_at_init() -> None:

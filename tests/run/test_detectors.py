@@ -126,9 +126,31 @@ def step_skipped_on_a_bad_loss() -> None:
             optimizer.step()
 
 
+def lbfgs(reset: bool) -> Callable[[], None]:
+    """LBFGS evaluates its closure several times inside each step(): the reset belongs in it."""
+
+    def train() -> None:
+        model, (x, y) = nn.Linear(8, 4), data()
+        optimizer = torch.optim.LBFGS(model.parameters(), lr=0.5, max_iter=4)
+        for _ in range(5):
+            def closure() -> torch.Tensor:
+                if reset:
+                    optimizer.zero_grad()
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                return loss
+
+            optimizer.step(closure)
+
+    train.__name__ = f"lbfgs_closure_{'with' if reset else 'without'}_zero_grad"
+    return train
+
+
 @pytest.mark.parametrize(
     "train, expected",
     [
+        (lbfgs(reset=False), {"TD110"}),
+        (lbfgs(reset=True), set()),
         (zero_grad_between_backward_and_step, {"TD111"}),
         (accumulation_reset_every_batch, {"TD115"}),
         (adversarial_input_gradient_then_step, set()),
@@ -142,6 +164,11 @@ def step_skipped_on_a_bad_loss() -> None:
 )
 def test_gradient_resets(train: Callable[[], None], expected: set[str]) -> None:
     assert set(codes(train)) == expected
+
+
+def test_a_closure_without_reset_is_told_to_reset_in_the_closure() -> None:
+    (finding,) = codes(lbfgs(reset=False))["TD110"]
+    assert "closure" in finding.message and "start of the closure" in finding.hint
 
 
 def test_accumulation_reset_points_at_the_zero_grad() -> None:

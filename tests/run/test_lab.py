@@ -42,6 +42,8 @@ EXPECTED = {
     "26_lstm_without_batch_first": ("TD302", "self.lstm(x)"),
     "27_scheduler_stepped_every_batch": ("TD428", "scheduler.step()"),
     "28_encoder_under_no_grad": ("TD124", "features = encoder(x)"),
+    "29_compiled_softmax_before_cross_entropy": ("TD101", "torch.softmax("),
+    "30_compiled_graph_cut_in_forward": ("TD120", ".detach().numpy()"),
 }
 pytestmark = pytest.mark.skipif(not PROGRAMS, reason="examples/lab is not there")
 

@@ -1,21 +1,30 @@
-"""First, do no harm: a run observed by `torchdoctor run` ends with bit-identical weights.
+"""First, do no harm: a run observed by `torchdoctor run` is the run plain `python` makes.
 
-Each script trains deterministically and saves its state (weights, optimizer state, the RNG
-state at the end). The same script runs once under plain `python` and once under
-`torchdoctor run`; every tensor must be equal bit for bit. The scripts cover DataLoader
-workers drawing random numbers, dropout, batch norm, and runs where detectors fire and trace
-a step or replay a forward pass.
+Each script under scripts/harmless/ trains deterministically and saves what it has (weights,
+optimizer state, the RNG state at the end; some also a whole pickled model, a TorchScript
+file) to `argv[1]` and files beside it. It runs once under plain `python` and once under
+`torchdoctor run`: the exit status, stdout, the warnings on stderr and every tensor of every
+saved file must be the same, bit for bit. The scripts cover DataLoader workers drawing random
+numbers, dropout, batch norm, runs where detectors fire and trace a step or replay a forward
+pass, and the shapes of real programs: whole-model torch.save, deepcopy EMA and best-model
+snapshots, pickle, torch.jit.trace/script after training, torch.compile (module, function,
+`module.compile()`, mid-run), an LBFGS closure, weights updated by hand without an optimizer,
+a Lightning-style loop that inspects its modules' hooks.
 """
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
+from torch import nn
 
-from tests.run.conftest import SCRIPTS, python, torchdoctor_run
+from tests.run.conftest import SCRIPTS, environment, python, torchdoctor_run
 
 HARMLESS = sorted((SCRIPTS / "harmless").glob("*.py"))
 
@@ -23,6 +32,8 @@ HARMLESS = sorted((SCRIPTS / "harmless").glob("*.py"))
 def tensors(state: Any, prefix: str = "") -> dict[str, torch.Tensor]:
     if isinstance(state, torch.Tensor):
         return {prefix: state}
+    if isinstance(state, nn.Module):
+        return tensors(state.state_dict(), prefix)
     if isinstance(state, dict):
         return {k: v for key, value in state.items() for k, v in tensors(value, f"{prefix}/{key}").items()}
     if isinstance(state, (list, tuple)):
@@ -39,18 +50,59 @@ def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.equal(a, b)
 
 
+def saved(path: Path) -> dict[str, torch.Tensor]:
+    """Every tensor of a file the script saved (a TorchScript file through torch.jit.load)."""
+    if path.suffix == ".jit":
+        return tensors(dict(torch.jit.load(str(path)).state_dict()))
+    return tensors(torch.load(path, weights_only=False))
+
+
+def warnings_of(stderr: str) -> list[str]:
+    """The warning lines a run printed (torchdoctor's own report lines removed)."""
+    return [line for line in stderr.splitlines() if re.search(r"Warning\b", line)]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("script", HARMLESS, ids=lambda p: p.stem)
-def test_final_state_is_bit_identical(script: Path, tmp_path: Path) -> None:
+def test_the_observed_run_is_the_plain_run(script: Path, tmp_path: Path) -> None:
     plain = python(str(script), str(tmp_path / "plain.pt"), cwd=tmp_path)
     assert plain.returncode == 0, plain.stderr
     observed = torchdoctor_run(str(script), str(tmp_path / "observed.pt"), cwd=tmp_path, options=("--fail-on", "never"))
+    assert observed.returncode == plain.returncode, observed.stderr
+    assert observed.stdout.replace("observed.pt", "plain.pt") == plain.stdout
+    assert warnings_of(observed.stderr) == warnings_of(plain.stderr)
+    files = sorted(path.name.replace("plain.pt", "") for path in tmp_path.glob("plain.pt*"))
+    assert sorted(path.name.replace("observed.pt", "") for path in tmp_path.glob("observed.pt*")) == files
+    for suffix in files:
+        expected, got = saved(tmp_path / f"plain.pt{suffix}"), saved(tmp_path / f"observed.pt{suffix}")
+        assert expected.keys() == got.keys(), suffix
+        different = [name for name in expected if not same_bits(expected[name], got[name])]
+        assert not different, f"observing changed {different} in plain.pt{suffix}"
+    assert "TD006" not in observed.codes, observed.report
+
+
+BLOCK_TORCHDOCTOR = """
+import sys
+class NoTorchdoctor:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "torchdoctor":
+            raise ImportError("torchdoctor is not installed here")
+sys.meta_path.insert(0, NoTorchdoctor())
+import torch
+model = torch.load(sys.argv[1], weights_only=False)
+print(type(model).__name__, sum(p.numel() for p in model.parameters()))
+"""
+
+
+@pytest.mark.slow
+def test_a_whole_model_saved_under_observation_loads_without_torchdoctor(tmp_path: Path) -> None:
+    script = SCRIPTS / "harmless" / "whole_model_save_ema_snapshot.py"
+    observed = torchdoctor_run(str(script), str(tmp_path / "observed.pt"), cwd=tmp_path, options=("--fail-on", "never"))
     assert observed.returncode == 0, observed.stderr
-    expected = tensors(torch.load(tmp_path / "plain.pt"))
-    got = tensors(torch.load(tmp_path / "observed.pt"))
-    assert expected.keys() == got.keys()
-    different = [name for name in expected if not same_bits(expected[name], got[name])]
-    assert not different, f"observing changed {different}"
+    loaded = subprocess.run([sys.executable, "-c", BLOCK_TORCHDOCTOR, str(tmp_path / "observed.pt.model")],
+                            capture_output=True, text=True, timeout=120, env=environment())
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.startswith("Sequential ")
 
 
 def line_of(path: Path, text: str) -> int:

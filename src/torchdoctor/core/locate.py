@@ -31,6 +31,14 @@ def _library_roots() -> tuple[str, ...]:
     return tuple(sorted(roots, key=len, reverse=True))
 
 
+_OWN_ROOT = os.path.realpath(os.path.dirname(os.path.dirname(__file__)))
+
+
+def is_own_file(filename: str) -> bool:
+    """True for torchdoctor's own source files."""
+    return bool(filename) and os.path.realpath(filename).startswith(_OWN_ROOT + os.sep)
+
+
 @functools.lru_cache(maxsize=8192)
 def is_user_file(filename: str) -> bool:
     """True for files a person wrote for this project (not torch, stdlib, packages, us)."""

@@ -22,6 +22,7 @@ from types import ModuleType
 from typing import Any
 
 from torchdoctor.core.finding import Finding
+from torchdoctor.run.faults import passes_through
 from torchdoctor.run.outcome import Outcome
 from torchdoctor.run.records import CONFIG_FILE, ENV_DIR, ENV_PARENT, ProcessLog, finding_record
 
@@ -133,6 +134,7 @@ class _AfterImport(importlib.abc.MetaPathFinder):
         real_exec = loader.exec_module
         callback = self.callback
 
+        @passes_through
         def exec_module(module: ModuleType) -> None:
             del loader.exec_module  # back to the class's method for any later use
             real_exec(module)
@@ -216,5 +218,5 @@ def _process_record(process: ProcessState) -> dict[str, Any]:
         "outcome": process.outcome,
         "seconds": round(time.monotonic() - process.started, 3),
         "stats": session.stats() if session is not None else {},
-        "notes": process.notes + (session.notes if session is not None else []),
+        "notes": process.notes,
     }

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from types import CodeType, FrameType
 from typing import Any, Protocol
 
+from torchdoctor.run.faults import FAULTS, passes_through
+
 _MISSING = object()
 
 
@@ -65,7 +67,8 @@ def observed(
     resolves names through the function's globals).
     """
 
-    make_caller, frame_of = as_caller, sys._getframe  # closure cells: the globals may be torch's
+    make_caller, frame_of, faults = as_caller, sys._getframe, FAULTS  # closure cells: the globals may be torch's
+    where = f"the stand-in for {getattr(original, '__qualname__', original)}"
 
     def stand_in(*args: Any, **kwargs: Any) -> Any:
         if skip():
@@ -73,9 +76,13 @@ def observed(
         if before is not None:
             try:
                 before(args, kwargs)
-            except Exception:  # noqa: BLE001, S110 - observing must never change what the call does
-                pass
-        call = make_caller(frame_of(1))
+            except Exception as exc:  # noqa: BLE001 - observing must never change what the call does
+                faults.add(where, exc)
+        try:
+            call = make_caller(frame_of(1))
+        except Exception as exc:  # noqa: BLE001 - same as above: the user's call goes on unobserved
+            faults.add(where, exc)
+            call = _call
         if after is None and returned is None:
             return call(original, args, kwargs)
         try:
@@ -83,16 +90,17 @@ def observed(
             if returned is not None:
                 try:
                     returned(args, kwargs, result)
-                except Exception:  # noqa: BLE001, S110 - same as above
-                    pass
+                except Exception as exc:  # noqa: BLE001 - same as above
+                    faults.add(where, exc)
             return result
         finally:
             if after is not None:
                 try:
                     after()
-                except Exception:  # noqa: BLE001, S110 - same as above
-                    pass
+                except Exception as exc:  # noqa: BLE001 - same as above
+                    faults.add(where, exc)
 
+    passes_through(stand_in)
     globals_ = getattr(original, "__globals__", None)
     if isinstance(globals_, dict):
         stand_in = types.FunctionType(  # type: ignore[assignment]
@@ -112,12 +120,15 @@ def observed_init(original: Callable[..., None], created: Callable[[Any], None])
     """A stand-in for a class's `__init__` that calls `created(self)` once the object is built
     (a failure in `created` never breaks the construction)."""
 
+    where = f"the stand-in for {original.__qualname__}"
+
+    @passes_through
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         original(self, *args, **kwargs)
         try:
             created(self)
-        except Exception:  # noqa: BLE001, S110 - observing must never break construction
-            pass
+        except Exception as exc:  # noqa: BLE001 - observing must never break construction
+            FAULTS.add(where, exc)
 
     __init__.__wrapped__ = original  # type: ignore[attr-defined]
     __init__.__doc__ = original.__doc__
@@ -157,6 +168,7 @@ def as_caller(frame: FrameType) -> Callable[..., Any]:
     return caller
 
 
+@passes_through
 def call_in_mode(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Call `func` from a TorchFunctionMode's `__torch_function__` so that warnings name the
     same line as without the mode: the caller of the Python function being handled (F.mse_loss

@@ -8,8 +8,10 @@ detectors ask for, de-duplicates findings and hands each new one to `emit` at on
 
 from __future__ import annotations
 
+import contextlib
+import io
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -20,17 +22,23 @@ from torch.optim.optimizer import Optimizer
 from torchdoctor.core.finding import Finding
 from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.core.rule import Rule
+from torchdoctor.introspect.tensors import tensors_in
+from torchdoctor.rules.api.run_internal_error import RULE as INTERNAL_ERROR
 from torchdoctor.run import reporting
 from torchdoctor.run.detector import EVENTS, Detector, overridden
 from torchdoctor.run.events import Backward, Batch, LoaderIter, Location, LossCall, ModuleCall, Step, ZeroGrad
+from torchdoctor.run.faults import FAULTS, Fault, debugging
 from torchdoctor.run.instruments import functional
 from torchdoctor.run.instruments.autograd import BackwardWatch, GradTracker
+from torchdoctor.run.instruments.compiled import CompileBoundary, eager
 from torchdoctor.run.instruments.data import LoaderIndex
+from torchdoctor.run.instruments.loader_sites import LoaderSites
 from torchdoctor.run.instruments.modules import ModuleIndex
 from torchdoctor.run.instruments.optim import OptimizerIndex, params_of
 from torchdoctor.run.instruments.trace import OpTrace, Watcher
 from torchdoctor.run.outcome import Outcome
 from torchdoctor.run.patching import Patches
+from torchdoctor.run.replay import strong, untouched, weak
 
 Emit = Callable[[Finding, str], None]
 Record = Callable[[dict[str, Any]], None]
@@ -44,6 +52,9 @@ class Session:
     WARMUP_STEPS: ClassVar[int] = 3
     #: top-level module calls without any backward() after which module hooks pause (inference)
     IDLE_FORWARDS: ClassVar[int] = 200
+    #: backward() calls after which warm-up ends when no torch optimizer exists (weights updated
+    #: by hand): more than WARMUP_STEPS, as a few may come before the optimizer is built
+    MANUAL_WARMUP_BACKWARDS: ClassVar[int] = 8
 
     _current: ClassVar[Session | None] = None
 
@@ -69,7 +80,6 @@ class Session:
         self._ended_traces: list[OpTrace] = []  # ended inside their own handler: leave later
         self._forwards_since_backward = 0
         self._finished = False
-        self.notes: list[str] = []
         #: True while the session observes closely (the first optimizer steps)
         self.warmup = True
         self.modules = ModuleIndex(on_call=None, on_root=self._on_root_call)
@@ -82,9 +92,15 @@ class Session:
         self.last_backward_seq = 0
         #: optimizer steps completed when the last backward() returned
         self.steps_at_last_backward = 0
+        #: the newest graph node the last completed backward() started from (`_sequence_nr`):
+        #: nodes older than it may have been freed by it
+        self.last_backward_root_seq = -1
         self.last_zero_grad: dict[int, int] = {}  # id(optimizer or module) -> seq
         self.zero_grad_calls: weakref.WeakKeyDictionary[Any, Location | None] = weakref.WeakKeyDictionary()
         self._instruments: dict[type[Any], Any] = {}
+        self._replaying = False
+        #: the last call of a compiled module: (module, weak args, weak kwargs, its output tensors)
+        self._last_compiled: tuple[weakref.ref[nn.Module], Any, Any, list[weakref.ref[torch.Tensor]]] | None = None
         self.detectors = [cls(self) for cls in (detectors if detectors is not None else _builtin()) if self._wanted(cls)]
         self._wire()
 
@@ -109,6 +125,8 @@ class Session:
 
         explainers()  # imported now rather than at exit (see boot._at_exit)
         session = cls(emit, enabled, detectors, record=record, folder=folder)
+        FAULTS.seen.clear()  # a new session reports its own
+        FAULTS.listener = session._fault
         session.install()
         cls._current = session
         return session
@@ -123,6 +141,8 @@ class Session:
         self.backward.install(patches)
         functional.install(patches, self._on_loss)
         self.loaders.install(patches, self._on_loader_iter, self._on_batch if self._has("on_batch") else None)
+        self.loaders.site_of = self.instrument(LoaderSites).of
+        CompileBoundary(self._outside, self.modules.compiled_call, self._compiled_return).install(patches)
         if self._has("on_module_call"):
             self.modules.on_call = self._on_module_call
         self.modules.start()
@@ -133,9 +153,11 @@ class Session:
     def uninstall(self) -> None:
         self._end_trace()
         self._leave_ended_traces()
-        self.modules.stop()
+        self.modules.close()
         self.grads.stop()
         self._patches.undo()
+        if FAULTS.listener == self._fault:
+            FAULTS.listener = None
         if Session._current is self:
             Session._current = None
 
@@ -227,6 +249,43 @@ class Session:
         elif watcher not in self._pending_traces:
             self._pending_traces.append(watcher)
 
+    def replayed(self, tensor: torch.Tensor, watchers: Iterable[Watcher] = ()) -> torch.Tensor | None:
+        """`tensor`, an output of the last compiled module called, as the module's eager forward
+        makes it (with an autograd graph of real ops, not one compiled node): the forward is
+        replayed privately (`replay`), seen by `watchers`. None when it cannot be."""
+        last = self._last_compiled
+        if last is None:
+            return None
+        ref, args, kwargs, outputs = last
+        index = next((i for i, output in enumerate(outputs) if output() is tensor), None)
+        module, real_args, real_kwargs = ref(), strong(args), strong(kwargs)
+        if index is None or module is None or real_args is None or real_kwargs is None:
+            return None
+        trace = OpTrace(list(watchers)) if watchers else None
+        replayed = tensors_in(self.replay(module, real_args, real_kwargs, trace))
+        return replayed[index] if index < len(replayed) else None
+
+    def replay(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], trace: OpTrace | None = None) -> Any:
+        """The module's forward once more, eagerly (a compiled module's own), seen by `trace` and
+        by nothing else of torchdoctor, changing nothing of the run (run/replay.py); None when
+        it raises."""
+        if self._replaying:
+            return None
+        self._replaying = True
+        try:
+            with self._outside(), untouched(module), contextlib.redirect_stdout(io.StringIO()):
+                if trace is not None:
+                    trace.resume()
+                try:
+                    return eager(module)(*args, **kwargs)
+                finally:
+                    if trace is not None:
+                        trace.leave()
+        except Exception:  # noqa: BLE001 - a forward that cannot be replayed tells nothing
+            return None
+        finally:
+            self._replaying = False
+
     def hold(self, handle: Any) -> None:
         """Keep a hook handle (anything with `.remove()`) to be removed when the session ends."""
         self._patches.hold(handle)
@@ -271,14 +330,16 @@ class Session:
         return not cls.rules or any(self.enabled(rule) for rule in cls.rules)
 
     def _wire(self) -> None:
-        self._by_event: dict[str, list[Callable[..., None]]] = {
-            event: [getattr(d, event) for d in self.detectors if overridden(d, event)] for event in EVENTS
+        self._by_event: dict[str, tuple[Callable[..., None], ...]] = {
+            event: tuple(getattr(d, event) for d in self.detectors if overridden(d, event)) for event in EVENTS
         }
 
     def _has(self, event: str) -> bool:
         return bool(self._by_event.get(event))
 
     def _dispatch(self, event: str, payload: Any = None) -> None:
+        if self._replaying:
+            return
         for method in self._by_event[event]:
             self._call(method, payload) if payload is not None else self._call(method)
 
@@ -286,9 +347,17 @@ class Session:
         try:
             method(*args)
         except Exception as exc:  # noqa: BLE001 - a detector's bug must never stop the training run
-            note = f"{type(method.__self__).__name__}.{method.__name__} failed: {type(exc).__name__}: {exc}"  # type: ignore[attr-defined]
-            if note not in self.notes:
-                self.notes.append(note)
+            self._by_event = {  # it steps aside for the rest of the run
+                event: tuple(m for m in methods if m != method) for event, methods in self._by_event.items()
+            }
+            FAULTS.add(f"the detector {type(method.__self__).__name__}.{method.__name__}", exc)  # type: ignore[attr-defined]
+
+    def _fault(self, fault: Fault) -> None:
+        """torchdoctor's own failure (see faults.py): a finding with no user line."""
+        evidence: dict[str, Any] = {"where": fault.where, "error": fault.error}
+        if debugging():
+            evidence["traceback"] = fault.traceback
+        self.report(INTERNAL_ERROR, at=None, key=fault.where, where=fault.where, error=fault.error, evidence=evidence)
 
     def _send(self, finding: Finding, key: tuple[Any, ...]) -> None:
         text = repr(key)
@@ -315,14 +384,21 @@ class Session:
         self._end_trace()
         self.modules.reset_depth()
         self._forwards_since_backward = 0
-        if self.warmup and not self.modules.active:
-            self.modules.start()
+        if self.warmup:
+            if not self.modules.active:
+                self.modules.start()
+            self.grads.attach(t.grad_fn for t in event.tensors if isinstance(t, torch.Tensor))
         self._dispatch("on_backward", event)
 
     def _on_backward_end(self, event: Backward) -> None:
         self.last_backward_seq = self.next_seq()
         self.steps_at_last_backward = self.steps
+        self.last_backward_root_seq = max(
+            (t.grad_fn._sequence_nr() for t in event.tensors if isinstance(t, torch.Tensor) and t.grad_fn is not None), default=-1
+        )
         self._dispatch("on_backward_end", event)
+        if self.warmup and not self.optimizers.known and self.backward.completed >= self.MANUAL_WARMUP_BACKWARDS:
+            self._end_warmup()
         if self._pending_traces:
             if self._trace is None:  # a detector may have started one just now (now=True)
                 self._trace = OpTrace([])
@@ -376,6 +452,26 @@ class Session:
             trace, self._trace = self._trace, None
             if not trace.end():
                 self._ended_traces.append(trace)
+
+    def _compiled_return(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> None:
+        """A compiled module returned. Its ops ran where no trace sees them: during a traced
+        step, its forward is replayed eagerly under the trace, so the watchers see them."""
+        self.modules.compiled_return(module, args, kwargs, output)
+        self._last_compiled = (weakref.ref(module), weak(args), weak(kwargs), [weakref.ref(t) for t in tensors_in(output)])
+        if self._trace is not None and self._trace.active:
+            self.replay(module, args, kwargs, self._trace)
+
+    @contextlib.contextmanager
+    def _outside(self) -> Iterator[None]:
+        """None of torchdoctor's hooks or modes while compiled code runs (instruments/compiled.py)."""
+        self._leave_ended_traces()
+        trace = self._trace if self._trace is not None and self._trace.leave() else None
+        with self.modules.hidden():
+            try:
+                yield
+            finally:
+                if trace is not None:
+                    trace.resume()
 
     def _leave_ended_traces(self) -> None:
         """Take off the mode stack the traces that ended while torch had them off it."""

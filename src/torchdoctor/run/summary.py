@@ -11,6 +11,7 @@ from dataclasses import replace
 from torchdoctor.core.finding import Finding
 from torchdoctor.core.locate import display_path
 from torchdoctor.core.report import Report
+from torchdoctor.rules.api.run_internal_error import RULE as INTERNAL_ERROR
 from torchdoctor.rules.env.script_killed_by_signal import RULE as KILLED
 from torchdoctor.run.launcher import Finished, Target
 from torchdoctor.run.records import RunRecords
@@ -42,6 +43,7 @@ def build(target: Target, finished: Finished, records: RunRecords) -> Report:
     report = Report(command="run")
     report.findings = [_displayed(f) for f in records.findings]
     report.notices.extend(_notices(finished, records))
+    report.meta["fatal_rules"] = [INTERNAL_ERROR.code]  # torchdoctor failed: exit status 2
     killed = _killed_finding(finished)
     if killed is not None:
         report.add(killed)
@@ -77,9 +79,11 @@ def _title(target: Target, finished: Finished, records: RunRecords) -> str:
     else:
         end = f"exit status {finished.exit_status}"
     parts = [f"torchdoctor run {target.display()}", end]
-    steps = records.total("steps")
+    steps, backward = records.total("steps"), records.total("backward")
     if steps:
         parts.append(f"{steps} optimizer step{'s' if steps != 1 else ''}")
+    elif backward:  # weights updated by hand: no torch optimizer
+        parts.append(f"{backward} backward pass{'es' if backward != 1 else ''}, no torch optimizer")
     observed = [p for p in records.processes if p.get("torch")]
     if len(observed) > 1:
         parts.append(f"{len(observed)} processes")

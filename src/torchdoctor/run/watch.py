@@ -68,7 +68,6 @@ class Watch:
             session.remove_listener(self._collect)
         self._session: Session | None = None
         self.report.meta.update({"steps": session.steps, "backward": session.backward.completed})
-        self.report.notices.extend(session.notes)
         findings = [replace(f, file=display_path(f.file)) if f.file else f for f in self._found.values()]
         self.report.findings = drop_suppressed(f for f in findings if self._enabled is None or f.rule in self._enabled)
 

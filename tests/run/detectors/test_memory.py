@@ -123,6 +123,29 @@ def test_total_written_as_an_addition_is_flagged() -> None:
     assert "`total = total + loss * 8`" in finding.message and "(loss * 8).item()" in finding.hint
 
 
+def manual_updates(total_of: str, steps: int = 8) -> float:
+    """Weights updated by hand, no torch optimizer: every backward() is a step."""
+    model = nn.Linear(4, 2)
+    total = 0.0
+    for _ in range(steps):
+        model.zero_grad()
+        loss = loss_of(model)
+        loss.backward()
+        for p in model.parameters():
+            p.data.add_(p.grad, alpha=-0.1)
+        total += loss if total_of == "tensor" else loss.item()  # manual total
+    return float(total)
+
+
+def test_a_total_with_history_is_flagged_without_an_optimizer() -> None:
+    with observing(LossHistory) as observed:
+        manual_updates("tensor")
+    assert observed.one("TD147").line == line_of(HERE, "# manual total")
+    with observing(LossHistory) as observed:
+        manual_updates("number")
+    assert observed.codes == set()
+
+
 def test_totals_of_numbers_and_terms_of_one_step_are_not_flagged() -> None:
     with observing(LossHistory) as observed:
         total_of_numbers()

@@ -72,12 +72,18 @@ def _loss_failed(ctx: CheckContext, tp, detail: str) -> Outcome:  # type: ignore
         values = scores_text(output)
         finding = LOGITS_INTO_BCE.finding(**where(site), values=values, evidence={"min": float(output.min()), "max": float(output.max())})
         return Outcome([finding], detail=f"{detail}; {tp.loss_label} rejects it: {values}")
+    logits = getattr(output, "logits", None) if not isinstance(output, torch.Tensor) else None
+    hint = None
+    if isinstance(logits, torch.Tensor):  # a Hugging Face ModelOutput (or alike) handed to the loss whole
+        hint = (f"The model returns a {type(output).__name__}, not a tensor: give the loss its logits "
+                f"(`loss_fn(model(x).logits, y)`, {_describe(logits)}), or pass `labels=` to the model and use its `.loss`.")
     finding = LOSS_REJECTS.finding(
         **where(site),
         loss=tp.loss_label,
         error=failure.text,
         output=_describe(tp.output),
         targets=_describe(targets),
+        hint=hint,
     )
     return Outcome([finding], detail=detail)
 

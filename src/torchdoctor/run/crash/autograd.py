@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from torchdoctor.introspect.source import grad_off_block
 from torchdoctor.rules.grad_flow.backward_through_freed_graph import RULE as FREED
 from torchdoctor.rules.grad_flow.saved_tensor_modified_in_place import RULE as INPLACE
 from torchdoctor.rules.grad_mode.backward_without_graph import RULE as NO_GRAPH
@@ -13,6 +14,7 @@ from torchdoctor.rules.grad_mode.numpy_of_grad_tensor import RULE as NUMPY
 from torchdoctor.run.crash.describe import torch_module, user_names
 from torchdoctor.run.crash.explain import Explanation
 from torchdoctor.run.crash.model import Crash
+from torchdoctor.run.events import Location
 
 if TYPE_CHECKING:
     from torchdoctor.run.session import Session
@@ -42,24 +44,85 @@ def leaf_modified(crash: Crash, session: Session | None) -> Explanation | None:
     return Explanation(LEAF, {})
 
 
+_CARRIED = (
+    "a tensor computed in an earlier iteration (a recurrent hidden state, a cached feature, a running total) is used again, "
+    "so this backward() reaches the previous iteration's graph, which was already freed",
+    "Detach what you carry from one iteration to the next at the start of the iteration (`h = h.detach()`); "
+    "do not pass retain_graph=True, which keeps every old graph in memory.",
+)
+_TWICE = (
+    "backward() runs twice over the same graph in one step (two losses that share part of the graph, or backward() called twice)",
+    "Add the losses and call backward() once (`(loss_a + loss_b).backward()`), or pass `retain_graph=True` to the first of the two backward() calls only.",
+)
+
+
 def freed_graph(crash: Crash, session: Session | None) -> Explanation | None:
     if "Trying to backward through the graph a second time" not in crash.message:
         return None
-    across_steps = session is not None and session.backward.completed > 0 and session.steps > session.steps_at_last_backward
-    if across_steps:
-        cause = "a tensor computed in an earlier step (a recurrent hidden state, a cached feature, a running total) is used again, so this backward() reaches the previous step's graph, which was already freed"
-        hint = "Detach what you carry from one step to the next at the start of the step (`h = h.detach()`); do not pass retain_graph=True, which keeps every old graph in memory."
-    else:
-        cause = "backward() runs twice over the same graph in one step (two losses that share part of the graph, or backward() called twice)"
-        hint = "Add the losses and call backward() once (`(loss_a + loss_b).backward()`), or pass `retain_graph=True` to the first of the two backward() calls only."
+    cause, hint = _freed_graph_cause(session) if session is not None else _TWICE
     return Explanation(FREED, {"cause": cause, "hint": hint})
+
+
+def _freed_graph_cause(session: Session) -> tuple[str, str]:
+    """Tell the causes apart by the parameters behind the part of this graph that the previous
+    backward() already went through ("old": its nodes are older than that backward's root) and
+    behind the rest ("new"). The same parameters on both sides: an earlier iteration's state
+    was carried into this one. Disjoint, with an optimizer step in between: one model's output
+    fed another model's loss without `.detach()` (a GAN's fake batch)."""
+    current = session.backward.current
+    roots = [t.grad_fn for t in (current.tensors if current else ()) if getattr(t, "grad_fn", None) is not None]
+    stepped = session.steps > session.steps_at_last_backward
+    if not roots or session.last_backward_root_seq < 0:
+        return _CARRIED if stepped and session.backward.completed else _TWICE
+    old, new = _parameters_by_age(roots, session.last_backward_root_seq)
+    if old & new:
+        return _CARRIED
+    if old and new and stepped:
+        models = sorted({type(m).__name__ for m in session.model_roots() if any(id(p) in old for p in m.parameters())})
+        producer = f"`{models[0]}`" if len(models) == 1 else "another model"
+        return (
+            f"this loss uses an output of {producer} that an earlier loss already backpropagated through (and freed) "
+            "before an optimizer step: an output fed to a second model's loss without `.detach()` (a GAN's fake batch given to the discriminator)",
+            "Detach that output where the other model's loss uses it (`discriminator(fake.detach())`), and keep the undetached one "
+            "for this loss; or compute it again.",
+        )
+    return _TWICE if old else (_CARRIED if stepped else _TWICE)
+
+
+def _parameters_by_age(roots: list[Any], before: int, max_nodes: int = 200_000) -> tuple[set[int], set[int]]:
+    """ids of the leaves reached through nodes created no later than `before` ("old"), and of
+    those reached through newer nodes only ("new")."""
+    old: set[int] = set()
+    new: set[int] = set()
+    seen: set[tuple[int, bool]] = set()
+    stack = [(root, False) for root in roots]
+    while stack and len(seen) < max_nodes:
+        node, aged = stack.pop()
+        number = node._sequence_nr()
+        aged = aged or number <= before
+        if (id(node), aged) in seen:
+            continue
+        seen.add((id(node), aged))
+        variable = getattr(node, "variable", None)
+        if variable is not None:
+            (old if aged else new).add(id(variable))
+            continue
+        stack.extend((child, aged) for child, _ in node.next_functions if child is not None)
+    return old, new
 
 
 def backward_without_graph(crash: Crash, session: Session | None) -> Explanation | None:
     if "does not require grad and does not have a grad_fn" not in crash.message:
         return None
-    why, hint = _why_no_graph(crash, session)
-    return Explanation(NO_GRAPH, {"why": why, "hint": hint})
+    frame = crash.user_frame()
+    block = grad_off_block(frame.file, frame.line) if frame is not None else None
+    if frame is not None and block is not None:  # backward() itself sits in the block: that line is the one to change
+        return Explanation(NO_GRAPH, {
+            "why": f"it was computed inside the block that turns gradients off at line {block}",
+            "hint": "Move the training forward pass, the loss and backward() out of that block; keep `torch.no_grad()` for evaluation only.",
+        }, at=(frame.file, block))
+    why, hint, at = _why_no_graph(crash, session)
+    return Explanation(NO_GRAPH, {"why": why, "hint": hint}, at=at)
 
 
 def numpy_of_grad_tensor(crash: Crash, session: Session | None) -> Explanation | None:
@@ -76,13 +139,14 @@ def numpy_of_grad_tensor(crash: Crash, session: Session | None) -> Explanation |
     return Explanation(NUMPY, {"tensor": name})
 
 
-def _why_no_graph(crash: Crash, session: Session | None) -> tuple[str, str]:
+def _why_no_graph(crash: Crash, session: Session | None) -> tuple[str, str, Location | None]:
     torch = torch_module()
     loss = _loss(crash, session)
     if loss is not None and torch is not None and loss.is_inference():
         return (
             "it was computed under torch.inference_mode()",
             "Compute the training loss outside `torch.inference_mode()` (keep that for evaluation).",
+            None,
         )
     if session is not None:
         roots = session.model_roots()
@@ -91,17 +155,30 @@ def _why_no_graph(crash: Crash, session: Session | None) -> tuple[str, str]:
             return (
                 "every parameter of the model is frozen (requires_grad=False)",
                 "Unfreeze the layers you want to train (`requires_grad_(True)`) before building the optimizer.",
+                None,
             )
         uses = [session.modules.ran.get(root) for root in roots]
         if uses and all(use is not None and use.grad_calls == 0 and use.no_grad_calls > 0 for use in uses):
             return (
                 "the model's forward pass ran with gradients disabled (inside torch.no_grad() or after torch.set_grad_enabled(False))",
                 "Run the training forward pass outside `torch.no_grad()`; keep no_grad for evaluation only. Do not set `loss.requires_grad = True`: that silences the error and trains nothing.",
+                _grad_off_call_site(session, roots),
             )
     return (
         "it does not depend on any tensor that requires grad: the graph was cut on the way (`.item()`, `.numpy()`, `.detach()`, `.data` or `torch.tensor(...)` of a tensor), or the loss was computed under torch.no_grad()",
         "Build the loss from the model's output with torch operations only, outside `torch.no_grad()`. Do not set `loss.requires_grad = True`: that silences the error and trains nothing.",
+        None,
     )
+
+
+def _grad_off_call_site(session: Session, roots: list[Any]) -> Location | None:
+    """The `with torch.no_grad():` line around the place a model was called, when the source has one."""
+    for root in roots:
+        site = session.modules.roots.get(root)
+        block = grad_off_block(*site) if site is not None else None
+        if site is not None and block is not None:
+            return (site[0], block)
+    return None
 
 
 def _loss(crash: Crash, session: Session | None) -> Any:

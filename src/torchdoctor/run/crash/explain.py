@@ -9,16 +9,19 @@ Unrecognised crashes become TD001 at the innermost line of user code.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from torchdoctor.core.finding import Finding, Severity
 from torchdoctor.core.rule import Rule
+from torchdoctor.rules.api.run_internal_error import RULE as INTERNAL_ERROR
 from torchdoctor.rules.api.script_crashed import RULE as CRASHED
 from torchdoctor.run import reporting
 from torchdoctor.run.crash.model import Crash, Frame
 from torchdoctor.run.events import Location
+from torchdoctor.run.faults import debugging
 
 if TYPE_CHECKING:
     from torchdoctor.run.session import Session
@@ -58,6 +61,13 @@ def explain(exception: BaseException, session: Session | None = None) -> list[tu
 
 
 def explain_crash(crash: Crash, session: Session | None) -> Finding | None:
+    own = crash.own_frame()
+    if own is not None:  # torchdoctor's bug, not a line of the user's to change
+        where = f"{own.function} ({os.path.basename(own.file)}:{own.line})"
+        evidence = {"where": where, "error": crash.headline, **({"traceback": crash.traceback_text} if debugging() else {})}
+        message = (f"the script stopped with {crash.headline}, raised inside torchdoctor's own code ({where}), "
+                   "not by a line of yours: under plain python it would not have")
+        return reporting.build(INTERNAL_ERROR, None, {"message": message, "evidence": evidence})
     inner = crash.inner()
     candidates = [c for c in (inner, crash, *crash.causes) if c is not None]
     for candidate in candidates:

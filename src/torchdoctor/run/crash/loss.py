@@ -16,6 +16,7 @@ from torchdoctor.rules.loss.loss_arguments_swapped import RULE as SWAPPED
 from torchdoctor.run.crash.describe import dtype_name, innermost_module, module_label, tensor_dtype, torch_module
 from torchdoctor.run.crash.explain import Explanation
 from torchdoctor.run.crash.model import Crash
+from torchdoctor.run.events import Location
 
 if TYPE_CHECKING:
     from torchdoctor.run.session import Session
@@ -104,21 +105,25 @@ def batch_of_one(crash: Crash, session: Session | None) -> Explanation | None:
     torch = torch_module()
     layer = innermost_module(crash, torch.nn.modules.batchnorm._BatchNorm) if torch is not None else None
     label = module_label(layer, session) if layer is not None else "a batch-norm layer"
-    cause, hint = _short_last_batch(session)
-    return Explanation(BATCH_OF_ONE, {"layer": label, "shape": f"[{match['shape']}]", "cause": cause, "hint": hint})
+    cause, hint, at = _short_last_batch(session)
+    return Explanation(BATCH_OF_ONE, {"layer": label, "shape": f"[{match['shape']}]", "cause": cause, "hint": hint}, at=at)
 
 
-def _short_last_batch(session: Session | None) -> tuple[str, str]:
+def _short_last_batch(session: Session | None) -> tuple[str, str, Location | None]:
+    """The cause, its fix, and the line to change: the DataLoader's, when one leaves a last
+    batch of one sample (the crash itself is raised deep inside the model)."""
     for loader in reversed(session.loaders.recent if session is not None else ()):
         size, batch = loader.samples, loader.batch_size
         if size and batch and size % batch == 1 and not loader.drop_last:
             return (
                 f": the last batch of a DataLoader has one sample ({size} samples, batch_size={batch})",
                 "Pass `drop_last=True` to the training DataLoader (or pick a batch size that does not leave one sample).",
+                loader.site,
             )
     return (
         ": a batch of one sample reached it in training mode",
         "Use batches of at least 2 in training (`drop_last=True` drops a last batch of one); for single-sample inference call `model.eval()` first.",
+        None,
     )
 
 

@@ -10,12 +10,14 @@ without locals.
 from __future__ import annotations
 
 import re
+import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import FrameType, TracebackType
 from typing import Any
 
-from torchdoctor.core.locate import is_user_file
+from torchdoctor.core.locate import is_own_file, is_user_file
+from torchdoctor.run.faults import is_pass_through
 from torchdoctor.run.patching import is_stand_in_frame
 
 _FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+), in (?P<function>.+)$')
@@ -97,6 +99,13 @@ class Crash:
         return None
 
     @property
+    def traceback_text(self) -> str:
+        """The formatted traceback of a live exception ("" for one parsed from text)."""
+        if self.exception is None:
+            return ""
+        return "".join(traceback.format_exception(type(self.exception), self.exception, self.exception.__traceback__))
+
+    @property
     def first_line(self) -> str:
         return self.message.strip().splitlines()[0] if self.message.strip() else ""
 
@@ -113,6 +122,19 @@ class Crash:
             if is_user_file(frame.file):
                 found = frame
         return found
+
+    def own_frame(self) -> Frame | None:
+        """torchdoctor's frame that raised this, when it is torchdoctor's fault: walking out
+        from where it was raised, past torch and library frames, the first frame that is not
+        a library's is torchdoctor's own (not a stand-in that only passed the user's call on)."""
+        for frame in self.deepest():
+            if is_user_file(frame.file):
+                return None
+            if is_own_file(frame.file):
+                if frame.live is not None and is_pass_through(frame.live.f_code):
+                    return None
+                return frame
+        return None
 
     def deepest(self) -> Iterator[Frame]:
         """Frames innermost first (where the failing call's own locals are)."""

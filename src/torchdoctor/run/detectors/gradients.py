@@ -20,6 +20,7 @@ from torch import nn
 
 from torchdoctor.core.finding import Severity
 from torchdoctor.core.locate import is_user_file
+from torchdoctor.introspect.graph import accumulators
 from torchdoctor.introspect.tensors import tensors_in
 from torchdoctor.rules.grad_flow.parameter_without_gradient import RULE
 from torchdoctor.rules.grad_mode.trained_model_called_under_no_grad import RULE as UNDER_NO_GRAD
@@ -227,15 +228,4 @@ class ParametersWithoutGradient(Detector):
 
 def _parameters_behind(node: Any) -> set[int]:
     """ids of the leaf tensors (parameters) the graph below `node` reaches."""
-    found: set[int] = set()
-    stack, visited = [node], set()
-    while stack and len(visited) < GRAPH_LIMIT:
-        current = stack.pop()
-        if current is None or id(current) in visited:
-            continue
-        visited.add(id(current))
-        variable = getattr(current, "variable", None)
-        if isinstance(variable, torch.Tensor):
-            found.add(id(variable))
-        stack.extend(next_node for next_node, _ in getattr(current, "next_functions", ()))
-    return found
+    return {id(variable) for _, variable in accumulators([node], GRAPH_LIMIT) if isinstance(variable, torch.Tensor)}

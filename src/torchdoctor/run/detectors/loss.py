@@ -72,6 +72,21 @@ def producer(tensor: torch.Tensor) -> Producer | None:
     return None
 
 
+def compiled(tensor: torch.Tensor) -> bool:
+    """Made by a torch.compile'd region (its whole forward is one autograd node), through views."""
+    node = tensor.grad_fn
+    for _ in range(DEPTH):
+        if node is None:
+            return False
+        name = type(node).__name__
+        if name == "CompiledFunctionBackward":
+            return True
+        if name not in VIEWS:
+            return False
+        node = node.next_functions[0][0] if node.next_functions else None
+    return False
+
+
 def _dim(node: Any) -> int | None:
     dim = getattr(node, "_saved_dim", None)
     if not isinstance(dim, int):
@@ -132,6 +147,7 @@ class LossInputs(Detector):
         self._done: set[str] = set()
         self._locator: Locator | None = None
         self._broadcasts: set[tuple[Any, ...]] = set()
+        self._replayed: set[str] = set()  # loss functions whose compiled input was replayed
 
     def on_loss(self, event: LossCall) -> None:
         if event.function in ELEMENTWISE:
@@ -141,11 +157,22 @@ class LossInputs(Detector):
             self._kl_target(event)
         if event.input.grad_fn is None:
             return
-        made = producer(event.input)
+        made, locator = producer(event.input), None
+        if made is None and compiled(event.input) and event.function not in self._replayed:
+            made, locator = self._eager_producer(event)
         if made is None:
             return
         for rule, fields in self._verdicts(event, made):
-            self._found(rule, fields, made)
+            self._found(rule, fields, made, locator)
+
+    def _eager_producer(self, event: LossCall) -> tuple[Producer | None, Locator]:
+        """The input comes out of a compiled model, as one compiled node: replay that model's
+        forward eagerly (once per loss function), where the softmax is a node again, and its line
+        is seen as it runs."""
+        self._replayed.add(event.function)
+        locator = Locator()
+        replayed = self.ctx.replayed(event.input, [locator])
+        return (producer(replayed) if replayed is not None else None), locator
 
     def _verdicts(self, event: LossCall, made: Producer) -> list[tuple[Rule, dict[str, Any]]]:
         found: list[tuple[Rule, dict[str, Any]]] = []
@@ -178,11 +205,11 @@ class LossInputs(Detector):
         if made is not None and made.kind == "log_softmax":
             self._found(KL_DIV, {"wrong": WRONG_TARGET}, made)
 
-    def _found(self, rule: Rule, fields: dict[str, Any], made: Producer) -> None:
+    def _found(self, rule: Rule, fields: dict[str, Any], made: Producer, replay: Locator | None = None) -> None:
         key = f"{rule.code}:{made.kind}"
         if key in self._done:
             return
-        locator = self._locator
+        locator = replay or self._locator
         place = locator.place_of(made.node) if locator is not None else None
         if place is not None:
             self._report(rule, place[0], fields, made, loss_line=caller_in_user_code(), layer=place[1])

@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from torchdoctor.core.locate import caller_in_user_code, user_frame
+from torchdoctor.introspect.source import module_tree
 from torchdoctor.rules.memory.loss_accumulated_with_history import RULE as LOSS_HISTORY
 from torchdoctor.rules.memory.retain_graph_in_loop import RULE as RETAIN_GRAPH
 from torchdoctor.run.detector import Detector
@@ -67,15 +68,6 @@ def _dotted(node: ast.expr) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=256)
-def _module_tree(filename: str) -> ast.Module | None:
-    source = "".join(linecache.getlines(filename))
-    try:
-        return ast.parse(source) if source else None
-    except (SyntaxError, ValueError):
-        return None
-
-
 def _scope(tree: ast.Module, code: CodeType) -> ast.AST | None:
     if code.co_name == "<module>":
         return tree
@@ -101,7 +93,7 @@ def _own_statements(scope: ast.AST) -> Iterable[ast.AST]:
 @functools.lru_cache(maxsize=1024)
 def accumulations(code: CodeType) -> tuple[Accumulation, ...]:
     """Running totals in the function (or module) `code` belongs to."""
-    tree = _module_tree(code.co_filename)
+    tree = module_tree(code.co_filename)
     scope = _scope(tree, code) if tree is not None else None
     if scope is None:
         return ()
@@ -197,13 +189,21 @@ class LossHistory(Detector):
                 del self._held[key]
 
     def on_step(self, event: Step) -> None:
-        step = self.ctx.steps + 1
+        self._check(self.ctx.steps + 1)
+
+    def on_backward_end(self, event: Backward) -> None:
+        """Weights updated by hand (`p.data.add_(...)`, no torch optimizer): each backward()
+        is a step."""
+        if not self.ctx.optimizers.known:
+            self._check(self.ctx.backward.completed)
+
+    def _check(self, step: int) -> None:
         if not checked_step(step):
             if self._held:
                 self._held.clear()  # never keep a graph alive outside the window
             return
         held, self._held = self._held, {}
-        for frame in user_frames(sys._getframe(1)):
+        for frame in user_frames(sys._getframe(2)):
             for accumulation in accumulations(frame.f_code):
                 key = (frame.f_code, accumulation.target)
                 if key in self._reported or key in self._backpropagated:

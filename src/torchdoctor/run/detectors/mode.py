@@ -14,7 +14,6 @@ with one hook on the evaluated model only while it is in eval mode.
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import weakref
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from torchdoctor.run.detectors.support import (
     unwrapped,
 )
 from torchdoctor.run.events import Backward, Location, Step
+from torchdoctor.run.instruments.compiled import traced
 from torchdoctor.run.instruments.dropout import FunctionalDropout
 from torchdoctor.run.instruments.grad_calls import GradCalls
 from torchdoctor.run.instruments.modes import ModeSwitch, ModeSwitches
@@ -256,16 +256,15 @@ class EvaluationInTrainMode(Detector):
                 continue
             self._watched[id(model)] = NoGradCalls()
             if any(isinstance(m, (_DropoutNd, _BatchNorm)) for m in model.modules()):
-                with contextlib.suppress(Exception):  # a module that takes no hooks (TorchScript)
-                    self._handles.append(model.register_forward_pre_hook(self._forward))
+                self._handles.append(self.ctx.modules.watch(model, self._forward))
 
     def on_finish(self, outcome: Outcome) -> None:
         for handle in self._handles:
             handle.remove()
         self._handles = []
 
-    def _forward(self, module: nn.Module, _args: Any) -> None:
-        if torch.is_grad_enabled() or not module.training or torch.compiler.is_compiling():
+    def _forward(self, module: nn.Module, _args: Any, _kwargs: Any, _output: Any) -> None:
+        if torch.is_grad_enabled() or not module.training or traced():
             return
         watch = self._watched.get(id(module))
         if watch is None:
@@ -370,18 +369,15 @@ class EvalGraphs(Detector):
             return
         if key in self._phases or not any(True for _ in switch.module.parameters()):
             return
-        try:
-            handle = switch.module.register_forward_hook(self._forward)
-        except Exception:  # noqa: BLE001 - a module that takes no hooks (TorchScript): not watched
-            return
+        handle = self.ctx.modules.watch(switch.module, self._forward)
         self._phases[key] = EvalPhase(
             module=weakref.ref(switch.module), handle=handle, backward_calls=self.ctx.backward.calls,
             grad_calls=self._grad_calls.calls if self._grad_calls else 0, steps=self.ctx.steps,
         )
 
-    def _forward(self, module: nn.Module, _args: Any, output: Any) -> None:
+    def _forward(self, module: nn.Module, _args: Any, _kwargs: Any, output: Any) -> None:
         phase = self._phases.get(id(module))
-        if phase is None or module.training or torch.compiler.is_compiling():
+        if phase is None or module.training or traced():
             return
         phase.calls += 1
         tensor = first_tensor(output) if torch.is_grad_enabled() else None

@@ -16,7 +16,7 @@ import contextlib
 import io
 import math
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,9 +29,12 @@ from torchdoctor.rules.numerics.non_finite_values import RULE
 from torchdoctor.run.detector import Detector
 from torchdoctor.run.detectors.optimizer import names_text
 from torchdoctor.run.events import Backward, Location, ModuleCall
+from torchdoctor.run.faults import passes_through
+from torchdoctor.run.instruments.compiled import eager
 from torchdoctor.run.instruments.optim import params_of
 from torchdoctor.run.instruments.trace import function_name
 from torchdoctor.run.patching import call_in_mode
+from torchdoctor.run.replay import leaves, strong, untouched, weak
 
 
 @dataclass
@@ -47,6 +50,7 @@ class FirstNonFinite(TorchFunctionMode):
         super().__init__()
         self.culprit: Culprit | None = None
 
+    @passes_through
     def __torch_function__(self, func: Callable[..., Any], types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
         result = call_in_mode(func, args, kwargs)
@@ -86,19 +90,19 @@ class NonFiniteLoss(Detector):
             self._pending.submit(loss)
 
     # -- the model's inputs, as weak references: during warm-up from the module hooks, then
-    # -- from one forward pre-hook per model (one Python call per step)
+    # -- from a watch on each model (one Python call per step, nothing attached to the model)
 
     def on_warmup_end(self) -> None:
         for root in self.ctx.model_roots():
-            self.ctx.hold(root.register_forward_pre_hook(self._capture_hook, with_kwargs=True))
+            self.ctx.hold(self.ctx.modules.watch(root, self._watched_call))
 
-    def _capture_hook(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def _watched_call(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], _output: Any) -> None:
         if not self._done and torch.is_grad_enabled():
             self._capture(module, args, kwargs)
 
     def _capture(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         if any(True for _ in module.parameters(recurse=False)) or module._modules:
-            self._inputs[id(module)] = (weakref.ref(module), _weak(args), _weak(kwargs))
+            self._inputs[id(module)] = (weakref.ref(module), weak(args), weak(kwargs))
 
     # -- explaining ---------------------------------------------------------------------------
 
@@ -162,7 +166,7 @@ class NonFiniteLoss(Detector):
     def _replay(self) -> tuple[str, Culprit | None, Location | None] | None:
         for ref, args, kwargs in list(self._inputs.values()):
             root = ref()
-            real_args, real_kwargs = _strong(args), _strong(kwargs)
+            real_args, real_kwargs = strong(args), strong(kwargs)
             if root is None or real_args is None or real_kwargs is None:
                 continue
             root_line = self.ctx.modules.roots.get(root)
@@ -170,8 +174,8 @@ class NonFiniteLoss(Detector):
                 return "data", None, root_line
             tracer = FirstNonFinite()
             try:
-                with _untouched(root), torch.no_grad(), contextlib.redirect_stdout(io.StringIO()), tracer:
-                    output = root(*real_args, **real_kwargs)
+                with untouched(root), torch.no_grad(), contextlib.redirect_stdout(io.StringIO()), tracer:
+                    output = eager(root)(*real_args, **real_kwargs)
             except Exception:  # noqa: BLE001 - a forward that cannot be replayed: say less
                 continue
             if tracer.culprit is not None:
@@ -179,26 +183,6 @@ class NonFiniteLoss(Detector):
             if not _any_non_finite(output):
                 return "loss", None, root_line
         return None
-
-
-@contextlib.contextmanager
-def _untouched(module: nn.Module) -> Iterator[None]:
-    """Replay without a trace: the RNG states are restored afterwards, and every buffer (batch
-    norm statistics) is swapped for a copy during the replay. Copying values back instead would
-    bump the buffers' version counters, which the real step's backward() checks."""
-    devices = sorted({p.device.index or 0 for p in module.parameters() if p.device.type == "cuda"})
-    swapped = []
-    for owner in module.modules():
-        for name, buffer in list(owner._buffers.items()):
-            if buffer is not None:
-                owner._buffers[name] = buffer.clone()
-                swapped.append((owner, name, buffer))
-    with torch.random.fork_rng(devices=devices):
-        try:
-            yield
-        finally:
-            for owner, name, buffer in swapped:
-                owner._buffers[name] = buffer
 
 
 class _AsyncCheck:
@@ -229,49 +213,5 @@ def _finite(tensor: torch.Tensor) -> bool:
 def _any_non_finite(value: Any) -> bool:
     return any(
         isinstance(leaf, torch.Tensor) and leaf.is_floating_point() and leaf.numel() > 0 and not bool(torch.isfinite(leaf.detach()).all())
-        for leaf in _leaves(value)
+        for leaf in leaves(value)
     )
-
-
-def _leaves(value: Any) -> Iterator[Any]:
-    """Everything inside nested tuples, lists and dicts (a module's arguments, an output)."""
-    if isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _leaves(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _leaves(item)
-    else:
-        yield value
-
-
-def _mapped(value: Any, leaf: Callable[[Any], Any]) -> Any:
-    """The same nesting of tuples, lists and dicts, with `leaf` applied to everything else."""
-    if isinstance(value, tuple):
-        return tuple(_mapped(v, leaf) for v in value)
-    if isinstance(value, list):
-        return [_mapped(v, leaf) for v in value]
-    if isinstance(value, dict):
-        return {k: _mapped(v, leaf) for k, v in value.items()}
-    return leaf(value)
-
-
-_DEAD = object()
-
-
-def _weak(value: Any) -> Any:
-    """Tensors replaced by weak references (so capturing keeps no batch alive)."""
-    return _mapped(value, lambda v: weakref.ref(v) if isinstance(v, torch.Tensor) else v)
-
-
-def _strong(value: Any) -> Any:
-    """The inverse of `_weak`; None when a tensor has been freed."""
-
-    def alive(v: Any) -> Any:
-        if isinstance(v, weakref.ref):
-            target = v()
-            return _DEAD if target is None else target
-        return v
-
-    result = _mapped(value, alive)
-    return None if any(leaf is _DEAD for leaf in _leaves(result)) else result

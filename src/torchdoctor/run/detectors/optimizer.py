@@ -47,9 +47,7 @@ class GradientResets(Detector):
     def on_step(self, event: Step) -> None:
         if not self.ctx.warmup or id(event.optimizer) in self._reported:
             return
-        if event.index >= 2 and self._carried(event.optimizer):
-            self._reported.add(id(event.optimizer))
-            self.ctx.report(MISSING_ZERO_GRAD)
+        if not event.closure and self._missing_reset(event):
             return
         reset = self._reset_after_backward(event.optimizer)
         if reset is not None:
@@ -57,8 +55,26 @@ class GradientResets(Detector):
             self.ctx.report(ZERO_GRAD_BEFORE_STEP, at=reset)
 
     def on_step_end(self, event: Step) -> None:
-        if self.ctx.warmup:
-            self._previous_step_seq[event.optimizer] = self.ctx.seq
+        if not self.ctx.warmup:
+            return
+        if event.closure and id(event.optimizer) not in self._reported:
+            # `step(closure)` (LBFGS): the closure computes the gradients inside step()
+            self._missing_reset(event, closure=True)
+        self._previous_step_seq[event.optimizer] = self.ctx.seq
+
+    def _missing_reset(self, event: Step, closure: bool = False) -> bool:
+        if event.index < 2 or not self._carried(event.optimizer):
+            return False
+        self._reported.add(id(event.optimizer))
+        if closure:
+            self.ctx.report(
+                MISSING_ZERO_GRAD,
+                message="gradients are never reset in the closure given to optimizer.step(): every evaluation of the closure adds its gradients to all earlier ones",
+                hint="Call `optimizer.zero_grad()` at the start of the closure, before `loss.backward()`.",
+            )
+        else:
+            self.ctx.report(MISSING_ZERO_GRAD)
+        return True
 
     def _carried(self, optimizer: Optimizer) -> bool:
         """Every parameter that got a gradient since the last step found that step's gradient

@@ -16,6 +16,7 @@ from torch.optim.optimizer import Optimizer
 
 from torchdoctor.core.locate import display_path
 from torchdoctor.core.wording import listing as shortened
+from torchdoctor.introspect.graph import graph_nodes
 from torchdoctor.run.events import Location
 from torchdoctor.run.instruments.optim import params_of
 
@@ -108,19 +109,7 @@ LEAF_SEQUENCE = 2**63
 def graph_sequences(roots: list[Any], max_nodes: int = 100_000) -> list[int]:
     """The creation numbers (`_sequence_nr`, in the order autograd made them) of the nodes of
     the graph below `roots`, leaves' gradient accumulators excepted."""
-    sequences = []
-    seen: set[int] = set()
-    stack = list(roots)
-    while stack and len(seen) < max_nodes:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        number = node._sequence_nr()
-        if number < LEAF_SEQUENCE:
-            sequences.append(number)
-        stack.extend(child for child, _ in node.next_functions if child is not None)
-    return sequences
+    return [number for node in graph_nodes(roots, max_nodes) if (number := node._sequence_nr()) < LEAF_SEQUENCE]
 
 
 def backward_roots(tensors: tuple[Any, ...]) -> list[Any]:

@@ -16,7 +16,10 @@ from typing import Any
 
 import torch
 
+from torchdoctor.introspect.graph import accumulators
 from torchdoctor.run.events import Backward
+from torchdoctor.run.faults import FAULTS, contain, passes_through
+from torchdoctor.run.instruments.compiled import traced
 from torchdoctor.run.patching import Patches
 
 
@@ -35,8 +38,9 @@ class BackwardWatch:
         original = torch.autograd.backward
         watch = self
 
+        @passes_through
         def backward(*args: Any, **kwargs: Any) -> Any:
-            if torch.compiler.is_compiling():
+            if traced():
                 return original(*args, **kwargs)
             event = watch._start(args, kwargs)
             result = original(*args, **kwargs)
@@ -58,7 +62,8 @@ class BackwardWatch:
             self.current = event
             self._before(event)
             return event
-        except Exception:  # noqa: BLE001 - observing must never stop backward()
+        except Exception as exc:  # noqa: BLE001 - observing must never stop backward()
+            FAULTS.add("the backward() observer", exc)
             return None
 
     def _end(self, event: Backward | None) -> None:
@@ -68,8 +73,8 @@ class BackwardWatch:
         self.current = None
         try:
             self._after(event)
-        except Exception:  # noqa: BLE001, S110 - same as above
-            pass
+        except Exception as exc:  # noqa: BLE001 - same as above
+            FAULTS.add("the backward() observer", exc)
 
 
 @dataclass
@@ -82,19 +87,37 @@ class GradRecord:
 
 
 class GradTracker:
-    """Tensor hooks on optimized parameters (warm-up only) that see gradients arrive."""
+    """Sees the gradients of optimized parameters arrive (warm-up only).
+
+    At each backward() a pre-hook goes on the gradient accumulator of each tracked parameter
+    in that call's graph: it runs before the gradient is added to `.grad`. The hooks live on
+    the graph's nodes, which the graph owns, never on the parameters: a hook in a tensor's
+    `_backward_hooks` would show in it, and `torch.save` would warn about it.
+    """
 
     def __init__(self) -> None:
         self.records: dict[int, GradRecord] = {}
-        self._hooks: dict[int, Any] = {}
+        self._tracked: dict[int, weakref.ref[torch.Tensor]] = {}
+        self._hooks: list[Any] = []
 
     def track(self, params: Iterable[torch.Tensor]) -> None:
         for param in params:
             key = id(param)
-            if key in self._hooks or not param.requires_grad or param.grad_fn is not None:
+            if key in self._tracked or not param.requires_grad or param.grad_fn is not None:
                 continue
-            self.records.setdefault(key, GradRecord())
-            self._hooks[key] = param.register_hook(self._hook(key, weakref.ref(param)))
+            self.records[key] = GradRecord()
+            self._tracked[key] = weakref.ref(param)
+
+    def attach(self, roots: Iterable[Any]) -> None:
+        """A backward() starts from these graph nodes: hook the accumulators of tracked parameters."""
+        self._remove_hooks()
+        if not self._tracked:
+            return
+        for node, variable in accumulators(roots):
+            key = id(variable)
+            ref = self._tracked.get(key)
+            if ref is not None and ref() is variable:
+                self._hooks.append(node.register_prehook(contain("the gradient observer", self._hook(key, ref))))
 
     def record(self, param: torch.Tensor) -> GradRecord | None:
         return self.records.get(id(param))
@@ -117,18 +140,22 @@ class GradTracker:
                 record.carried = False
 
     def stop(self) -> None:
-        for handle in self._hooks.values():
-            handle.remove()
-        self._hooks.clear()
+        self._remove_hooks()
+        self._tracked.clear()
 
-    def _hook(self, key: int, ref: weakref.ref[torch.Tensor]) -> Callable[[torch.Tensor], None]:
+    def _remove_hooks(self) -> None:
+        for handle in self._hooks:
+            handle.remove()
+        self._hooks = []
+
+    def _hook(self, key: int, ref: weakref.ref[torch.Tensor]) -> Callable[[Any], None]:
         records = self.records
 
-        def arrived(_incoming: torch.Tensor) -> None:
+        def arrived(incoming: tuple[torch.Tensor | None, ...]) -> None:
             record = records.get(key)
             param = ref()
-            if record is None or param is None:
-                return
+            if record is None or param is None or all(grad is None for grad in incoming):
+                return  # no gradient: a compiled graph's backward reaches every input, with None for some
             grad = param.grad  # the value before this gradient is added to it
             same = grad is not None and record.ref_at_step is not None and record.ref_at_step() is grad
             if record.arrivals == 0:

@@ -19,6 +19,8 @@ from torch.amp import GradScaler
 from torch.nn.utils import clip_grad
 
 from torchdoctor.introspect.tensors import tensors_in
+from torchdoctor.run.faults import FAULTS, passes_through
+from torchdoctor.run.instruments.compiled import traced
 from torchdoctor.run.patching import Patches, observed
 
 CLIPPERS = ("clip_grad_norm_", "clip_grad_value_")
@@ -58,7 +60,7 @@ class GradientClipping:
         self._listeners.append(listener)
 
     def install(self, patches: Patches) -> None:
-        skip = torch.compiler.is_compiling
+        skip = traced
         for name in CLIPPERS:
             original = getattr(clip_grad, name, None)
             if original is None:
@@ -76,8 +78,9 @@ class GradientClipping:
         first, which is what the clip function itself does with it, so both can see it."""
         listeners = self._listeners
 
+        @passes_through
         def stand_in(*args: Any, **kwargs: Any) -> Any:
-            if torch.compiler.is_compiling() or not listeners:
+            if traced() or not listeners:
                 return original(*args, **kwargs)
             if args:
                 params = _materialized(args[0])
@@ -91,8 +94,8 @@ class GradientClipping:
                 event = Clip(name, (params,) if isinstance(params, torch.Tensor) else tuple(params), limit)
                 for listener in listeners:
                     listener(event)
-            except Exception:  # noqa: BLE001, S110 - observing must never change the clip
-                pass
+            except Exception as exc:  # noqa: BLE001 - observing must never change the clip
+                FAULTS.add("the gradient clipping observer", exc)
             return original(*args, **kwargs)
 
         return _like(stand_in, original)
@@ -129,13 +132,14 @@ def _like(stand_in: Callable[..., Any], original: Callable[..., Any]) -> Callabl
 def _after_result(original: Callable[..., Any], after: Callable[[tuple[Any, ...], Any], None]) -> Callable[..., Any]:
     """A stand-in that hands `after` the arguments and the result (observing only)."""
 
+    @passes_through
     def stand_in(*args: Any, **kwargs: Any) -> Any:
         result = original(*args, **kwargs)
-        if not torch.compiler.is_compiling():
+        if not traced():
             try:
                 after(args, result)
-            except Exception:  # noqa: BLE001, S110 - observing must never change the result
-                pass
+            except Exception as exc:  # noqa: BLE001 - observing must never change the result
+                FAULTS.add("the GradScaler observer", exc)
         return result
 
     return _like(stand_in, original)

@@ -15,7 +15,8 @@ from typing import Any
 from torch.utils.data import DataLoader
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
-from torchdoctor.run.events import Batch, LoaderIter
+from torchdoctor.run.events import Batch, LoaderIter, Location
+from torchdoctor.run.faults import FAULTS, passes_through
 from torchdoctor.run.patching import Patches
 
 _LOADER = "_torchdoctor_loader"
@@ -29,6 +30,7 @@ class LoaderFacts:
     batch_size: int | None
     drop_last: bool
     num_workers: int
+    site: Location | None = None  # the user's line that built it, when known
 
 
 class LoaderIndex:
@@ -37,6 +39,8 @@ class LoaderIndex:
     def __init__(self) -> None:
         self.iterations: weakref.WeakKeyDictionary[DataLoader[Any], int] = weakref.WeakKeyDictionary()
         self.recent: deque[LoaderFacts] = deque(maxlen=16)
+        #: where a loader was built (set by the session: LoaderSites.of)
+        self.site_of: Callable[[DataLoader[Any]], Location | None] = lambda loader: None
 
     def install(
         self,
@@ -47,18 +51,19 @@ class LoaderIndex:
         index = self
         original_iter = DataLoader.__iter__
 
+        @passes_through
         def __iter__(self: DataLoader[Any]) -> Any:
             iterator = original_iter(self)
             try:
                 count = index.iterations.get(self, 0) + 1
                 index.iterations[self] = count
                 if count == 1:
-                    index.recent.append(_facts(self))
+                    index.recent.append(_facts(self, index.site_of(self)))
                 if on_batch is not None:
                     vars(iterator)[_LOADER] = weakref.ref(self)
                 on_iter(LoaderIter(self, count))
-            except Exception:  # noqa: BLE001, S110 - observing must never change the data
-                pass
+            except Exception as exc:  # noqa: BLE001 - observing must never change the data
+                FAULTS.add("the DataLoader observer", exc)
             return iterator
 
         __iter__.__wrapped__ = original_iter  # type: ignore[attr-defined]
@@ -67,6 +72,7 @@ class LoaderIndex:
             return
         original_next = _BaseDataLoaderIter.__next__
 
+        @passes_through
         def __next__(self: _BaseDataLoaderIter) -> Any:
             batch = original_next(self)
             try:
@@ -74,17 +80,17 @@ class LoaderIndex:
                 loader = ref() if ref is not None else None
                 if loader is not None:
                     on_batch(Batch(loader, batch))
-            except Exception:  # noqa: BLE001, S110 - same as above
-                pass
+            except Exception as exc:  # noqa: BLE001 - same as above
+                FAULTS.add("the DataLoader observer", exc)
             return batch
 
         __next__.__wrapped__ = original_next  # type: ignore[attr-defined]
         patches.set(_BaseDataLoaderIter, "__next__", __next__)
 
 
-def _facts(loader: DataLoader[Any]) -> LoaderFacts:
+def _facts(loader: DataLoader[Any], site: Location | None) -> LoaderFacts:
     try:
         samples: int | None = len(loader.dataset)  # type: ignore[arg-type]
     except TypeError:
         samples = None
-    return LoaderFacts(samples, loader.batch_size, bool(loader.drop_last), int(loader.num_workers))
+    return LoaderFacts(samples, loader.batch_size, bool(loader.drop_last), int(loader.num_workers), site)

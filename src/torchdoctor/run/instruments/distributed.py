@@ -34,6 +34,7 @@ from torch import nn
 
 from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.run.events import Location
+from torchdoctor.run.instruments.compiled import traced
 from torchdoctor.run.patching import Patches, observed, observed_init
 from torchdoctor.run.records import collectives_path
 
@@ -297,4 +298,4 @@ def _describe(descriptor: tuple[Any, ...]) -> list[Any]:
 
 
 def _skip() -> bool:
-    return torch.compiler.is_compiling()
+    return traced()

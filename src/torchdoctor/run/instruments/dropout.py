@@ -14,9 +14,9 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-import torch
 import torch.nn.functional as F
 
+from torchdoctor.run.instruments.compiled import traced
 from torchdoctor.run.patching import Patches, observed
 
 #: dropout functions whose `training` argument (third, after input and p) defaults to True
@@ -40,7 +40,7 @@ class FunctionalDropout:
         for name in DEFAULT_TRAINING:
             original = getattr(F, name, None)
             if original is not None:
-                patches.set(F, name, observed(original, self._before(name), skip=torch.compiler.is_compiling))
+                patches.set(F, name, observed(original, self._before(name), skip=traced))
 
     def _before(self, name: str) -> Callable[[tuple[Any, ...], dict[str, Any]], None]:
         listeners = self._listeners

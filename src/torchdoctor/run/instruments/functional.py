@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from torchdoctor.run.events import LossCall
+from torchdoctor.run.instruments.compiled import traced
 from torchdoctor.run.patching import Patches, observed
 
 #: the losses observed: every one takes (input, target, ...) first
@@ -37,7 +38,7 @@ def install(patches: Patches, on_loss: Callable[[LossCall], None]) -> None:
         original = getattr(F, name, None)
         if original is None:
             continue
-        patches.set(F, name, observed(original, _caller(name, on_loss), skip=torch.compiler.is_compiling))
+        patches.set(F, name, observed(original, _caller(name, on_loss), skip=traced))
 
 
 def _caller(name: str, on_loss: Callable[[LossCall], None]) -> Callable[[tuple[Any, ...], dict[str, Any]], None]:

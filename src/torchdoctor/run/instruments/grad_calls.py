@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from torchdoctor.run.instruments.compiled import traced
 from torchdoctor.run.patching import Patches, observed
 
 
@@ -17,7 +18,7 @@ class GradCalls:
         self.calls = 0
 
     def install(self, patches: Patches) -> None:
-        patches.set(torch.autograd, "grad", observed(torch.autograd.grad, self._called, skip=torch.compiler.is_compiling))
+        patches.set(torch.autograd, "grad", observed(torch.autograd.grad, self._called, skip=traced))
 
     def _called(self, _args: tuple[Any, ...], _kwargs: dict[str, Any]) -> None:
         self.calls += 1

@@ -6,11 +6,11 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-import torch
 from torch.utils.data import DataLoader
 
 from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.run.events import Location
+from torchdoctor.run.instruments.compiled import traced
 from torchdoctor.run.patching import Patches, observed
 
 
@@ -21,7 +21,7 @@ class LoaderSites:
         self.created: weakref.WeakKeyDictionary[DataLoader[Any], Location | None] = weakref.WeakKeyDictionary()
 
     def install(self, patches: Patches) -> None:
-        patches.set(DataLoader, "__init__", observed(DataLoader.__init__, self._created, skip=torch.compiler.is_compiling))
+        patches.set(DataLoader, "__init__", observed(DataLoader.__init__, self._created, skip=traced))
 
     def of(self, loader: DataLoader[Any]) -> Location | None:
         return self.created.get(loader)

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import torch
 from torch import nn
 
+from torchdoctor.run.instruments.compiled import traced
 from torchdoctor.run.patching import Patches, observed
 
 STATE_POSITION, STRICT_POSITION = 1, 2  # load_state_dict(self, state_dict, strict=True, assign=False)
@@ -43,7 +43,7 @@ class StateLoads:
 
     def install(self, patches: Patches) -> None:
         original = nn.Module.load_state_dict
-        patches.set(nn.Module, "load_state_dict", observed(original, None, skip=torch.compiler.is_compiling, returned=self._returned))
+        patches.set(nn.Module, "load_state_dict", observed(original, None, skip=traced, returned=self._returned))
 
     def _returned(self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
         load = _load(args, kwargs, result) if self._listeners else None

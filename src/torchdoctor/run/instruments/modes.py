@@ -13,11 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import torch
 from torch import nn
 
 from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.run.events import Location
+from torchdoctor.run.faults import FAULTS, passes_through
+from torchdoctor.run.instruments.compiled import traced
 from torchdoctor.run.patching import Patches
 
 
@@ -45,8 +46,9 @@ class ModeSwitches:
         original = nn.Module.train
         switches = self
 
+        @passes_through
         def train(self: nn.Module, mode: bool = True) -> Any:
-            if switches._depth or torch.compiler.is_compiling():
+            if switches._depth or traced():
                 return original(self, mode)
             switches._depth += 1
             try:
@@ -67,5 +69,5 @@ class ModeSwitches:
             self.last[module] = switch
             for listener in self._listeners:
                 listener(switch)
-        except Exception:  # noqa: BLE001, S110 - observing must never change what train() does
-            pass
+        except Exception as exc:  # noqa: BLE001 - observing must never change what train() does
+            FAULTS.add("the train()/eval() observer", exc)

@@ -1,16 +1,21 @@
 """Which modules run, which of them are models (top-level calls), and what everything is called.
 
-Global module forward hooks are on only while the session observes closely (warm-up): a
-Python call per module call is cheap but not free, so they are removed once the training
-loop's shape is known. What was learnt (the models, the modules that ran and in which grad
-mode) stays available to the detectors for the whole run.
+torchdoctor observes modules only through PyTorch's module-global forward hooks, never through
+hooks on the user's modules: a per-module hook lives in the module's `__dict__`, so it would
+travel with `torch.save(model)`, `copy.deepcopy`, `pickle` and `torch.jit.script`, and show
+in the hook counts that libraries inspect. The global hooks are on while the session observes
+closely (warm-up) and, after it, only while a detector watches particular modules
+(`watch()`): a Python call per module call is cheap but not free.
+What was learnt (the models, the modules that ran and in which grad mode) stays available to
+the detectors for the whole run.
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,9 +25,15 @@ from torch.nn.modules import module as module_hooks
 
 from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.run.events import Location, ModuleCall
+from torchdoctor.run.faults import contain
+from torchdoctor.run.instruments.compiled import traced
 
 #: wrappers whose parameter names start with this prefix, which users do not write
 WRAPPER_PREFIXES = ("module.", "_orig_mod.", "_fsdp_wrapped_module.")
+
+
+#: `watch()` callbacks: (module, args, kwargs, output) after the module's forward returned
+WatchCallback = Callable[[nn.Module, tuple[Any, ...], dict[str, Any], Any], None]
 
 
 @dataclass
@@ -42,30 +53,102 @@ class ModuleIndex:
         self.on_call = on_call
         self._on_root = on_root
         self._local = threading.local()
+        self._closely = False
         self._handles: list[Any] = []
+        self._watches: dict[int, list[Watch]] = {}
+        self._contained_pre = contain("the module observer", self._pre)
+        self._contained_post = contain("the module observer", self._post)
+        self._hidden = 0
         self._names: weakref.WeakKeyDictionary[nn.Module, str] = weakref.WeakKeyDictionary()
         self._param_names: dict[int, tuple[weakref.ref[Any], str]] = {}
 
     @property
     def active(self) -> bool:
-        return bool(self._handles)
+        """Observing every module call closely (warm-up)."""
+        return self._closely
 
     def start(self) -> None:
-        if self._handles:
-            return
-        self._handles = [
-            module_hooks.register_module_forward_pre_hook(self._pre),
-            # not always_call: torch would call it with other arguments, and warn, when forward raises
-            module_hooks.register_module_forward_hook(self._post, with_kwargs=True),
-        ]
+        self._closely = True
+        self._sync()
 
     def stop(self) -> None:
+        """Stop observing closely; watched modules stay watched."""
+        self._closely = False
+        self._sync()
+
+    def close(self) -> None:
+        """Remove every hook (the session ends)."""
+        self._closely = False
+        self._watches.clear()
+        self._sync()
+
+    def watch(self, module: nn.Module, callback: WatchCallback) -> Watch:
+        """Call `callback(module, args, kwargs, output)` after each forward of `module` until the
+        returned handle's `remove()`; nothing is attached to the module itself."""
+        watch = Watch(self, weakref.ref(module, self._forget), callback)
+        self._watches.setdefault(id(module), []).append(watch)
+        self._sync()
+        return watch
+
+    def _unwatch(self, watch: Watch) -> None:
+        for key, watches in list(self._watches.items()):
+            if watch in watches:
+                watches.remove(watch)
+                if not watches:
+                    del self._watches[key]
+        self._sync()
+
+    def _forget(self, ref: weakref.ref[nn.Module]) -> None:
+        """A watched module was collected: drop its watches (its id may be reused)."""
+        for key, watches in list(self._watches.items()):
+            self._watches[key] = [w for w in watches if w.module is not ref]
+            if not self._watches[key]:
+                del self._watches[key]
+        self._sync()
+
+    @contextmanager
+    def hidden(self) -> Iterator[None]:
+        """No global hook of ours while the block runs (compiled code: see instruments/compiled.py)."""
+        self._hidden += 1
+        self._remove_handles()
+        try:
+            yield
+        finally:
+            self._hidden -= 1
+            self._sync()
+
+    def compiled_call(self, module: nn.Module, args: tuple[Any, ...]) -> None:
+        """A compiled module is called (its hooks are hidden): observe it as the hooks would."""
+        if self._closely:
+            self._contained_pre(module, args)
+
+    def compiled_return(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> None:
+        if self._closely or self._watches:
+            self._contained_post(module, args, kwargs, output)
+
+    def _remove_handles(self) -> None:
         for handle in self._handles:
             handle.remove()
+            # torch leaves the id of a hook registered `with_kwargs` in this dict when it is
+            # removed, and `torch.compile(module)` then warns about global hooks forever
+            module_hooks._global_forward_hooks_with_kwargs.pop(handle.id, None)
         self._handles = []
 
+    def _sync(self) -> None:
+        """Global hooks on exactly while something needs them: both in warm-up, the forward
+        hook alone for watches (none while hidden)."""
+        wanted = 0 if self._hidden else 2 if self._closely else 1 if self._watches else 0
+        if len(self._handles) == wanted:
+            return
+        self._remove_handles()
+        if wanted == 2:
+            self._handles.append(module_hooks.register_module_forward_pre_hook(self._contained_pre))
+        if wanted:
+            # not always_call: torch would call it with other arguments, and warn, when forward raises
+            self._handles.append(module_hooks.register_module_forward_hook(self._contained_post, with_kwargs=True))
+
     def _pre(self, module: nn.Module, args: tuple[Any, ...]) -> None:
-        if torch.compiler.is_compiling():
+        if traced():
             return
         depth = getattr(self._local, "depth", 0)
         self._local.depth = depth + 1
@@ -83,7 +166,14 @@ class ModuleIndex:
             self._on_root()
 
     def _post(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> None:
-        if torch.compiler.is_compiling():
+        if traced():
+            return
+        watches = self._watches.get(id(module))
+        if watches is not None:
+            for watch in list(watches):
+                if watch.module() is module:
+                    watch.callback(module, args, kwargs, output)
+        if not self._closely:
             return
         depth = getattr(self._local, "depth", 1) - 1
         self._local.depth = max(depth, 0)
@@ -125,6 +215,18 @@ class ModuleIndex:
                 if any(p is param for p in module._parameters.values()):
                     return module
         return None
+
+
+@dataclass(eq=False)
+class Watch:
+    """One `ModuleIndex.watch()`: a handle with `remove()`, like a hook's."""
+
+    index: ModuleIndex
+    module: weakref.ref[nn.Module]
+    callback: WatchCallback
+
+    def remove(self) -> None:
+        self.index._unwatch(self)
 
 
 def _strip(name: str) -> str:

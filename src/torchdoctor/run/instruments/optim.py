@@ -18,6 +18,8 @@ from torch.optim.optimizer import Optimizer, register_optimizer_step_post_hook, 
 
 from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.run.events import Location, Step
+from torchdoctor.run.faults import contain
+from torchdoctor.run.instruments.compiled import traced
 from torchdoctor.run.patching import Patches, observed, observed_init
 
 
@@ -44,12 +46,12 @@ class OptimizerIndex:
         self._on_zero_grad = on_zero_grad
 
     def install(self, patches: Patches) -> None:
-        patches.hold(register_optimizer_step_pre_hook(self._pre))
-        patches.hold(register_optimizer_step_post_hook(self._post))
+        patches.hold(register_optimizer_step_pre_hook(contain("the optimizer observer", self._pre)))
+        patches.hold(register_optimizer_step_post_hook(contain("the optimizer observer", self._post)))
         patches.set(Optimizer, "__init__", observed_init(Optimizer.__init__, self._created))
         for owner in (Optimizer, nn.Module):
             original = owner.zero_grad
-            patches.set(owner, "zero_grad", observed(original, self._zero_grad, skip=torch.compiler.is_compiling))
+            patches.set(owner, "zero_grad", observed(original, self._zero_grad, skip=traced))
 
     def optimized(self) -> set[int]:
         """The ids of every parameter some optimizer of the process updates."""
@@ -66,20 +68,23 @@ class OptimizerIndex:
 
     def _pre(self, optimizer: Optimizer, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         info = self.info(optimizer)
-        closure = bool(args and callable(args[0])) or callable(kwargs.get("closure"))
-        self._on_step(Step(optimizer, info.steps + 1, closure))
+        self._on_step(Step(optimizer, info.steps + 1, _has_closure(args, kwargs)))
 
     def _post(self, optimizer: Optimizer, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         info = self.info(optimizer)
         info.steps += 1
         self.total_steps += 1
-        closure = bool(args and callable(args[0])) or callable(kwargs.get("closure"))
-        self._on_step_end(Step(optimizer, info.steps, closure))
+        self._on_step_end(Step(optimizer, info.steps, _has_closure(args, kwargs)))
 
     def _zero_grad(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         owner = args[0] if args else kwargs.get("self")
         set_to_none = kwargs.get("set_to_none", args[1] if len(args) > 1 else True)
         self._on_zero_grad(owner, bool(set_to_none))
+
+
+def _has_closure(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """`step(closure)`: the hooks get `step`'s arguments with the optimizer first."""
+    return (len(args) > 1 and callable(args[1])) or callable(kwargs.get("closure"))
 
 
 def params_of(optimizer: Optimizer) -> Iterator[torch.Tensor]:

@@ -22,12 +22,13 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
-import torch
 from torch.optim import lr_scheduler
 from torch.optim.optimizer import Optimizer
 
 from torchdoctor.core.locate import user_frame
 from torchdoctor.run.events import Location
+from torchdoctor.run.faults import FAULTS, passes_through
+from torchdoctor.run.instruments.compiled import traced
 from torchdoctor.run.patching import Patches, observed
 
 #: the calls of each scheduler whose user line is looked up (the first one that has one wins)
@@ -76,11 +77,12 @@ class Schedulers:
             if "__init__" in own:
                 patches.set(cls, "__init__", self._init_stand_in(own["__init__"]))
             if "step" in own:
-                patches.set(cls, "step", observed(own["step"], self._before_step, self._after_step, skip=torch.compiler.is_compiling))
+                patches.set(cls, "step", observed(own["step"], self._before_step, self._after_step, skip=traced))
 
     def _init_stand_in(self, original: Callable[..., None]) -> Callable[..., None]:
         schedulers = self
 
+        @passes_through
         def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
             schedulers._depth += 1
             try:
@@ -90,8 +92,8 @@ class Schedulers:
             if not schedulers._depth:
                 try:
                     schedulers._created(self)
-                except Exception:  # noqa: BLE001, S110 - observing must never break construction
-                    pass
+                except Exception as exc:  # noqa: BLE001 - observing must never break construction
+                    FAULTS.add("the LR scheduler observer", exc)
 
         __init__.__wrapped__ = original  # type: ignore[attr-defined]
         __init__.__doc__ = original.__doc__

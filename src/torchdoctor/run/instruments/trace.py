@@ -17,6 +17,7 @@ from torch.overrides import TorchFunctionMode
 
 from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.run.events import Location
+from torchdoctor.run.faults import FAULTS, passes_through
 from torchdoctor.run.patching import call_in_mode
 
 
@@ -63,6 +64,7 @@ class OpTrace(TorchFunctionMode):
         for name in watcher.functions:
             self._by_name.setdefault(name, []).append(watcher)
 
+    @passes_through
     def __torch_function__(
         self, func: Callable[..., Any], types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
@@ -75,8 +77,8 @@ class OpTrace(TorchFunctionMode):
                 for watcher in watchers:
                     try:
                         watcher.seen(function_name(func), args, kwargs, result, location)
-                    except Exception:  # noqa: BLE001, S110 - a watcher must never change the run
-                        pass
+                    except Exception as exc:  # noqa: BLE001 - a watcher must never change the run
+                        FAULTS.add(f"{type(watcher).__name__}.seen", exc)
         return result
 
     def begin(self) -> None:
@@ -92,12 +94,16 @@ class OpTrace(TorchFunctionMode):
             for watcher in self.watchers:
                 try:
                     watcher.done()
-                except Exception:  # noqa: BLE001, S110 - same as above
-                    pass
+                except Exception as exc:  # noqa: BLE001 - same as above
+                    FAULTS.add(f"{type(watcher).__name__}.done", exc)
         return self.leave()
 
     def leave(self) -> bool:
         return _remove_from_stack(self)
+
+    def resume(self) -> None:
+        """Back on top of the mode stack after `leave()` (around a compiled region)."""
+        torch._C._push_on_torch_function_stack(self)
 
 
 def _remove_from_stack(mode: TorchFunctionMode) -> bool:

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from torch.utils.data import get_worker_info
 from torch.utils.data._utils import fetch as fetchers
 
+from torchdoctor.run.faults import FAULTS, passes_through
 from torchdoctor.run.patching import Patches
 
 FETCHERS = ("_MapDatasetFetcher", "_IterableDatasetFetcher")
@@ -47,6 +48,7 @@ class FirstFetch:
     def _stand_in(self, original: Any) -> Any:
         watch = self
 
+        @passes_through
         def fetch(fetcher: Any, possibly_batched_index: Any) -> Any:
             info = get_worker_info() if watch._listeners else None
             if info is None or watch._done_in == os.getpid():  # the main process, or seen already
@@ -56,14 +58,15 @@ class FirstFetch:
             for listener in watch._listeners:
                 try:
                     tokens.append(listener.before(info))
-                except Exception:  # noqa: BLE001 - observing must never change the data
+                except Exception as exc:  # noqa: BLE001 - observing must never change the data
+                    FAULTS.add("the DataLoader worker observer", exc)
                     tokens.append(None)
             result = original(fetcher, possibly_batched_index)
             for listener, token in zip(watch._listeners, tokens):
                 try:
                     listener.after(info, token)
-                except Exception:  # noqa: BLE001, S110 - same as above
-                    pass
+                except Exception as exc:  # noqa: BLE001 - same as above
+                    FAULTS.add("the DataLoader worker observer", exc)
             return result
 
         fetch.__wrapped__ = original  # type: ignore[attr-defined]

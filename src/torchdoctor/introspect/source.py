@@ -1,0 +1,54 @@
+"""The user's source, read back at run time: the syntax tree of a file, and the block around a line."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import linecache
+
+#: context managers and decorators that turn autograd off
+_GRAD_OFF = frozenset({"no_grad", "inference_mode"})
+
+
+@functools.lru_cache(maxsize=256)
+def module_tree(filename: str) -> ast.Module | None:
+    """The parsed file (None when it cannot be read or parsed)."""
+    source = "".join(linecache.getlines(filename))
+    try:
+        return ast.parse(source) if source else None
+    except (SyntaxError, ValueError):
+        return None
+
+
+def grad_off_block(filename: str, line: int) -> int | None:
+    """The line of the innermost `with torch.no_grad():` (`inference_mode()`,
+    `set_grad_enabled(False)`) block around `line`, or of the `@torch.no_grad()` decorator of
+    the function around it; None when autograd is not turned off there in the source."""
+    tree = module_tree(filename)
+    if tree is None:
+        return None
+    found: int | None = None
+    for node in ast.walk(tree):
+        end = getattr(node, "end_lineno", None)
+        if end is None or not node.lineno <= line <= end:  # type: ignore[attr-defined]
+            continue
+        if isinstance(node, (ast.With, ast.AsyncWith)) and any(_turns_grad_off(item.context_expr) for item in node.items):
+            if found is None or node.lineno > found:
+                found = node.lineno
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for decorator in node.decorator_list:
+                if _turns_grad_off(decorator) and (found is None or decorator.lineno > found):
+                    found = decorator.lineno
+    return found
+
+
+def _turns_grad_off(expr: ast.expr) -> bool:
+    call = expr if isinstance(expr, ast.Call) else None
+    target = call.func if call is not None else expr
+    name = target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else ""
+    if name in _GRAD_OFF:
+        return True
+    if name == "set_grad_enabled" and call is not None and call.args:
+        first = call.args[0]
+        return isinstance(first, ast.Constant) and first.value is False
+    return False
