@@ -203,8 +203,8 @@ def test_json_sarif_and_github_formats(project: Path, capsys: pytest.CaptureFixt
 
 def test_output_file_gets_json_whatever_the_format(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write(project / "bad.py", BAD)
-    run(["bad.py", "--output", "out/report.json"], capsys)
-    assert json.loads((project / "out" / "report.json").read_text())["findings"][0]["rule"] == "TD101"
+    run(["bad.py", "--format", "sarif", "--output", "report.json"], capsys)
+    assert json.loads((project / "report.json").read_text())["findings"][0]["rule"] == "TD101"
 
 
 def test_fix_applies_safe_fixes_and_is_idempotent(project: Path, capsys: pytest.CaptureFixture[str]) -> None:

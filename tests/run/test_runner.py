@@ -52,6 +52,33 @@ def test_report_goes_to_stderr_and_json_to_output(write, tmp_path: Path) -> None
     assert json.loads((tmp_path / "r.json").read_text())["meta"]["exit_status"] == 0
 
 
+@pytest.mark.slow
+def test_reports_in_any_format_go_to_their_own_files_apart_from_the_scripts_stderr(write, tmp_path: Path) -> None:
+    script = write("noisy.py", "import sys\nimport torch\nprint('to stdout')\nprint('to stderr', file=sys.stderr)\n"
+                               "raise KeyError('head')\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "torchdoctor", "run", "--output", "r.html", "--output", "r.json", "--output", "r.xml", str(script)],
+        cwd=tmp_path, capture_output=True, text=True, env=environment(),
+    )
+    assert result.returncode == 1 and result.stdout == "to stdout\n"
+    assert "to stderr" in result.stderr and "Traceback" in result.stderr and "TD001" in result.stderr  # the text report
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert html.lstrip().lower().startswith("<!doctype html") and "Traceback" not in html and "to stderr" not in html
+    assert json.loads((tmp_path / "r.json").read_text())["findings"][0]["rule"] == "TD001"
+    assert (tmp_path / "r.xml").read_text().startswith("<?xml")
+
+
+def test_a_bad_output_path_stops_run_before_the_script_starts(write, tmp_path: Path) -> None:
+    script = write("side_effect.py", "open('ran.txt', 'w').write('ran')\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "torchdoctor", "run", "--output", "missing/r.json", str(script)],
+        cwd=tmp_path, capture_output=True, text=True, env=environment(),
+    )
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert "cannot write --output 'missing/r.json'" in result.stderr and "does not exist" in result.stderr
+    assert not (tmp_path / "ran.txt").exists() and not (tmp_path / "missing").exists()
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
