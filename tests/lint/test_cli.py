@@ -112,9 +112,13 @@ def test_unreadable_inputs_do_not_stop_the_run(project: Path, capsys: pytest.Cap
     (project / "binary.py").write_bytes(b"\x00\x01\x02import torch\n")
     os.symlink("loop.py", project / "loop.py")
     status, out, _ = run(["good.py", "latin.py", "binary.py", "loop.py", "--format", "json"], capsys)
-    found = {(f["file"], f["rule"]) for f in json.loads(out)["findings"]}
+    findings = json.loads(out)["findings"]
+    found = {(f["file"], f["rule"]) for f in findings}
     assert status == 2
     assert found == {("good.py", "TD101"), ("latin.py", "TD004"), ("binary.py", "TD004"), ("loop.py", "TD003")}
+    said = {f["file"]: (f["line"], f["message"]) for f in findings if f["rule"] == "TD004"}
+    assert said["latin.py"][0] == 2 and "line 2 is not ascii (byte 0xe9), the encoding the file declares" in said["latin.py"][1]
+    assert said["binary.py"][0] == 1 and "line 1 contains a NUL byte" in said["binary.py"][1]
 
 
 def test_links_in_folders_are_skipped_with_a_note(project: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -101,6 +101,24 @@ def test_syntax_error_in_the_script_exits_2(write, tmp_path: Path) -> None:
     assert "invalid syntax at line 2" in result.stderr and result.stderr.count("\n") == 1
 
 
+@pytest.mark.parametrize(
+    "content, said",
+    [
+        (b"x = 1\ny = 2\0\n", "line 2 contains a NUL byte (a binary file, not Python source)"),
+        (b"x = 1\ns = '\xff'\n", "line 2 is not UTF-8 (byte 0xff) and the file declares no other encoding"),
+        (b"# -*- coding: ascii -*-\ns = '\xe9'\n", "line 2 is not ascii (byte 0xe9), the encoding the file declares"),
+        (b"# -*- coding: klingon -*-\nx = 1\n", "line 1 declares an unknown encoding 'klingon'"),
+    ],
+    ids=["nul", "not-utf8", "not-declared-encoding", "unknown-encoding"],
+)
+def test_unreadable_source_is_named_by_line_never_none(content: bytes, said: str, tmp_path: Path) -> None:
+    (tmp_path / "bad.py").write_bytes(content)
+    result = subprocess.run([sys.executable, "-m", "torchdoctor", "run", "bad.py"], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"torchdoctor: error: cannot run bad.py: {said}"), result.stderr
+    assert "None" not in result.stderr
+
+
 @pytest.mark.slow
 def test_crash_is_an_error_finding_at_the_users_line(write, tmp_path: Path) -> None:
     script = write("crash.py", "import torch\n\ndef load(table):\n    return table['head']\n\nload({'fc': torch.ones(1)})\n")
