@@ -148,6 +148,39 @@ def test_no_training_and_no_torch_are_said(write, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_an_abrupt_exit_says_what_is_known_and_what_was_lost(write, tmp_path: Path) -> None:
+    """os._exit skips the exit handlers that write a process's summary: the report keeps what was
+    written before (the finding, torch imported, steps counted at 1, 2, 4, 8, 16...) and says what
+    was lost, in words; it never claims torch was not imported."""
+    script = write("abrupt.py", (
+        "import os\nimport torch\nfrom torch import nn\n"
+        "model = nn.Sequential(nn.Linear(4, 8), nn.Softmax(dim=1))\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "x, y = torch.randn(16, 4), torch.randint(0, 8, (16,))\n"
+        "for _ in range(20):\n"
+        "    opt.zero_grad()\n"
+        "    nn.functional.cross_entropy(model(x), y).backward()\n"
+        "    opt.step()\n"
+        "os._exit(5)\n"))
+    ran = torchdoctor_run(str(script), cwd=tmp_path)
+    meta = ran.report["meta"]
+    assert ran.codes == {"TD101"} and meta["exit_status"] == 5
+    (main,) = meta["processes"]
+    assert (main["role"], main["torch"], main["summary"], main["stats"]["steps"]) == ("main", True, "lost", 16)
+    assert meta["steps"] == 16 and "at least 16 optimizer steps" in meta["title"]
+    notices = " | ".join(ran.report["notices"])
+    assert "never imported torch" not in notices and "no training was observed" not in notices
+    assert f"pid {main['pid']} (the script) ended without running its exit handlers" in notices
+    assert "at least 16 optimizer steps" in notices and "end-of-run checks did not run" in notices
+    assert "None" not in ran.stderr
+
+    early = torchdoctor_run(str(write("early.py", "import os\nimport torch\nos._exit(0)\n")), cwd=tmp_path)
+    notices = " | ".join(early.report["notices"])
+    assert "never imported torch" not in notices and "ended without running its exit handlers" in notices
+    assert "no optimizer step" in notices and early.report["meta"]["steps"] == 0
+
+
+@pytest.mark.slow
 def test_killed_by_a_signal_still_gets_a_report(write, tmp_path: Path) -> None:
     script = write("segv.py", "import os, signal\nimport torch\nos.kill(os.getpid(), signal.SIGKILL)\n")
     ran = torchdoctor_run(str(script), cwd=tmp_path)
