@@ -40,6 +40,8 @@ class Options:
 
     overfit_steps: int = 300
     overfit_samples: int = 8
+    #: a safety net only (said in a notice when it fires): the overfit check's budget is in steps
+    overfit_max_seconds: float = 120.0
     progress: bool | None = None
     cpu_count: int | None = None
     shm_free_bytes: int | None = None
@@ -112,7 +114,6 @@ class CheckContext:
         self.options = options
         self._train: TrainPass | None = None
         self._eval: Copies | None = None
-        self.step_seconds: float | None = None
         self.stepped = False  # the step check has run the optimizer on the training pass's copy
 
     @property
