@@ -54,6 +54,7 @@ def test_standalone_two_ranks_pass_with_a_bandwidth_table() -> None:
     assert {c["title"] for c in report["checks"]} >= {"all_reduce · gloo", "broadcast · gloo", "all_gather · gloo", "barrier · gloo"}
     facts = report["distributed"]
     assert [r["rank"] for r in facts["ranks"]] == [0, 1] and all(r["arrived"] for r in facts["ranks"])
+    assert facts["rendezvous_deadline"] >= facts["rendezvous_timeout"]  # rank 0's wait, as the text line reports it
     rows = {(row["op"], row["bytes"]) for row in facts["bandwidth"]}
     assert {("all_reduce", 1024), ("all_reduce", 65536), ("barrier", 0)} <= rows
     assert all(row["seconds"] > 0 for row in facts["bandwidth"])

@@ -167,8 +167,9 @@ class Worker:
                 backends.append("nccl")
         go = {"ok": not waiting, "missing": sorted(waiting), "backends": backends}
         self.store.set(self.key("go"), json.dumps(go))
-        since_start = time.time() - (self.args.deadline - self.args.rendezvous)
-        emit("rendezvous", missing=sorted(waiting), seconds=round(since_start, 3), backends=backends)
+        start = self.args.deadline - self.args.rendezvous
+        emit("rendezvous", missing=sorted(waiting), seconds=round(time.time() - start, 3), backends=backends,
+             deadline=round(self.deadline - start, 3))
         return go
 
     def peer_facts(self, rank: int) -> dict[str, Any]:
