@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import children
 from torchdoctor import cli
 from torchdoctor.core import registry
 from torchdoctor.core.config import Config
@@ -17,7 +18,7 @@ from torchdoctor.report.outputs import Output
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "torchdoctor", *args], capture_output=True, text=True, cwd=cwd)
+    return children.run([sys.executable, "-m", "torchdoctor", *args], capture_output=True, text=True, cwd=cwd)
 
 
 def test_python_dash_m_and_version() -> None:
@@ -134,9 +135,9 @@ def test_commands_that_need_torch_say_so_without_it(tmp_path: Path) -> None:
         "from torchdoctor.cli import main\n"
         "sys.exit(main(sys.argv[1:]))\n"
     )
-    checked = subprocess.run([sys.executable, "-c", hide_torch, "check", f"{target}:make"], capture_output=True, text=True)
+    checked = children.run([sys.executable, "-c", hide_torch, "check", f"{target}:make"], capture_output=True, text=True)
     assert checked.returncode == 2
     assert checked.stderr.startswith("torchdoctor: error: `torchdoctor check` needs PyTorch")
     assert len(checked.stderr.strip().splitlines()) == 1
-    linted = subprocess.run([sys.executable, "-c", hide_torch, "lint", str(target)], capture_output=True, text=True)
+    linted = children.run([sys.executable, "-c", hide_torch, "lint", str(target)], capture_output=True, text=True)
     assert linted.returncode == 0, linted.stderr

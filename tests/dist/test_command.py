@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import children
 from torchdoctor import cli
 from torchdoctor.dist.launch import free_port
 
@@ -31,7 +32,7 @@ def dist(*args: str, env: dict[str, str] | None = None, launcher: list[str] | No
     command = launcher or [sys.executable, "-m", "torchdoctor"]
     base = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK")}
     started = time.monotonic()
-    done = subprocess.run([*command, "dist", *args], capture_output=True, text=True, env={**base, **(env or {})}, timeout=120)
+    done = children.run([*command, "dist", *args], capture_output=True, text=True, env={**base, **(env or {})}, timeout=120)
     return done, time.monotonic() - started
 
 

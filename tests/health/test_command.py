@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 import torch
 from torch import nn
 
+from tests import children
 from tests.lab import LAB
 from torchdoctor import cli
 from torchdoctor.health.command import CHECK_NAMES
@@ -135,13 +135,13 @@ def test_progress_goes_to_a_terminal_only(capsys: pytest.CaptureFixture[str]) ->
 
 @pytest.mark.slow
 def test_end_to_end_in_a_subprocess() -> None:
-    result = subprocess.run(
+    result = children.run(
         [sys.executable, "-m", "torchdoctor", "check", SOFTMAX, "--format", "json"],
         capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300,
     )
     assert result.returncode == 1, result.stderr
     assert json.loads(result.stdout)["summary"]["error"] == 1
-    imported = subprocess.run(
+    imported = children.run(
         [sys.executable, "-c", "import sys, torchdoctor.health.command; print('torch' in sys.modules)"],
         capture_output=True, text=True,
     )

@@ -5,12 +5,12 @@ from __future__ import annotations
 import ast
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests import children
 from torchdoctor import cli
 
 BAD = """import torch.nn.functional as F
@@ -278,5 +278,5 @@ def test_stdin(project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: p
 def test_lint_does_not_import_torch(project: Path) -> None:
     write(project / "bad.py", BAD)
     code = "import sys; from torchdoctor import cli; cli.main(['lint', 'bad.py']); print('torch' in sys.modules)"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=project)
+    result = children.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=project)
     assert result.stdout.strip().endswith("False")

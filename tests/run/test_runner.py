@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import children
 from tests.run.conftest import SCRIPTS, environment, python, torchdoctor_run
 
 
@@ -43,7 +44,7 @@ def test_script_path_from_another_folder(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_report_goes_to_stderr_and_json_to_output(write, tmp_path: Path) -> None:
     script = write("loud.py", "print('from the script')\n")
-    result = subprocess.run(
+    result = children.run(
         [sys.executable, "-m", "torchdoctor", "run", "--format", "json", "--output", "r.json", str(script)],
         cwd=tmp_path, capture_output=True, text=True, env=environment(),
     )
@@ -56,7 +57,7 @@ def test_report_goes_to_stderr_and_json_to_output(write, tmp_path: Path) -> None
 def test_reports_in_any_format_go_to_their_own_files_apart_from_the_scripts_stderr(write, tmp_path: Path) -> None:
     script = write("noisy.py", "import sys\nimport torch\nprint('to stdout')\nprint('to stderr', file=sys.stderr)\n"
                                "raise KeyError('head')\n")
-    result = subprocess.run(
+    result = children.run(
         [sys.executable, "-m", "torchdoctor", "run", "--output", "r.html", "--output", "r.json", "--output", "r.xml", str(script)],
         cwd=tmp_path, capture_output=True, text=True, env=environment(),
     )
@@ -70,7 +71,7 @@ def test_reports_in_any_format_go_to_their_own_files_apart_from_the_scripts_stde
 
 def test_a_bad_output_path_stops_run_before_the_script_starts(write, tmp_path: Path) -> None:
     script = write("side_effect.py", "open('ran.txt', 'w').write('ran')\n")
-    result = subprocess.run(
+    result = children.run(
         [sys.executable, "-m", "torchdoctor", "run", "--output", "missing/r.json", str(script)],
         cwd=tmp_path, capture_output=True, text=True, env=environment(),
     )
@@ -89,14 +90,14 @@ def test_a_bad_output_path_stops_run_before_the_script_starts(write, tmp_path: P
     ],
 )
 def test_bad_targets_exit_2_with_one_line(args: tuple[str, ...], message: str, tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "torchdoctor", "run", *args], cwd=tmp_path, capture_output=True, text=True)
+    result = children.run([sys.executable, "-m", "torchdoctor", "run", *args], cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and message in result.stderr
 
 
 def test_syntax_error_in_the_script_exits_2(write, tmp_path: Path) -> None:
     script = write("broken.py", "x = 1\ndef f(:\n    pass\n")
-    result = subprocess.run([sys.executable, "-m", "torchdoctor", "run", str(script)], cwd=tmp_path, capture_output=True, text=True)
+    result = children.run([sys.executable, "-m", "torchdoctor", "run", str(script)], cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode == 2
     assert "invalid syntax at line 2" in result.stderr and result.stderr.count("\n") == 1
 
@@ -113,7 +114,7 @@ def test_syntax_error_in_the_script_exits_2(write, tmp_path: Path) -> None:
 )
 def test_unreadable_source_is_named_by_line_never_none(content: bytes, said: str, tmp_path: Path) -> None:
     (tmp_path / "bad.py").write_bytes(content)
-    result = subprocess.run([sys.executable, "-m", "torchdoctor", "run", "bad.py"], cwd=tmp_path, capture_output=True, text=True)
+    result = children.run([sys.executable, "-m", "torchdoctor", "run", "bad.py"], cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert result.stderr.startswith(f"torchdoctor: error: cannot run bad.py: {said}"), result.stderr
     assert "None" not in result.stderr
@@ -214,7 +215,8 @@ def test_ctrl_c_gets_a_report_with_what_was_found(write, tmp_path: Path) -> None
     while "ready" not in process.stdout.readline() and time.monotonic() < deadline:
         pass
     os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole group
-    process.communicate(timeout=60)
+    rest, errors = process.communicate(timeout=60)
+    children.remember(process.args, process.returncode, rest, errors)
     report = json.loads(output.read_text())
     assert report["meta"]["exit_status"] == 130  # the script's own status: killed by SIGINT
     assert process.returncode == 1  # the findings reach --fail-on error
