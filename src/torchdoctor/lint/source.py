@@ -93,6 +93,17 @@ def read_bytes(path: Path, max_bytes: int = MAX_BYTES) -> bytes:
         raise Unreadable("unreadable", exc.strerror or type(exc).__name__) from None
 
 
+def read_source(path: Path) -> str:
+    """A Python file's text as the interpreter decodes it (Unreadable says why not, with the line):
+    what `run` and `check` read before they run or import a file, so that an undecodable one is
+    refused in words rather than by a SyntaxError without a line."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise Unreadable("unreadable", exc.strerror or type(exc).__name__) from None
+    return decode(data)[0]
+
+
 def decode(data: bytes) -> tuple[str, str]:
     """(text, encoding) using the BOM or `# -*- coding: ... -*-` cookie, as the interpreter does.
     Raises Unreadable("undecodable") with the line at fault, in words."""
