@@ -7,7 +7,6 @@ step, overfitting) or need eval mode get their own copies.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -97,7 +96,6 @@ class TrainPass:
     loss_failure: Failure | None = None
     backward_failure: Failure | None = None
     objective: str = ""  # what backward ran on: "the loss" or a stand-in
-    seconds: float = 0.0
     frozen_bn_before: dict[str, tuple[torch.Tensor, ...]] = field(default_factory=dict)
 
     @property
@@ -230,7 +228,6 @@ def _train_pass(ctx: CheckContext) -> TrainPass:
         name: (m.running_mean.clone(), m.running_var.clone()) for name, m in _frozen_batchnorms(model).items()
     }
     inputs, targets = ctx.batch.fresh()
-    started = time.perf_counter()
     try:
         with torch.enable_grad(), capture_functions(result.functions), tracer:
             try:
@@ -257,7 +254,6 @@ def _train_pass(ctx: CheckContext) -> TrainPass:
                     result.backward_failure = Failure.of(exc)
     finally:
         watch.close()
-        result.seconds = time.perf_counter() - started
     return result
 
 
