@@ -11,8 +11,8 @@ from torchdoctor.dist.summary import checks
 from torchdoctor.dist.verdicts import judge_by_group
 
 
-def rendezvous(**data: Any):  # type: ignore[no-untyped-def]
-    ranks = [{"rank": 0, "arrived": True, "ready_seconds": 3.3}, {"rank": 1, "arrived": True, "ready_seconds": 3.1}]
+def rendezvous(arrived: bool = True, **data: Any):  # type: ignore[no-untyped-def]
+    ranks = [{"rank": 0, "arrived": True, "ready_seconds": 3.3}, {"rank": 1, "arrived": arrived, "ready_seconds": 3.1}]
     facts = load(json.loads(json.dumps({"mode": "standalone", "world_size": 2, "ranks": ranks, **data})))
     return next(c for c in checks(facts, judge_by_group(facts)) if c.name == "rendezvous")
 
@@ -33,3 +33,11 @@ def test_a_join_after_the_timeout_says_why_it_still_passed() -> None:
                            "the 5 s timeout, extended to 3 s after rank 0 had imported torch at 3.3 s "
                            "(on a machine this slow to start, the other ranks may still be importing)")
     assert "(timeout 5 s)" not in line.detail
+
+
+def test_a_missing_rank_is_said_with_how_long_rank_0_waited() -> None:
+    line = rendezvous(arrived=False, missing=[1], rendezvous_timeout=5, rendezvous_seconds=6.3, rendezvous_deadline=6.3)
+    assert line.status is Status.FAILED
+    assert line.detail.startswith("1/2 ranks joined rank 0's TCPStore within the 6.3 s rank 0 waited: the 5 s timeout, extended")
+    plain = rendezvous(arrived=False, missing=[1], rendezvous_timeout=6, rendezvous_seconds=6.0, rendezvous_deadline=6.0)
+    assert plain.detail == "1/2 ranks joined rank 0's TCPStore within the 6 s timeout"
