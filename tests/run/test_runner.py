@@ -182,6 +182,27 @@ def test_an_abrupt_exit_says_what_is_known_and_what_was_lost(write, tmp_path: Pa
 
 
 @pytest.mark.slow
+def test_dataloader_workers_stopped_at_exit_lose_nothing_worth_a_note(write, tmp_path: Path) -> None:
+    """Spawned persistent workers are stopped with SIGTERM when the script ends, by design: they
+    are listed as ended without their summary, but the report says nothing about them."""
+    script = write("spawned.py", (
+        "import torch\nfrom torch import nn\nfrom torch.utils.data import DataLoader, TensorDataset\n"
+        "if __name__ == '__main__':\n"
+        "    data = TensorDataset(torch.randn(32, 4), torch.randint(0, 2, (32,)))\n"
+        "    model = nn.Linear(4, 2)\n"
+        "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    loader = DataLoader(data, batch_size=8, num_workers=2, multiprocessing_context='spawn', persistent_workers=True)\n"
+        "    for x, y in loader:\n"
+        "        opt.zero_grad()\n"
+        "        nn.functional.cross_entropy(model(x), y).backward()\n"
+        "        opt.step()\n"))
+    ran = torchdoctor_run(str(script), cwd=tmp_path)
+    meta = ran.report["meta"]
+    assert meta["exit_status"] == 0 and ran.report.get("notices", []) == [], ran.report.get("notices")
+    assert meta["steps"] == 4 and meta["title"].endswith(" · 4 optimizer steps · " + meta["title"].rsplit(" · ", 1)[1])
+
+
+@pytest.mark.slow
 def test_killed_by_a_signal_still_gets_a_report(write, tmp_path: Path) -> None:
     script = write("segv.py", "import os, signal\nimport torch\nos.kill(os.getpid(), signal.SIGKILL)\n")
     ran = torchdoctor_run(str(script), cwd=tmp_path)

@@ -82,7 +82,7 @@ def _title(target: Target, finished: Finished, records: RunRecords) -> str:
     steps = records.total("steps")
     if steps:
         parts.append(f"{'at least ' if _lost(records) else ''}{steps} optimizer step{'s' if steps != 1 else ''}")
-    observed = [p for p in records.processes if p.get("torch")]
+    observed = [p for p in records.processes if p.get("torch") and (p.get("summary") != "lost" or _trains(p))]
     if len(observed) > 1:
         parts.append(f"{len(observed)} processes")
     parts.append(f"{finished.seconds:.1f} s")
@@ -115,8 +115,14 @@ def _notices(finished: Finished, records: RunRecords) -> list[str]:
 
 
 def _lost(records: RunRecords) -> list[dict[str, Any]]:
-    """Processes that used torch and ended without writing their summary (see records.lost_summary)."""
-    return [p for p in records.processes if p.get("summary") == "lost"]
+    """Processes that used torch, ended without writing their summary (see records.lost_summary)
+    and matter to the report: the script, a rank, or a process that trained. (DataLoader workers
+    started by spawn are stopped with SIGTERM by design: nothing of theirs is lost.)"""
+    return [p for p in records.processes if p.get("summary") == "lost" and _trains(p)]
+
+
+def _trains(process: dict[str, Any]) -> bool:
+    return process.get("role") in ("main", "rank") or bool(process.get("stats", {}).get("steps"))
 
 
 def _lost_note(process: dict[str, Any]) -> str:
