@@ -186,9 +186,32 @@ def tensor_attribute_not_parameter(node: ast.Assign, ctx: Context) -> None:
     ctx.memo.setdefault("TD123", []).append((ctx.class_info, attribute, node))
 
 
+#: the optimizers of `torch.optim` (torch 2.13), by the name a call ends with
+OPTIMIZER_CLASSES = frozenset({"ASGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "Muon",
+                               "NAdam", "RAdam", "RMSprop", "Rprop", "SGD", "SparseAdam"})
+
+
+@check("TD123", ast.Call, names=OPTIMIZER_CLASSES)
+def tensor_given_to_optimizer(node: ast.Call, ctx: Context) -> None:
+    """`torch.optim.RMSprop([self.lambda_op])`: the class optimizes the tensor itself, so it
+    needs no registration to be trained."""
+    if ctx.class_info is None or not (ctx.qualified(node.func) or "").startswith("torch.optim."):
+        return
+    given = [*node.args[:1], *(k.value for k in node.keywords if k.arg == "params")]
+    optimized = ctx.memo.setdefault("TD123-optimized", set())
+    for value in given:
+        for item in ast.walk(value):
+            attribute = _self_attribute(item)  # type: ignore[arg-type]
+            if attribute is not None:
+                optimized.add((id(ctx.class_info), attribute))
+
+
 @check("TD123", FILE_END)
 def report_tensor_attributes(tree: ast.Module, ctx: Context) -> None:
+    optimized = ctx.memo.get("TD123-optimized", set())
     for info, attribute, node in ctx.memo.get("TD123", []):
+        if (id(info), attribute) in optimized:
+            continue
         if _registered(info.attributes.get(attribute)) is None and not _registered_by_name(info, attribute, ctx):
             nn = _nn_alias(ctx)
             fix = Fix(title="Wrap in `nn.Parameter`", edits=(ctx.edit(node.value, f"{nn}.Parameter({ctx.text(node.value)})"),),
