@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.core.finding import Fix
-from torchdoctor.lint.api import FILE_END, ClassInfo, Context, check, may_pass
+from torchdoctor.lint.api import FILE_END, ClassInfo, Context, check, keyword, may_pass
 
 _REWRAP = frozenset({"torch.tensor", "torch.as_tensor", "torch.from_numpy", "torch.Tensor", "torch.FloatTensor"})
 _METADATA = frozenset({"shape", "size", "dtype", "device", "ndim", "dim", "numel", "is_cuda", "requires_grad", "layout"})
@@ -108,12 +108,26 @@ def _methods(ctx: Context) -> frozenset[str]:
     return ctx.class_info.methods if ctx.class_info is not None else frozenset()
 
 
+def _unknown_items(node: ast.Assign, ctx: Context) -> bool:
+    """`feats, lengths = upsample(feats, durations)`: a helper (a function, or one of the
+    class's own methods) that returns a tuple may return sizes or indices beside activations;
+    its items are not known to be activations. (A submodule's or torch function's are.)"""
+    value = node.value
+    if not isinstance(value, ast.Call) or not any(isinstance(t, (ast.Tuple, ast.List)) for t in node.targets):
+        return False
+    func = value.func
+    if isinstance(func, ast.Name):
+        return not (ctx.qualified(func) or "").startswith("torch.")
+    return (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
+            and func.attr in _methods(ctx))
+
+
 @check("TD121", ast.Assign)
 def track_activations(node: ast.Assign, ctx: Context) -> None:
     if not ctx.in_forward:
         return
     names = _activations(ctx)
-    carries = _carries(node.value, names, _methods(ctx))
+    carries = _carries(node.value, names, _methods(ctx)) and not _unknown_items(node, ctx)
     for target in node.targets:
         for item in ast.walk(target):
             if isinstance(item, ast.Name):
@@ -139,9 +153,25 @@ def detached_output(node: ast.Return, ctx: Context) -> None:
         ctx.report("TD121", value, call=ctx.text(value), message=message)
 
 
+#: dtypes without gradients: a tensor of counts, sizes or masks has nothing to cut
+_DISCRETE_DTYPES = frozenset({
+    "torch.int8", "torch.int16", "torch.int32", "torch.int64", "torch.uint8", "torch.uint16", "torch.uint32",
+    "torch.uint64", "torch.long", "torch.int", "torch.short", "torch.bool",
+})
+
+
+def _discrete_result(node: ast.Call, ctx: Context) -> bool:
+    """`torch.tensor(sizes, dtype=torch.int64)`, `torch.tensor(lengths).long()`: an integer tensor."""
+    dtype = keyword(node, "dtype")
+    if dtype is not None and ctx.qualified(dtype) in _DISCRETE_DTYPES:
+        return True
+    parent = ctx.parent
+    return isinstance(parent, ast.Attribute) and parent.value is node and parent.attr in _DISCRETE_METHODS
+
+
 @check("TD121", ast.Call, names={"tensor", "as_tensor", "from_numpy", "Tensor", "FloatTensor"})
 def rewrapped_activation(node: ast.Call, ctx: Context) -> None:
-    if not ctx.in_forward or ctx.grad_disabled or not node.args:
+    if not ctx.in_forward or ctx.grad_disabled or not node.args or _discrete_result(node, ctx):
         return
     if ctx.qualified(node.func) in _REWRAP and _carries(node.args[0], _activations(ctx), _methods(ctx)):
         ctx.report("TD121", node, call=ctx.text(node))
