@@ -120,7 +120,7 @@ def requires_grad_then_copied(node: ast.Call, ctx: Context) -> None:
     if not trainable or not isinstance(made, ast.Call):
         return
     name = ctx.qualified(made.func) or ""
-    if not name.startswith("torch.") or name.startswith("torch.nn."):
+    if not name.startswith("torch.") or name.startswith("torch.nn.") or _same_dtype(made, name, node, ctx):
         return
     statement = ctx.statement
     if (isinstance(statement, ast.Assign) and statement.value is node and len(statement.targets) == 1
@@ -128,6 +128,35 @@ def requires_grad_then_copied(node: ast.Call, ctx: Context) -> None:
         ctx.memo.setdefault("TD169", []).append((ctx.scope, statement.targets[0].id, node, func.attr))
     else:
         ctx.report("TD169", node, call=ctx.text(node), method=func.attr)
+
+
+#: factories whose result has the default dtype (float32 unless the file changes it) when no dtype is given
+_DEFAULT_DTYPE_FACTORIES = frozenset({"torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.empty",
+                                      "torch.full", "torch.linspace", "torch.logspace", "torch.eye"})
+_DTYPE_NAMES = {"torch.float32": "float32", "torch.float": "float32", "torch.float64": "float64",
+                "torch.double": "float64", "torch.float16": "float16", "torch.half": "float16",
+                "torch.bfloat16": "bfloat16"}
+_CONVERSIONS = {"float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16"}
+
+
+def _same_dtype(made: ast.Call, factory: str, copy: ast.Call, ctx: Context) -> bool:
+    """`torch.zeros(n, requires_grad=True).float()`: converting to the dtype the tensor already
+    has returns the tensor itself (still a leaf, checked on torch 2.13), not a copy."""
+    method = copy.func.attr  # type: ignore[attr-defined]
+    if method in _CONVERSIONS:
+        target = _CONVERSIONS[method]
+    elif method == "to" and len(copy.args) == 1 and not copy.keywords:
+        target = _DTYPE_NAMES.get(ctx.qualified(copy.args[0]) or "")
+    else:
+        return False
+    given = keyword(made, "dtype")
+    if given is not None:
+        source = _DTYPE_NAMES.get(ctx.qualified(given) or "")
+    elif factory in _DEFAULT_DTYPE_FACTORIES and "set_default" not in ctx.source.text:
+        source = "float32"
+    else:
+        return False
+    return source is not None and source == target
 
 
 @check("TD169", FILE_END)
