@@ -5,6 +5,7 @@ non-leaf copy (TD169)."""
 from __future__ import annotations
 
 import ast
+import re
 
 from torchdoctor.core.finding import Edit, Fix
 from torchdoctor.lint.api import FILE_END, Context, check, keyword, literal, may_pass
@@ -48,18 +49,50 @@ def deprecated_amp_decorator(node: ast.FunctionDef, ctx: Context) -> None:
 @check("TD167", ast.Try)
 def remember_amp_fallbacks(node: ast.Try, ctx: Context) -> None:
     """`try: torch.amp.GradScaler(...) except ...: torch.cuda.amp.GradScaler()` is a fallback
-    for an old torch, written on purpose: remember the `except` lines."""
+    for an old torch, written on purpose: remember the `except` lines. `try: from torch.amp
+    import GradScaler except ImportError: from torch.cuda.amp import GradScaler` binds the new
+    one wherever it exists: remember the names."""
     uses_new = any(isinstance(n, ast.Call) and (ctx.qualified(n.func) or "").startswith("torch.amp.")
                    for statement in node.body for n in ast.walk(statement))
     if uses_new:
         ctx.memo.setdefault("TD167", []).extend((h.lineno, h.end_lineno) for h in node.handlers)
+    new = {alias.asname or alias.name for statement in node.body if isinstance(statement, ast.ImportFrom)
+           and statement.module in ("torch", "torch.amp") for alias in statement.names}
+    if new:
+        ctx.memo.setdefault("TD167-new", set()).update(new)
+
+
+_VERSION_WORDS = re.compile(r"version|torch_(greater|less|ge|gt|le|lt)|_torch_\d", re.I)
+
+
+@check("TD167", ast.If)
+def remember_version_branches(node: ast.If, ctx: Context) -> None:
+    """`if torch_version < (2, 4): torch.cuda.amp.GradScaler() else: torch.amp.GradScaler("cuda")`:
+    both branches of a test on the torch version (or on `hasattr(torch, ...)`) are written on purpose."""
+    for item in ast.walk(node.test):
+        if isinstance(item, ast.Name):
+            word = item.id
+        elif isinstance(item, ast.Attribute):
+            word = item.attr
+        elif (isinstance(item, ast.Call) and isinstance(item.func, ast.Name) and item.func.id == "hasattr"
+              and item.args and (ctx.qualified(item.args[0]) or "").startswith("torch")):
+            word = "version"
+        else:
+            continue
+        if _VERSION_WORDS.search(word):
+            ctx.memo.setdefault("TD167", []).append((node.lineno, node.end_lineno))
+            return
 
 
 def _fallback(node: ast.AST, ctx: Context) -> bool:
-    """The old API kept next to the new one for older torch versions (try/except, `x if new else old`)."""
+    """The old API kept next to the new one for older torch versions (try/except, a version
+    test, `x if new else old`)."""
     line = node.lineno  # type: ignore[attr-defined]
     if any(start <= line <= (end or start) for start, end in ctx.memo.get("TD167", [])):
         return True
+    root = node.func if isinstance(node, ast.Call) else node
+    if isinstance(root, ast.Name) and root.id in ctx.memo.get("TD167-new", ()):
+        return True  # bound by `from torch.amp import ...` wherever that exists
     statement = ctx.statement
     return statement is not None and any(
         isinstance(n, ast.Call) and (ctx.qualified(n.func) or "").startswith("torch.amp.") for n in ast.walk(statement))
