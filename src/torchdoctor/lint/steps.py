@@ -32,12 +32,22 @@ def is_backward(event: Event) -> bool:
 
 
 def is_scaled_backward(event: Event) -> bool:
-    """`scaler.scale(loss).backward()`."""
+    """`scaler.scale(loss).backward()`, or `loss = scaler.scale(loss)` ... `loss.backward()`."""
+    return scale_call(event) is not None
+
+
+def scale_call(event: Event) -> ast.Call | None:
+    """The `scaler.scale(loss)` call whose result a backward event runs on, inline or by name."""
     node = event.node
     if event.name != "backward" or not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
-        return False
+        return None
     inner = node.func.value
-    return isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "scale"
+    if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "scale":
+        return inner
+    kind = event.kind
+    if kind is not None and kind.tag == "loss" and kind.detail == "scaled" and isinstance(kind.node, ast.Call):
+        return kind.node
+    return None
 
 
 def is_gradient_computation(event: Event, ctx: Context) -> bool:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import ast
 
-from torchdoctor.lint.api import FILE_END, Context, check, dotted, may_pass
+from torchdoctor.lint.api import FILE_END, Context, check, may_pass
+from torchdoctor.lint.flow import is_scaler
 
 _DISTRIBUTED = ("torch.distributed.init_process_group", "torch.nn.parallel.DistributedDataParallel")
 
@@ -25,24 +26,17 @@ def torch_load(node: ast.Call, ctx: Context) -> None:
         ctx.memo.setdefault("TD166", []).append((ctx.scope, node, ctx.statement))
 
 
-def _is_scaler(receiver: ast.expr, ctx: Context) -> bool:
-    kind = ctx.kind(receiver)
-    if kind is not None:
-        return kind.tag == "scaler"
-    return "scaler" in (dotted(receiver) or "").rpartition(".")[2].lower()
-
-
 def _read_by_scaler(node: ast.Call, ctx: Context) -> bool:
     """`scaler.load_state_dict(torch.load(path))`."""
     parent = ctx.parent
     return (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attribute)
-            and parent.func.attr == "load_state_dict" and node in parent.args and _is_scaler(parent.func.value, ctx))
+            and parent.func.attr == "load_state_dict" and node in parent.args and is_scaler(parent.func.value, ctx))
 
 
 @check("TD166", ast.Call, names={"load_state_dict"})
 def scaler_state_loaded(node: ast.Call, ctx: Context) -> None:
     """`scaler_state = torch.load(path)` ... `scaler.load_state_dict(scaler_state)`."""
-    if isinstance(node.func, ast.Attribute) and node.args and isinstance(node.args[0], ast.Name) and _is_scaler(
+    if isinstance(node.func, ast.Attribute) and node.args and isinstance(node.args[0], ast.Name) and is_scaler(
             node.func.value, ctx):
         ctx.memo.setdefault("TD166-scaler", set()).add((id(ctx.scope), node.args[0].id))
 

@@ -27,6 +27,7 @@ from torchdoctor.lint.steps import (
     parameters_owner,
     passed_to_a_call,
     reached,
+    scale_call,
     stepped_optimizer,
 )
 
@@ -312,8 +313,8 @@ def _around(events: list[Event], event: Event) -> list[Event]:
 
 
 def _scaler_name(backward: Event) -> str:
-    inner = backward.node.func.value  # type: ignore[attr-defined]
-    return dotted(inner.func.value) or "scaler"
+    scale = scale_call(backward)
+    return (dotted(scale.func.value) if scale is not None else None) or "scaler"  # type: ignore[attr-defined]
 
 
 @check("TD156", FILE_END, tracks=TRACKED, needs_torch=False)
