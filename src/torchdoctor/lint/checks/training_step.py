@@ -43,8 +43,9 @@ def missing_zero_grad(tree: ast.Module, ctx: Context) -> None:
                 events = [e for e, _ in reached([e for e in scope.events if inside(e, loop)], ctx)]
                 if not any(is_backward(e) for e in events):
                     continue
-                if any(e.name == "optimizer_created" and e.receiver == step.receiver for e in events):
-                    break  # a new optimizer (over new tensors) every iteration: nothing accumulates
+                if any(e.name == "optimizer_created" and e.receiver == step.receiver
+                       and _over_fresh_tensors(e.node.value, loop) for e in events):  # type: ignore[attr-defined]
+                    break  # a new optimizer over tensors made in this iteration: nothing accumulates
                 resets = [e for e in events if is_grad_reset(e)]
                 if id(loop) not in flagged and not resets:
                     models = {e.receiver for e in events if e.name == "call" and e.scope is scope}
@@ -77,10 +78,11 @@ def _step_in_called_function(loop: ast.AST, scope: Scope, reported: set[int], ct
     if any(is_grad_reset(e) for e in events) or not any(is_backward(e) for e in events):
         return
     for step, via in steps:
-        if any(e.name == "optimizer_created" and e.receiver == step.receiver for e in events):
+        if any(e.name == "optimizer_created" and e.receiver == step.receiver
+               and _over_fresh_tensors(e.node.value, loop) for e in events):  # type: ignore[attr-defined]
             continue
         if _made_in(step, step.scope):
-            continue  # a new optimizer every call, as in a loop that builds one per iteration
+            continue  # a new optimizer over new tensors every call, as in a loop that builds one per iteration
         if passed_to_a_call(loop, {step.receiver or "", *(dotted(a) or "" for a in via.node.args)}, ctx):  # type: ignore[attr-defined]
             continue
         reported.add(id(step.node))
@@ -91,12 +93,38 @@ def _step_in_called_function(loop: ast.AST, scope: Scope, reported: set[int], ct
 
 
 def _made_in(step: Event, scope: Scope | None) -> bool:
-    """The stepped optimizer is built in `scope` (a function), so anew on every call."""
+    """The stepped optimizer is built in `scope` (a function), so anew on every call, over
+    tensors the function makes too."""
     made = _constructor(step)
     function = scope.node if scope is not None else None
     if made is None or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
-    return function.lineno <= made.lineno <= (function.end_lineno or function.lineno)  # type: ignore[attr-defined]
+    inside_function = function.lineno <= made.lineno <= (function.end_lineno or function.lineno)  # type: ignore[attr-defined]
+    return inside_function and _over_fresh_tensors(made, function)
+
+
+def _over_fresh_tensors(made: ast.expr, region: ast.AST) -> bool:
+    """An optimizer built in `region` (a loop body, a function) over tensors that `region` also
+    makes: each one starts without gradients. A new optimizer over a model's parameters (or
+    over tensors made before) does not reset their `.grad`: backward() keeps adding to it
+    (checked on torch 2.13). Unknown parameters count as fresh: silence, not a guess."""
+    if not isinstance(made, ast.Call) or not made.args:
+        return True
+    given = made.args[0]
+    if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in (
+            "parameters", "named_parameters") for n in ast.walk(given)):
+        return False
+    if not isinstance(given, (ast.List, ast.Tuple)) or not all(dotted(e) for e in given.elts):
+        return True
+    assigned: set[str | None] = set()
+    for node in ast.walk(region):
+        if isinstance(node, ast.Assign):
+            assigned.update(dotted(t) for t in node.targets)
+        elif isinstance(node, (ast.AnnAssign, ast.For, ast.AsyncFor)):
+            assigned.update(dotted(t) for t in ast.walk(node.target) if isinstance(t, (ast.Name, ast.Attribute)))
+        elif isinstance(node, ast.arg):
+            assigned.add(node.arg)  # a function's argument: a new tensor on each call, for all we know
+    return all(dotted(e) in assigned for e in given.elts)
 
 
 def _other_optimizers_only(step: Event, resets: list[Event], loop: ast.AST, ctx: Context) -> bool:
