@@ -370,7 +370,7 @@ def _is_scheduler(event: Event) -> bool:
     return "sched" in name and "step" not in name
 
 
-@check(("TD110", "TD157"), ast.Assign)
+@check(("TD110", "TD157", "TD173"), ast.Assign)
 def optimizer_created_in_loop(node: ast.Assign, ctx: Context) -> None:
     if not ctx.loops or not isinstance(node.value, ast.Call) or len(node.targets) != 1:
         return
