@@ -61,7 +61,8 @@ def _assigned(region: ast.AST) -> set[str]:
         else:
             continue
         for target in targets:
-            names.update(d for t in ast.walk(target) if (d := dotted(t)) is not None)  # type: ignore[arg-type]
+            items = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+            names.update(d for t in items if (d := dotted(t)) is not None)
     return names
 
 
@@ -69,7 +70,8 @@ def _changes_each_iteration(tensor: Event, loop: ast.AST) -> bool:
     """The tensor's initial value is computed from something the loop changes (its variable,
     a value updated in the body): then it may carry what was learned before."""
     value = tensor.node.value  # type: ignore[attr-defined]
-    assigned = _assigned(loop) - {tensor.receiver}
+    own = tensor.receiver or ""
+    assigned = {name for name in _assigned(loop) if name != own and not name.startswith(own + ".")}
     return any(isinstance(n, (ast.Name, ast.Attribute)) and dotted(n) in assigned for n in ast.walk(value))
 
 
