@@ -64,12 +64,20 @@ _ASSERTIONS = frozenset({"assert_close", "assert_allclose", "assert_equal", "ass
 
 @check("TD160", ast.Assert)
 def assertion(node: ast.Assert, ctx: Context) -> None:
-    ctx.memo.setdefault("TD160-checked", {})[id(ctx.scope)] = node.lineno
+    _remember_check(node, ctx)
 
 
 @check("TD160", ast.Call, names=_ASSERTIONS)
 def assertion_call(node: ast.Call, ctx: Context) -> None:
-    ctx.memo.setdefault("TD160-checked", {})[id(ctx.scope)] = node.lineno
+    _remember_check(node, ctx)
+
+
+def _remember_check(node: ast.Assert | ast.Call, ctx: Context) -> None:
+    """An assertion checks a load when it is in a test (which asserts on what it built) or
+    names the loaded model itself (`assert torch.equal(model.weight, ...)`)."""
+    names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    test = ctx.scope.name.rpartition(".")[2].startswith("test")
+    ctx.memo.setdefault("TD160-checks", []).append((ctx.scope, node.lineno, names, test))
 
 
 @check("TD160", FILE_END)
@@ -78,9 +86,12 @@ def report_ignored_loads(tree: ast.Module, ctx: Context) -> None:
     or weights follows), and partial loads that complement each other (`model` gets the
     adapter weights from one file and the base weights from another, both `strict=False`)."""
     loads = ctx.memo.get("TD160", [])
-    checked = ctx.memo.get("TD160-checked", {})
+    checks = ctx.memo.get("TD160-checks", [])
     for scope, target, origin, statement in loads:
-        if statement is None or checked.get(id(scope), 0) > statement.lineno:
+        if statement is None:
+            continue
+        root = target.partition(".")[0]
+        if any(s is scope and line > statement.lineno and (test or root in names) for s, line, names, test in checks):
             continue
         if any(s is scope and t == target and o is not None and o != origin for s, t, o, _ in loads):
             continue
