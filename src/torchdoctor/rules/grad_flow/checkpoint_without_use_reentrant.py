@@ -16,7 +16,9 @@ RULE = Rule(
     doc="""
 ## What it does
 Flags `torch.utils.checkpoint.checkpoint(...)` and `checkpoint_sequential(...)` called
-without `use_reentrant`.
+without `use_reentrant`, unless the function first tests whether its inputs require grad
+(`if self.with_cp and x.requires_grad:`), which handles the case the reentrant variant
+gets wrong.
 
 ## Why is this bad?
 Without the argument, torch 2.13 still runs the *reentrant* implementation, and prints on
