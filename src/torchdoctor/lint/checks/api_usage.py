@@ -156,11 +156,18 @@ def requires_grad_then_copied(node: ast.Call, ctx: Context) -> None:
     if not name.startswith("torch.") or name.startswith("torch.nn.") or _same_dtype(made, name, node, ctx):
         return
     statement = ctx.statement
-    if (isinstance(statement, ast.Assign) and statement.value is node and len(statement.targets) == 1
+    if (isinstance(statement, ast.Assign) and _chained_from(statement.value, node) and len(statement.targets) == 1
             and isinstance(statement.targets[0], ast.Name)):
         ctx.memo.setdefault("TD169", []).append((ctx.scope, statement.targets[0].id, node, func.attr))
     else:
         ctx.report("TD169", node, call=ctx.text(node), method=func.attr)
+
+
+def _chained_from(value: ast.expr, node: ast.Call) -> bool:
+    """`value` is `node`, or method calls on it (`node.requires_grad_(True)`): the same tensor."""
+    while value is not node and isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+        value = value.func.value
+    return value is node
 
 
 #: factories whose result has the default dtype (float32 unless the file changes it) when no dtype is given
@@ -197,8 +204,14 @@ def report_copies_used_as_weights(tree: ast.Module, ctx: Context) -> None:
     """`x = torch.rand(n, requires_grad=True).to(device)` used only as an input (`model(x)`,
     `x * 2`) is a tensor that lets gradients flow, not a weight: its own .grad is never needed."""
     for scope, variable, node, method in ctx.memo.get("TD169", []):
-        if _used_as_weight(scope.node, variable, ctx):
+        if _used_as_weight(scope.node, variable, ctx) and not _retains_grad(scope.node, variable):
             ctx.report("TD169", node, call=ctx.text(node), method=method)
+
+
+def _retains_grad(function: ast.AST, variable: str) -> bool:
+    """`x.retain_grad()`: the author knows `x` is not a leaf and asks for its `.grad` anyway."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "retain_grad"
+               and isinstance(n.func.value, ast.Name) and n.func.value.id == variable for n in ast.walk(function))
 
 
 _COLLECTS = frozenset({"append", "extend", "insert", "add"})
