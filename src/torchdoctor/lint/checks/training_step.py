@@ -226,6 +226,8 @@ def accumulation_reset_every_micro_batch(tree: ast.Module, ctx: Context) -> None
                 if (reset.name != "zero_grad" or not reset.loops or reset.loops[-1] is not loop
                         or any(_within(c, loop) for c in reset.conditions) or not _resets(reset, step, optimizer)):
                     continue
+                if order(reset, step) is None:
+                    continue  # the other branch of an `if accumulation_steps > 1:` (no accumulation there)
                 if any(is_backward(e) and gate not in e.conditions and order(reset, e) == -1 and _encloses(reset, e)
                        for e in in_loop):
                     ctx.report("TD115", reset.node, every=f"when `{ast.unparse(gate.test)}`")
