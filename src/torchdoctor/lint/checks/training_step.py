@@ -445,4 +445,12 @@ def step_missing(tree: ast.Module, ctx: Context) -> None:
                 continue
             if any(e.name == "step" for e in events) or passed_to_a_call(loop, {r.receiver or "" for r in resets}, ctx):
                 continue
+            if _steps_by_another_name(loop, {r.receiver for r in resets}):
+                continue
             ctx.report("TD172", resets[0].node, optimizer=resets[0].receiver)
+
+
+def _steps_by_another_name(loop: ast.AST, optimizers: set[str | None]) -> bool:
+    """`optimizer.step_and_update_lr()`: a wrapper's own method that steps (its name says so)."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and "step" in n.func.attr
+               and dotted(n.func.value) in optimizers for n in ast.walk(loop))
