@@ -181,9 +181,15 @@ def tensor_attribute_not_parameter(node: ast.Assign, ctx: Context) -> None:
     name = ctx.qualified(value.func) or ""
     if not name.startswith(_FACTORIES_PREFIX) or name.startswith("torch.nn."):
         return
+    if name in _WRAPPERS and value.args and not isinstance(value.args[0], ast.Call):
+        return  # `Variable(self.input_ref, requires_grad=True)`: an input that needs its gradient, not a weight
     if not trainable and literal(keyword(value, "requires_grad")) is not True:
         return
     ctx.memo.setdefault("TD123", []).append((ctx.class_info, attribute, node))
+
+
+#: pre-0.4 wrappers of an existing tensor
+_WRAPPERS = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 
 
 #: the optimizers of `torch.optim` (torch 2.13), by the name a call ends with
