@@ -1,9 +1,11 @@
 """TD174: `torch.load` of a checkpoint that the same file saves with objects the default
 `weights_only=True` loader refuses (an argparse Namespace, a whole model, a NumPy value).
 
-The saves and loads of one file are matched by the keys the load reads (`checkpoint["model"]`
-of a saved `{"model": ..., "args": args}`), or for a whole object saved on its own, by the
-name it is loaded back into. A file that allow-lists globals (`add_safe_globals`,
+The saves and loads of one file are matched by the keys the load reads: two of the saved
+dict's keys (`checkpoint["model"]`, `checkpoint["optimizer"]` of a saved `{"model": ...,
+"optimizer": ..., "args": args}`), or all of its plain ones; a single generic key may belong
+to another checkpoint (pretrained weights, a teacher). A whole object saved on its own is
+matched by the name it is loaded back into. A file that allow-lists globals (`add_safe_globals`,
 `safe_globals`) is left alone.
 """
 
@@ -180,7 +182,10 @@ def report_loads_of_saved_objects(tree: ast.Module, ctx: Context) -> None:
 def _matching_save(notes: _Notes, load: ast.Call, target: str | None) -> tuple[_Save, _Refused] | None:
     keys = notes.keys.get(id(load), set())
     for save in notes.saves:
-        if keys & save.keys:  # it reads this save's format: what else the file holds fails the load
+        shared = keys & save.keys
+        # two keys, or every plain one: it reads this save's format (one generic key, `["model"]`,
+        # may be another checkpoint's: pretrained weights, a teacher)
+        if shared and (len(shared) >= 2 or shared >= save.keys - save.refused.keys()):
             confirmed = [r for _, r in sorted(save.refused.items()) if _confirmed(r)]
             if confirmed:
                 return save, confirmed[0]

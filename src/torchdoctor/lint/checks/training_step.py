@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.lint.api import FILE_END, Context, Event, Scope, check, literal, looks_like_optimizer
-from torchdoctor.lint.names import dotted, keyword
+from torchdoctor.lint.names import dotted, keyword, terminal
 from torchdoctor.lint.steps import (
     TRACKED,
     has_closure,
@@ -406,6 +406,8 @@ def _over_model_parameters(call: ast.Call) -> bool:
 def loss_computed(node: ast.Assign, ctx: Context) -> None:
     """Remember `loss = criterion(...)` inside loops: the loop trains something."""
     if ctx.loops and len(node.targets) == 1:
+        if isinstance(node.value, ast.Call) and "backward" in (terminal(node.value.func) or "").lower():
+            return  # `loss = trainer.forward_backward_step(batch)`: the call runs the backward itself
         target = dotted(node.targets[0])
         kind = ctx.kind(node.value)
         named = kind is None and target is not None and "loss" in target.rpartition(".")[2].lower()
