@@ -8,10 +8,13 @@ reentrant variant gets wrong, and is left alone.
 from __future__ import annotations
 
 import ast
+import re
 
 from torchdoctor.core.finding import Fix
 from torchdoctor.lint.api import Context, check, may_pass
 
+#: `torch.utils.checkpoint`, `from torch.utils import checkpoint`: the file can reach it
+_IMPORTED = re.compile(r"utils(\.| import )checkpoint")
 #: the public entry points and where `use_reentrant` sits among their positional parameters
 _CHECKPOINTS = {"torch.utils.checkpoint.checkpoint": None, "torch.utils.checkpoint.checkpoint_sequential": 3}
 
@@ -23,7 +26,10 @@ def _tests_requires_grad(test: ast.expr) -> bool:
 
 @check("TD175", ast.If)
 def inputs_tested(node: ast.If, ctx: Context) -> None:
-    if _tests_requires_grad(node.test):
+    uses = ctx.memo.get("TD175-file")
+    if uses is None:
+        uses = ctx.memo["TD175-file"] = _IMPORTED.search(ctx.source.text) is not None
+    if uses and _tests_requires_grad(node.test):
         ctx.memo.setdefault("TD175", set()).add(id(ctx.scope))
 
 

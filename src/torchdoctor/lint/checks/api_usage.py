@@ -62,6 +62,7 @@ def remember_amp_fallbacks(node: ast.Try, ctx: Context) -> None:
         ctx.memo.setdefault("TD167-new", set()).update(new)
 
 
+_AMP_WORD = re.compile(r"\bamp\b")
 _VERSION_WORDS = re.compile(r"version|torch_(greater|less|ge|gt|le|lt)|_torch_\d", re.I)
 
 
@@ -69,6 +70,11 @@ _VERSION_WORDS = re.compile(r"version|torch_(greater|less|ge|gt|le|lt)|_torch_\d
 def remember_version_branches(node: ast.If, ctx: Context) -> None:
     """`if torch_version < (2, 4): torch.cuda.amp.GradScaler() else: torch.amp.GradScaler("cuda")`:
     both branches of a test on the torch version (or on `hasattr(torch, ...)`) are written on purpose."""
+    uses = ctx.memo.get("TD167-file")
+    if uses is None:
+        uses = ctx.memo["TD167-file"] = _AMP_WORD.search(ctx.source.text) is not None
+    if not uses:
+        return  # no torch.cuda.amp / torch.cpu.amp in the file: no fallback to remember
     for item in ast.walk(node.test):
         if isinstance(item, ast.Name):
             word = item.id

@@ -50,7 +50,7 @@ _FRESH = (ast.Constant, ast.Call, ast.UnaryOp)
 @check("TD147", ast.Assign, needs_torch=False)
 def total_reset(node: ast.Assign, ctx: Context) -> None:
     """`running_loss = 0` (or `= torch.zeros(())`, `running_loss, n = 0.0, 0`) inside a loop."""
-    if not ctx.loops:
+    if not ctx.loops or not isinstance(node.value, (*_FRESH, ast.Tuple)):
         return
     pairs: list[tuple[ast.expr, ast.expr]] = []
     for target in node.targets:

@@ -68,7 +68,10 @@ def _namespace(value: ast.expr, ctx: Context) -> bool:
 @check("TD174", ast.Assign)
 def remember_values(node: ast.Assign, ctx: Context) -> None:
     """Dict displays kept in a variable (and the items added to them), argparse results."""
-    if len(node.targets) != 1:
+    saves = ctx.memo.get("TD174-file")
+    if saves is None:
+        saves = ctx.memo["TD174-file"] = "save" in ctx.source.text and "load" in ctx.source.text
+    if not saves or len(node.targets) != 1:
         return
     target, value = node.targets[0], node.value
     if isinstance(target, ast.Name):

@@ -75,6 +75,8 @@ def assertion_call(node: ast.Call, ctx: Context) -> None:
 def _remember_check(node: ast.Assert | ast.Call, ctx: Context) -> None:
     """An assertion checks a load when it is in a test (which asserts on what it built) or
     names the loaded model itself (`assert torch.equal(model.weight, ...)`)."""
+    if "TD160" not in ctx.memo:
+        return  # no non-strict load before it in the file: nothing to check
     names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
     test = ctx.scope.name.rpartition(".")[2].startswith("test")
     ctx.memo.setdefault("TD160-checks", []).append((ctx.scope, node.lineno, names, test))
