@@ -225,3 +225,23 @@ def passed_to_a_call(loop: ast.AST, names: set[str], ctx: Context) -> bool:
         if any(dotted(a) in names for a in [*node.args, *(k.value for k in node.keywords)]):
             return True
     return False
+
+
+def assigned_names(region: ast.AST) -> set[str]:
+    """The dotted names `region` (a loop, a function) binds: assignment and `for` targets (the
+    elements of a tuple target), and the arguments of the functions in it."""
+    names: set[str] = set()
+    for node in ast.walk(region):
+        if isinstance(node, ast.Assign):
+            targets: list[ast.expr] = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+            targets = [node.target]
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+            continue
+        else:
+            continue
+        for target in targets:
+            items = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+            names.update(d for t in items if (d := dotted(t)) is not None)
+    return names

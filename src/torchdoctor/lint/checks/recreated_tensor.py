@@ -7,7 +7,7 @@ import ast
 
 from torchdoctor.lint.api import FILE_END, Context, Event, check, keyword, literal
 from torchdoctor.lint.names import dotted
-from torchdoctor.lint.steps import TRACKED, order, stepped_optimizer
+from torchdoctor.lint.steps import TRACKED, assigned_names, order, stepped_optimizer
 
 
 @check("TD173", ast.Assign)
@@ -51,27 +51,12 @@ def trainable_tensor_recreated(tree: ast.Module, ctx: Context) -> None:
                 ctx.report("TD173", tensor.node, tensor=tensor.receiver, optimizer=made.receiver)
 
 
-def _assigned(region: ast.AST) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(region):
-        if isinstance(node, ast.Assign):
-            targets: list[ast.expr] = node.targets
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
-            targets = [node.target]
-        else:
-            continue
-        for target in targets:
-            items = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
-            names.update(d for t in items if (d := dotted(t)) is not None)
-    return names
-
-
 def _changes_each_iteration(tensor: Event, loop: ast.AST) -> bool:
     """The tensor's initial value is computed from something the loop changes (its variable,
     a value updated in the body): then it may carry what was learned before."""
     value = tensor.node.value  # type: ignore[attr-defined]
     own = tensor.receiver or ""
-    assigned = {name for name in _assigned(loop) if name != own and not name.startswith(own + ".")}
+    assigned = {name for name in assigned_names(loop) if name != own and not name.startswith(own + ".")}
     return any(isinstance(n, (ast.Name, ast.Attribute)) and dotted(n) in assigned for n in ast.walk(value))
 
 

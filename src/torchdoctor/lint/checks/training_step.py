@@ -14,6 +14,7 @@ from torchdoctor.lint.api import FILE_END, Context, Event, Scope, check, literal
 from torchdoctor.lint.names import dotted, keyword, terminal
 from torchdoctor.lint.steps import (
     TRACKED,
+    assigned_names,
     has_closure,
     inside,
     is_backward,
@@ -116,14 +117,7 @@ def _over_fresh_tensors(made: ast.expr, region: ast.AST) -> bool:
         return False
     if not isinstance(given, (ast.List, ast.Tuple)) or not all(dotted(e) for e in given.elts):
         return True
-    assigned: set[str | None] = set()
-    for node in ast.walk(region):
-        if isinstance(node, ast.Assign):
-            assigned.update(dotted(t) for t in node.targets)
-        elif isinstance(node, (ast.AnnAssign, ast.For, ast.AsyncFor)):
-            assigned.update(dotted(t) for t in ast.walk(node.target) if isinstance(t, (ast.Name, ast.Attribute)))
-        elif isinstance(node, ast.arg):
-            assigned.add(node.arg)  # a function's argument: a new tensor on each call, for all we know
+    assigned = assigned_names(region)
     return all(dotted(e) in assigned for e in given.elts)
 
 
