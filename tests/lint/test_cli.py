@@ -121,13 +121,38 @@ def test_unreadable_inputs_do_not_stop_the_run(project: Path, capsys: pytest.Cap
     assert said["binary.py"][0] == 1 and "line 1 contains a NUL byte" in said["binary.py"][1]
 
 
-def test_links_in_folders_are_skipped_with_a_note(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_links_in_folders_are_skipped_and_said_in_every_format(project: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
     write(project / "pkg" / "ok.py", CLEAN)
     os.symlink("missing.py", project / "pkg" / "broken.py")
+    os.symlink("loop.py", project / "pkg" / "loop.py")
     os.symlink(".", project / "pkg" / "self")  # a folder loop: folders behind links are not walked
     status, out, _ = run(["pkg"], capsys)
-    assert status == 0
-    assert "note: skipped pkg/broken.py: a symbolic link that leads nowhere" in out
+    assert status == 0  # a warning: not a failure unless --fail-on warning
+    assert "pkg/broken.py: TD007 [warning] not linted: a symbolic link that leads nowhere" in out
+    skipped = {os.path.join("pkg", "broken.py"), os.path.join("pkg", "loop.py")}
+    _, out, _ = run(["pkg", "--format", "json"], capsys)
+    report = json.loads(out)
+    assert {f["file"] for f in report["findings"] if f["rule"] == "TD007"} == skipped
+    assert report["summary"]["warning"] == 2 and report["meta"]["files"] == 1
+    _, out, _ = run(["pkg", "--format", "sarif"], capsys)
+    results = json.loads(out)["runs"][0]["results"]
+    assert {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results
+            if r["ruleId"] == "TD007"} == {p.replace(os.sep, "/") for p in skipped}
+    _, out, _ = run(["pkg", "--format", "github"], capsys)
+    assert "::warning file=pkg/broken.py,title=TD007 file-not-linted::not linted" in out
+    _, out, _ = run(["pkg", "--format", "junit"], capsys)
+    assert 'name="TD007 file-not-linted"' in out and "pkg/broken.py" in out
+    assert run(["pkg", "--fail-on", "warning"], capsys)[0] == 1
+
+
+def test_dist_folders_are_skipped_unless_they_are_packages(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(project / "lib" / "dist" / "__init__.py", "")
+    write(project / "lib" / "dist" / "comm.py", BAD)  # a package named dist: code
+    write(project / "dist" / "lib-1.0" / "lib" / "comm.py", BAD)  # a build output
+    write(project / "build" / "lib" / "lib" / "comm.py", BAD)
+    _, out, _ = run(["--format", "json", "--fail-on", "never", "."], capsys)
+    assert {f["file"] for f in json.loads(out)["findings"]} == {os.path.join("lib", "dist", "comm.py")}
 
 
 def test_noqa_and_ignore_comments_silence_one_line(project: Path, capsys: pytest.CaptureFixture[str]) -> None:

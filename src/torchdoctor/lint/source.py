@@ -85,11 +85,12 @@ class Source:
         return self.text[start:end]
 
 
-def read_bytes(path: Path, max_bytes: int = MAX_BYTES) -> bytes:
-    """The file's bytes, or `Unreadable` (missing, a directory, permission, a link loop, too big)."""
+def read_bytes(path: Path, max_bytes: int | None = MAX_BYTES) -> bytes:
+    """The file's bytes, or `Unreadable` (missing, a directory, permission, a link loop, or
+    bigger than `max_bytes`; None: no limit, for files the user named)."""
     try:
         size = os.stat(path).st_size
-        if size > max_bytes:
+        if max_bytes is not None and size > max_bytes:
             raise Unreadable(
                 "too-large", f"{size / 1024 / 1024:.1f} MB is over the {max_bytes // 1024 // 1024} MB limit for one file"
             )
