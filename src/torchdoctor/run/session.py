@@ -271,18 +271,27 @@ class Session:
         it raises."""
         if self._replaying:
             return None
-        self._replaying = True
         try:
-            with self._outside(), untouched(module), contextlib.redirect_stdout(io.StringIO()):
+            with self.privately(module) as model:
                 if trace is not None:
                     trace.resume()
                 try:
-                    return eager(module)(*args, **kwargs)
+                    return model(*args, **kwargs)
                 finally:
                     if trace is not None:
                         trace.leave()
         except Exception:  # noqa: BLE001 - a forward that cannot be replayed tells nothing
             return None
+
+    @contextlib.contextmanager
+    def privately(self, module: nn.Module) -> Iterator[nn.Module]:
+        """A context to run `module` (its eager module, when compiled: the one handed out) once
+        more without changing the run (run/replay.py): torchdoctor's hooks and traces set aside
+        and its detectors told nothing, forked RNG, buffers swapped for copies, prints dropped."""
+        self._replaying = True
+        try:
+            with self._outside(), untouched(module), contextlib.redirect_stdout(io.StringIO()):
+                yield eager(module)
         finally:
             self._replaying = False
 
