@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from torchdoctor.run.detector import Detector
 from torchdoctor.run.detectors.collectives import CollectiveSequence
+from torchdoctor.run.detectors.compiled import CompileDoctor
 from torchdoctor.run.detectors.data import WorkerFunctionsPicklable
 from torchdoctor.run.detectors.ddp import DDPUnusedParameters
 from torchdoctor.run.detectors.gradients import ParametersWithoutGradient
@@ -36,5 +37,6 @@ DETECTORS: tuple[type[Detector], ...] = (
     CollectiveSequence,
     ReplicaChecksums,
     DDPUnusedParameters,
+    CompileDoctor,
     *SILENT_BUG_DETECTORS,
 )
