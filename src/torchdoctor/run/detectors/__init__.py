@@ -12,6 +12,7 @@ from torchdoctor.run.detectors.compiled import CompileDoctor
 from torchdoctor.run.detectors.data import WorkerFunctionsPicklable
 from torchdoctor.run.detectors.ddp import DDPUnusedParameters
 from torchdoctor.run.detectors.gradients import ParametersWithoutGradient
+from torchdoctor.run.detectors.growth import GradientGrowth, LowPrecisionLoss, ScalerSkips, WeightDrift
 from torchdoctor.run.detectors.loss import LossInputs
 from torchdoctor.run.detectors.numerics import NonFiniteLoss
 from torchdoctor.run.detectors.optimizer import (
@@ -33,6 +34,10 @@ DETECTORS: tuple[type[Detector], ...] = (
     ParametersWithoutGradient,
     LossInputs,
     NonFiniteLoss,
+    GradientGrowth,
+    WeightDrift,
+    ScalerSkips,
+    LowPrecisionLoss,
     WorkerFunctionsPicklable,
     CollectiveSequence,
     ReplicaChecksums,

@@ -34,6 +34,7 @@ from torchdoctor.run.detector import Detector
 from torchdoctor.run.detectors.nan_origin import Culprit, FirstNonFinite, any_non_finite, cause_of
 from torchdoctor.run.detectors.optimizer import names_text
 from torchdoctor.run.events import Backward, Location, LossCall, ModuleCall, Step
+from torchdoctor.run.instruments.grad_norms import GradNorms
 from torchdoctor.run.instruments.optim import params_of
 from torchdoctor.run.replay import leaves, strong, weak
 
@@ -59,13 +60,13 @@ class NonFiniteLoss(Detector):
         gradient would have to be read back every step; its NaN shows in the loss a step later)."""
         if self._done:
             return
-        grads = [p.grad for p in params_of(event.optimizer) if p.grad is not None and p.grad.is_floating_point() and not p.grad.is_sparse]
-        if not grads or any(g.device.type != "cpu" for g in grads):
+        measured = self.ctx.instrument(GradNorms).at_step(event.optimizer, event.index)
+        if measured is None:
             return
-        if math.isfinite(float(torch.stack(torch._foreach_norm(grads)).sum())):
+        params, norms = measured
+        if math.isfinite(float(norms.sum())):
             return
-        bad = [p for p in params_of(event.optimizer) if p.grad is not None and p.grad.is_floating_point() and not p.grad.is_sparse and not _finite(p.grad)]
-        self._explain_gradients(bad)
+        self._explain_gradients([p for p, norm in zip(params, norms.tolist()) if not math.isfinite(norm)])
 
     def on_module_call(self, event: ModuleCall) -> None:
         if event.root and not self._done and event.grad_enabled:
