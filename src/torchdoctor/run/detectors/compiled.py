@@ -66,6 +66,10 @@ class CompileDoctor(Detector):
         self._measured: list[Measured] = []
         self._compared: set[int] = set()
         self._compilations = -1  # dynamo's compilations so far, at the last compiled call
+        self._before = _records()  # dynamo's records are the process's: only newer ones are this session's
+
+    def _new(self, records: list[Any]) -> list[Any]:
+        return [record for record in records if id(record) not in self._before]
 
     def on_compiled_call(self, event: CompiledCall) -> None:
         """Compare a compiled model with its eager forward on its first call that compiled
@@ -79,11 +83,9 @@ class CompileDoctor(Detector):
             self._compare(event)
 
     def on_finish(self, outcome: Outcome) -> None:
-        utils = sys.modules.get("torch._dynamo.utils")
-        if utils is None:
-            return  # nothing was compiled
-        self._graph_breaks(getattr(utils, "graph_break_reasons", []))
-        frames = _frames(utils.get_compilation_metrics() if hasattr(utils, "get_compilation_metrics") else [])
+        reasons, metrics = _dynamo_records()
+        self._graph_breaks(self._new(reasons))
+        frames = _frames(self._new(metrics))
         self._recompiles(frames)
         self._cost(frames)
 
@@ -163,6 +165,21 @@ class CompileDoctor(Detector):
 
     def _model_line(self) -> Location | None:
         return next((line for module, line in self.ctx.modules.roots.items() if line is not None and type(module).__name__ == "OptimizedModule"), None)
+
+
+def _dynamo_records() -> tuple[list[Any], list[Any]]:
+    """dynamo's graph-break reasons and compilation metrics (empty when nothing was compiled)."""
+    utils = sys.modules.get("torch._dynamo.utils")
+    if utils is None:
+        return [], []
+    metrics = utils.get_compilation_metrics() if hasattr(utils, "get_compilation_metrics") else []
+    return list(getattr(utils, "graph_break_reasons", [])), list(metrics)
+
+
+def _records() -> dict[int, Any]:
+    """The records so far, by id (held, so that no new record can reuse an id)."""
+    reasons, metrics = _dynamo_records()
+    return {id(record): record for record in (*reasons, *metrics)}
 
 
 def _compilations() -> int:

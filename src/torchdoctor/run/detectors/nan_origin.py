@@ -49,6 +49,14 @@ class Culprit:
     operands: list[Operand] = field(default_factory=list)
     output_dtype: str = ""
     backward_of: str | None = None  # "SqrtBackward0": the forward op whose gradient it is
+    inf_source: Culprit | None = None  # the op that put in the Infs this one turned into NaN
+
+    @property
+    def place(self) -> Location | None:
+        """The line to change: a masked softmax's NaN is fixed where the -inf was put in."""
+        if self.op in _SOFTMAX and self.inf_source is not None and self.inf_source.location is not None:
+            return self.inf_source.location
+        return self.location
 
     @property
     def forward_op(self) -> str | None:
@@ -57,18 +65,26 @@ class Culprit:
 
 
 class FirstNonFinite(TorchDispatchMode):
-    """Stops looking at the first op whose floating inputs are finite and whose output is not."""
+    """Stops looking at the first op that makes a NaN from inputs without one, or an Inf from
+    finite inputs (an Inf put in on purpose, a `-inf` mask, is not a culprit; a softmax that
+    turns a row of them into NaN is)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.culprit: Culprit | None = None
+        #: the first op whose output had an Inf at all (a `-inf` mask put in on purpose)
+        self.first_inf: Culprit | None = None
 
     @passes_through
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
         result = func(*args, **kwargs)
-        if self.culprit is None and any_non_finite(result) and not any_non_finite((args, kwargs)):
-            self.culprit = _culprit(func, args, kwargs, result)
+        if self.culprit is None and any_non_finite(result):
+            if (has_nan(result) and not has_nan((args, kwargs))) or not any_non_finite((args, kwargs)):
+                self.culprit = _culprit(func, args, kwargs, result)
+                self.culprit.inf_source = self.first_inf
+            elif self.first_inf is None and not has_nan(result):
+                self.first_inf = _culprit(func, args, kwargs, result)
         return result
 
 
@@ -116,6 +132,14 @@ def _operand(value: Any) -> Operand:
     )
 
 
+def has_nan(value: Any) -> bool:
+    return any(
+        (isinstance(leaf, torch.Tensor) and leaf.is_floating_point() and leaf.numel() > 0 and bool(torch.isnan(leaf.detach()).any()))
+        or (isinstance(leaf, float) and math.isnan(leaf))
+        for leaf in leaves(value)
+    )
+
+
 def _dtype(tensor: torch.Tensor) -> str:
     return str(tensor.dtype).replace("torch.", "")
 
@@ -125,8 +149,11 @@ def _number(value: float) -> str:
 
 
 def any_non_finite(value: Any) -> bool:
+    """A NaN or Inf among the floating tensors and the numbers in `value` (a `-inf` fill value
+    makes the tensor it fills non-finite on purpose)."""
     return any(
-        isinstance(leaf, torch.Tensor) and leaf.is_floating_point() and leaf.numel() > 0 and not bool(torch.isfinite(leaf.detach()).all())
+        (isinstance(leaf, torch.Tensor) and leaf.is_floating_point() and leaf.numel() > 0 and not bool(torch.isfinite(leaf.detach()).all()))
+        or (isinstance(leaf, float) and not math.isfinite(leaf))
         for leaf in leaves(value)
     )
 
@@ -187,7 +214,9 @@ def cause_of(culprit: Culprit) -> tuple[str, str]:
     if op == "pow" and first.negatives:
         return f"`pow` of {first.negatives} negative base(s) to a fractional exponent gives NaN (base {first.text})", "Raise the absolute value (`x.abs() ** p`), or clamp the base (`x.clamp_min(0) ** p`)."
     if op in _SOFTMAX and first.neg_inf_rows:
-        return (f"`{op}` over {first.neg_inf_rows} row(s) that are entirely -inf (a fully masked row) gives NaN",
+        source = culprit.inf_source
+        put_in = f", put in on this line by `{source.op}`" if source is not None and culprit.place == source.location else ""
+        return (f"`{op}` over {first.neg_inf_rows} row(s) that are entirely -inf (a fully masked row{put_in}) gives NaN",
                 "Mask with a large finite negative (`scores.masked_fill(mask, torch.finfo(scores.dtype).min)`), or skip rows with nothing to attend to.")
     limit = _LIMITS.get(culprit.output_dtype)
     if limit is not None and culprit.output_dtype in ("float16", "bfloat16"):

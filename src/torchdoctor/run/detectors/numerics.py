@@ -155,7 +155,7 @@ class NonFiniteLoss(Detector):
             message = RULE.message.format(what=what, origin=f"`{culprit.op}` on this line: {cause}")
         self.ctx.report(
             RULE,
-            at=culprit.location or True,
+            at=culprit.place or True,
             message=message,
             hint=fix,
             evidence={**evidence, "op": culprit.aten, "inputs": [o.text for o in culprit.operands],
