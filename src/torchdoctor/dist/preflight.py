@@ -56,6 +56,6 @@ def _report(facts: DistFacts) -> Report:
     report.checks = checks(facts, by_group)
     world = facts.world_size or len(facts.ranks)
     how = "standalone" if facts.mode == "standalone" else f"rank {facts.launch.get('RANK', '?')} of a launched job"
-    report.meta["title"] = f"torchdoctor dist: {world} rank{'s' if world != 1 else ''}, {how}"
+    report.title = f"torchdoctor dist: {world} rank{'s' if world != 1 else ''}, {how}"
     report.sections["distributed"] = {**facts.to_dict(), "bandwidth": bandwidth_table(facts)}
     return report
