@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from torchdoctor.catalog.reporters import reported_by
 from torchdoctor.core import registry
 from torchdoctor.core.rule import Rule
 
@@ -28,6 +29,7 @@ def describe(rule: Rule) -> str:
         f"Category: {rule.category.value}",
         f"Default severity: {rule.severity.value}",
         f"Fix: {'safe automatic fix with `torchdoctor lint --fix`' if rule.fixable else 'by hand'}",
+        f"Reported by: {reported_by(rule.code) or 'no command yet'}",
         "",
         "",
     ]

@@ -251,10 +251,10 @@ from torchdoctor.lint.api import Context, check
 from torchdoctor.rules.{package}.{module} import RULE
 
 
-@check(RULE.code, ast.Call, names={{"TODO_callee"}})
+@check(RULE, ast.Call, names={{"TODO_callee"}})
 def {module}(node: ast.Call, ctx: Context) -> None:
     """TODO: decide from `node` and what the walk keeps on `ctx`, then
-    `ctx.report(RULE.code, node, what=...)` at the line the user must change."""
+    `ctx.report(RULE, node, what=...)` at the line the user must change."""
 '''
 
 _LINT_FIXTURE = '''"""{code} {name}: the flagged code and the similar correct code, side by side.

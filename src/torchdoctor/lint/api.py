@@ -3,12 +3,13 @@
 ```python
 import ast
 from torchdoctor.lint.api import Context, check
+from torchdoctor.rules.mode.functional_dropout_ignores_eval import RULE as FUNCTIONAL_DROPOUT_IGNORES_EVAL
 
-@check("TD130", ast.Call, names={"dropout", "dropout1d", "dropout2d"})
+@check(FUNCTIONAL_DROPOUT_IGNORES_EVAL, ast.Call, names={"dropout", "dropout1d", "dropout2d"})
 def functional_dropout_ignores_eval(node: ast.Call, ctx: Context) -> None:
     if ctx.qualified(node.func) in DROPOUTS and ctx.class_info and ctx.class_info.is_module:
         ...
-        ctx.report("TD130", node, call=ctx.text(node.func))
+        ctx.report(FUNCTIONAL_DROPOUT_IGNORES_EVAL, node, call=ctx.text(node.func))
 ```
 
 See docs/lint-rules-dev.md for the whole guide.

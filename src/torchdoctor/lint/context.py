@@ -14,7 +14,6 @@ from collections.abc import Callable
 from typing import Any
 
 from torchdoctor.core.finding import Edit, Finding, Fix, Severity
-from torchdoctor.core.registry import get as get_rule
 from torchdoctor.core.rule import Rule
 from torchdoctor.core.suppress import is_suppressed
 from torchdoctor.lint import flow
@@ -163,7 +162,7 @@ class Context:
 
     def report(
         self,
-        rule: str | Rule,
+        rule: Rule,
         node: ast.AST,
         *,
         fix: Fix | None = None,
@@ -178,7 +177,6 @@ class Context:
         Findings of rules that are not enabled, or silenced by a `# noqa` / `# torchdoctor:
         ignore[...]` comment on the node's first line, are dropped here.
         """
-        rule = rule if isinstance(rule, Rule) else get_rule(rule)
         if rule.code not in self.enabled:
             return
         line = getattr(node, "lineno", 1)

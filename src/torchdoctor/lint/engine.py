@@ -1,6 +1,6 @@
 """The lint engine: registered checks, one parse and one walk per file, fixes applied safely.
 
-Checks register with `@check(codes, on)` (see `torchdoctor.lint.api`); the engine keeps only
+Checks register with `@check(rules, on)` (see `torchdoctor.lint.api`); the engine keeps only
 those of enabled rules, builds dispatch tables by node type (and, for calls, by the callee's
 last name), and lints each file with one `ast.parse` and one `Context` walk. Files that do not
 mention torch skip the checks that need torch names (`needs_torch=True`, the default).
@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from torchdoctor.core.finding import Finding, Fix
-from torchdoctor.core.registry import get as get_rule
+from torchdoctor.core.rule import Rule
 from torchdoctor.lint.context import Context, Handler
 from torchdoctor.lint.fixes import apply_fixes
 from torchdoctor.lint.source import Source
@@ -40,14 +40,14 @@ _LOADED = False
 
 
 def check(
-    codes: str | Iterable[str],
+    rules: Rule | Iterable[Rule],
     on: type | str,
     *,
     names: Iterable[str] | None = None,
     tracks: Iterable[str] = (),
     needs_torch: bool = True,
 ) -> Callable[[Handler], Handler]:
-    """Register `func(node, ctx)` as a detector of the rules `codes`.
+    """Register `func(node, ctx)` as a detector of `rules` (rule objects: a code is never spelled here).
 
     `on` is an `ast` node class (called as the walk enters every such node) or `FILE_END`.
     `names` (for `on=ast.Call` only): call the check only for calls whose callee's last name
@@ -57,9 +57,7 @@ def check(
     checks that reason about the order of calls). `needs_torch=False` when the check can fire
     in a file that never mentions torch (it matches by variable names, not imports).
     """
-    code_tuple = (codes,) if isinstance(codes, str) else tuple(codes)
-    for code in code_tuple:
-        get_rule(code)  # fail at import time on a typo, not silently never
+    code_tuple = tuple(rule.code for rule in ((rules,) if isinstance(rules, Rule) else rules))
 
     def register(func: Handler) -> Handler:
         if names is not None and on is not ast.Call:

@@ -9,19 +9,23 @@ import re
 
 from torchdoctor.core.finding import Edit, Fix
 from torchdoctor.lint.api import FILE_END, Context, check, keyword, literal, may_pass
+from torchdoctor.rules.api.deprecated_amp_api import RULE as DEPRECATED_AMP_API
+from torchdoctor.rules.api.softmax_implicit_dim import RULE as SOFTMAX_IMPLICIT_DIM
+from torchdoctor.rules.grad_flow.requires_grad_on_copy import RULE as REQUIRES_GRAD_ON_COPY
+from torchdoctor.rules.grad_flow.requires_grad_typo import RULE as REQUIRES_GRAD_TYPO
 
 _FUNCTIONAL_SOFTMAX = frozenset({"torch.nn.functional.softmax", "torch.nn.functional.log_softmax",
                                  "torch.nn.functional.softmin"})
 _MODULE_SOFTMAX = frozenset({"torch.nn.Softmax", "torch.nn.LogSoftmax", "torch.nn.Softmin"})
 
 
-@check("TD150", ast.Call, names={"softmax", "log_softmax", "softmin", "Softmax", "LogSoftmax", "Softmin"})
+@check(SOFTMAX_IMPLICIT_DIM, ast.Call, names={"softmax", "log_softmax", "softmin", "Softmax", "LogSoftmax", "Softmin"})
 def softmax_implicit_dim(node: ast.Call, ctx: Context) -> None:
     name = ctx.qualified(node.func)
     if name in _FUNCTIONAL_SOFTMAX and not may_pass(node, "dim", 1):
-        ctx.report("TD150", node, call=ctx.text(node.func))
+        ctx.report(SOFTMAX_IMPLICIT_DIM, node, call=ctx.text(node.func))
     elif name in _MODULE_SOFTMAX and not may_pass(node, "dim", 0):
-        ctx.report("TD150", node, call=ctx.text(node.func))
+        ctx.report(SOFTMAX_IMPLICIT_DIM, node, call=ctx.text(node.func))
 
 
 _DEPRECATED_AMP = {
@@ -34,19 +38,19 @@ _DEPRECATED_AMP = {
 }
 
 
-@check("TD167", ast.Call, names={"GradScaler", "autocast", "custom_fwd", "custom_bwd"})
+@check(DEPRECATED_AMP_API, ast.Call, names={"GradScaler", "autocast", "custom_fwd", "custom_bwd"})
 def deprecated_amp_call(node: ast.Call, ctx: Context) -> None:
     _deprecated_amp(node.func, node, ctx)
 
 
-@check("TD167", ast.FunctionDef)
+@check(DEPRECATED_AMP_API, ast.FunctionDef)
 def deprecated_amp_decorator(node: ast.FunctionDef, ctx: Context) -> None:
     for decorator in node.decorator_list:
         if not isinstance(decorator, ast.Call):
             _deprecated_amp(decorator, None, ctx)
 
 
-@check("TD167", ast.Try)
+@check(DEPRECATED_AMP_API, ast.Try)
 def remember_amp_fallbacks(node: ast.Try, ctx: Context) -> None:
     """`try: torch.amp.GradScaler(...) except ...: torch.cuda.amp.GradScaler()` is a fallback
     for an old torch, written on purpose: remember the `except` lines. `try: from torch.amp
@@ -55,7 +59,7 @@ def remember_amp_fallbacks(node: ast.Try, ctx: Context) -> None:
     uses_new = any(isinstance(n, ast.Call) and (ctx.qualified(n.func) or "").startswith("torch.amp.")
                    for statement in node.body for n in ast.walk(statement))
     if uses_new:
-        ctx.memo.setdefault("TD167", []).extend((h.lineno, h.end_lineno) for h in node.handlers)
+        ctx.memo.setdefault(DEPRECATED_AMP_API.code, []).extend((h.lineno, h.end_lineno) for h in node.handlers)
     new = {alias.asname or alias.name for statement in node.body if isinstance(statement, ast.ImportFrom)
            and statement.module in ("torch", "torch.amp") for alias in statement.names}
     if new:
@@ -66,7 +70,7 @@ _AMP_WORD = re.compile(r"\bamp\b")
 _VERSION_WORDS = re.compile(r"version|torch_(greater|less|ge|gt|le|lt)|_torch_\d", re.I)
 
 
-@check("TD167", ast.If)
+@check(DEPRECATED_AMP_API, ast.If)
 def remember_version_branches(node: ast.If, ctx: Context) -> None:
     """`if torch_version < (2, 4): torch.cuda.amp.GradScaler() else: torch.amp.GradScaler("cuda")`:
     both branches of a test on the torch version (or on `hasattr(torch, ...)`) are written on purpose."""
@@ -86,7 +90,7 @@ def remember_version_branches(node: ast.If, ctx: Context) -> None:
         else:
             continue
         if _VERSION_WORDS.search(word):
-            ctx.memo.setdefault("TD167", []).append((node.lineno, node.end_lineno))
+            ctx.memo.setdefault(DEPRECATED_AMP_API.code, []).append((node.lineno, node.end_lineno))
             return
 
 
@@ -94,7 +98,7 @@ def _fallback(node: ast.AST, ctx: Context) -> bool:
     """The old API kept next to the new one for older torch versions (try/except, a version
     test, `x if new else old`)."""
     line = node.lineno  # type: ignore[attr-defined]
-    if any(start <= line <= (end or start) for start, end in ctx.memo.get("TD167", [])):
+    if any(start <= line <= (end or start) for start, end in ctx.memo.get(DEPRECATED_AMP_API.code, [])):
         return True
     root = node.func if isinstance(node, ast.Call) else node
     if isinstance(root, ast.Name) and root.id in ctx.memo.get("TD167-new", ()):
@@ -124,28 +128,28 @@ def _deprecated_amp(func: ast.expr, call: ast.Call | None, ctx: Context) -> None
             else:
                 edits.append(ctx.add_keyword(call, f'"{device}"'))
             fix = Fix(title=f'Use `{replacement}("{device}", ...)`', edits=tuple(edits), safe=False)
-    ctx.report("TD167", call or func, old=f"{old}.{name.rpartition('.')[2]}", new=replacement, device=device, fix=fix)
+    ctx.report(DEPRECATED_AMP_API, call or func, old=f"{old}.{name.rpartition('.')[2]}", new=replacement, device=device, fix=fix)
 
 
 _TYPOS = frozenset({"require_grad", "requires_grads", "require_grads", "required_grad", "requries_grad",
                     "requires_gard", "requiers_grad", "requieres_grad", "requires_grad_", "reqires_grad"})
 
 
-@check("TD168", ast.Assign, needs_torch=False)
+@check(REQUIRES_GRAD_TYPO, ast.Assign, needs_torch=False)
 def requires_grad_typo(node: ast.Assign, ctx: Context) -> None:
     for target in node.targets:
         if isinstance(target, ast.Attribute) and target.attr in _TYPOS:
             end = ctx.source.char_column(target.end_lineno, target.end_col_offset)  # type: ignore[arg-type]
             line = target.end_lineno
             edit = Edit(line, end - len(target.attr), line, end, "requires_grad")  # type: ignore[arg-type]
-            ctx.report("TD168", target, attribute=target.attr, target=ctx.text(target.value),
+            ctx.report(REQUIRES_GRAD_TYPO, target, attribute=target.attr, target=ctx.text(target.value),
                        fix=Fix(title="Rename to `requires_grad`", edits=(edit,)))
 
 
 _COPIES = frozenset({"to", "cuda", "double", "float", "half", "bfloat16", "type"})
 
 
-@check("TD169", ast.Call, names=_COPIES)
+@check(REQUIRES_GRAD_ON_COPY, ast.Call, names=_COPIES)
 def requires_grad_then_copied(node: ast.Call, ctx: Context) -> None:
     func = node.func
     if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Call):
@@ -164,9 +168,9 @@ def requires_grad_then_copied(node: ast.Call, ctx: Context) -> None:
     statement = ctx.statement
     if (isinstance(statement, ast.Assign) and _chained_from(statement.value, node) and len(statement.targets) == 1
             and isinstance(statement.targets[0], ast.Name)):
-        ctx.memo.setdefault("TD169", []).append((ctx.scope, statement.targets[0].id, node, func.attr))
+        ctx.memo.setdefault(REQUIRES_GRAD_ON_COPY.code, []).append((ctx.scope, statement.targets[0].id, node, func.attr))
     else:
-        ctx.report("TD169", node, call=ctx.text(node), method=func.attr)
+        ctx.report(REQUIRES_GRAD_ON_COPY, node, call=ctx.text(node), method=func.attr)
 
 
 def _chained_from(value: ast.expr, node: ast.Call) -> bool:
@@ -205,13 +209,13 @@ def _same_dtype(made: ast.Call, factory: str, copy: ast.Call, ctx: Context) -> b
     return source is not None and source == target
 
 
-@check("TD169", FILE_END)
+@check(REQUIRES_GRAD_ON_COPY, FILE_END)
 def report_copies_used_as_weights(tree: ast.Module, ctx: Context) -> None:
     """`x = torch.rand(n, requires_grad=True).to(device)` used only as an input (`model(x)`,
     `x * 2`) is a tensor that lets gradients flow, not a weight: its own .grad is never needed."""
-    for scope, variable, node, method in ctx.memo.get("TD169", []):
+    for scope, variable, node, method in ctx.memo.get(REQUIRES_GRAD_ON_COPY.code, []):
         if _used_as_weight(scope.node, variable, ctx) and not _retains_grad(scope.node, variable):
-            ctx.report("TD169", node, call=ctx.text(node), method=method)
+            ctx.report(REQUIRES_GRAD_ON_COPY, node, call=ctx.text(node), method=method)
 
 
 def _retains_grad(function: ast.AST, variable: str) -> bool:

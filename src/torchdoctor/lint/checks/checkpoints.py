@@ -12,18 +12,21 @@ import ast
 
 from torchdoctor.lint.api import FILE_END, Context, check, may_pass
 from torchdoctor.lint.flow import is_scaler
+from torchdoctor.rules.distributed.checkpoint_load_without_map_location import (
+    RULE as CHECKPOINT_LOAD_WITHOUT_MAP_LOCATION,
+)
 
 _DISTRIBUTED = ("torch.distributed.init_process_group", "torch.nn.parallel.DistributedDataParallel")
 
 
-@check("TD166", ast.Call, names={"load"})
+@check(CHECKPOINT_LOAD_WITHOUT_MAP_LOCATION, ast.Call, names={"load"})
 def torch_load(node: ast.Call, ctx: Context) -> None:
     if ctx.qualified(node.func) != "torch.load":
         return
     if may_pass(node, "map_location", 1):
         ctx.memo.setdefault("TD166-placed", set()).add(id(ctx.scope))
     elif not _read_by_scaler(node, ctx):
-        ctx.memo.setdefault("TD166", []).append((ctx.scope, node, ctx.statement))
+        ctx.memo.setdefault(CHECKPOINT_LOAD_WITHOUT_MAP_LOCATION.code, []).append((ctx.scope, node, ctx.statement))
 
 
 def _read_by_scaler(node: ast.Call, ctx: Context) -> bool:
@@ -33,7 +36,7 @@ def _read_by_scaler(node: ast.Call, ctx: Context) -> bool:
             and parent.func.attr == "load_state_dict" and node in parent.args and is_scaler(parent.func.value, ctx))
 
 
-@check("TD166", ast.Call, names={"load_state_dict"})
+@check(CHECKPOINT_LOAD_WITHOUT_MAP_LOCATION, ast.Call, names={"load_state_dict"})
 def scaler_state_loaded(node: ast.Call, ctx: Context) -> None:
     """`scaler_state = torch.load(path)` ... `scaler.load_state_dict(scaler_state)`."""
     if isinstance(node.func, ast.Attribute) and node.args and isinstance(node.args[0], ast.Name) and is_scaler(
@@ -41,26 +44,26 @@ def scaler_state_loaded(node: ast.Call, ctx: Context) -> None:
         ctx.memo.setdefault("TD166-scaler", set()).add((id(ctx.scope), node.args[0].id))
 
 
-@check("TD166", ast.Call, names={"save"})
+@check(CHECKPOINT_LOAD_WITHOUT_MAP_LOCATION, ast.Call, names={"save"})
 def saved_here(node: ast.Call, ctx: Context) -> None:
     if ctx.qualified(node.func) == "torch.save":
         ctx.memo.setdefault("TD166-saved", {}).setdefault(id(ctx.scope), node.lineno)
 
 
-@check("TD166", ast.Call, names={"init_process_group", "DistributedDataParallel"})
+@check(CHECKPOINT_LOAD_WITHOUT_MAP_LOCATION, ast.Call, names={"init_process_group", "DistributedDataParallel"})
 def distributed_code(node: ast.Call, ctx: Context) -> None:
     if ctx.qualified(node.func) in _DISTRIBUTED:
         ctx.memo["TD166-distributed"] = True
 
 
-@check("TD166", FILE_END)
+@check(CHECKPOINT_LOAD_WITHOUT_MAP_LOCATION, FILE_END)
 def report_loads_without_location(tree: ast.Module, ctx: Context) -> None:
     if not ctx.memo.get("TD166-distributed"):
         return
     placed = ctx.memo.get("TD166-placed", set())
     scaler = ctx.memo.get("TD166-scaler", set())
     saved = ctx.memo.get("TD166-saved", {})
-    for scope, node, statement in ctx.memo.get("TD166", []):
+    for scope, node, statement in ctx.memo.get(CHECKPOINT_LOAD_WITHOUT_MAP_LOCATION.code, []):
         if id(scope) in placed:  # a function that places other loads handles the device on purpose
             continue
         if isinstance(statement, ast.Assign) and statement.value is node and len(statement.targets) == 1 and (
@@ -70,4 +73,4 @@ def report_loads_without_location(tree: ast.Module, ctx: Context) -> None:
             continue  # reads back what this very function saved: this process's own devices
         if scope.name.rpartition(".")[2].startswith("test"):
             continue  # a test function: pytest runs it in a single process
-        ctx.report("TD166", node)
+        ctx.report(CHECKPOINT_LOAD_WITHOUT_MAP_LOCATION, node)

@@ -8,6 +8,9 @@ import ast
 
 from torchdoctor.lint.api import FILE_END, Context, Scope, argument, check, keyword, literal
 from torchdoctor.lint.names import dotted
+from torchdoctor.rules.data.rng_copied_into_workers import RULE as RNG_COPIED_INTO_WORKERS
+from torchdoctor.rules.data.unpicklable_worker_function import RULE as UNPICKLABLE_WORKER_FUNCTION
+from torchdoctor.rules.distributed.sampler_without_set_epoch import RULE as SAMPLER_WITHOUT_SET_EPOCH
 
 _DATALOADER = "torch.utils.data.DataLoader"
 _WORKER_FUNCTIONS = (("collate_fn", 6), ("worker_init_fn", 10))
@@ -26,7 +29,7 @@ def uses_workers(call: ast.Call, ctx: Context) -> bool:
     return not (isinstance(value, int) and value <= 0)
 
 
-@check(("TD140", "TD142"), ast.Call, names={"add_argument"}, needs_torch=False)
+@check((RNG_COPIED_INTO_WORKERS, UNPICKLABLE_WORKER_FUNCTION), ast.Call, names={"add_argument"}, needs_torch=False)
 def remember_argparse_default(node: ast.Call, ctx: Context) -> None:
     """`parser.add_argument("--workers", type=int, default=4)`: `args.workers` defaults to 4."""
     options = [literal(a) for a in node.args]
@@ -42,7 +45,7 @@ def _is_dataloader(node: ast.Call, ctx: Context) -> bool:
     return ctx.qualified(node.func) == _DATALOADER
 
 
-@check("TD142", ast.Call, names={"DataLoader"}, needs_torch=True)
+@check(UNPICKLABLE_WORKER_FUNCTION, ast.Call, names={"DataLoader"}, needs_torch=True)
 def unpicklable_worker_function(node: ast.Call, ctx: Context) -> None:
     if not _is_dataloader(node, ctx) or keyword(node, "multiprocessing_context") is not None:
         return
@@ -50,14 +53,14 @@ def unpicklable_worker_function(node: ast.Call, ctx: Context) -> None:
         value = argument(node, name, position)
         what = _unpicklable(value, ctx) if value is not None else None
         if what is not None:
-            ctx.memo.setdefault("TD142", []).append((node, value, name, what))
+            ctx.memo.setdefault(UNPICKLABLE_WORKER_FUNCTION.code, []).append((node, value, name, what))
 
 
-@check("TD142", FILE_END)
+@check(UNPICKLABLE_WORKER_FUNCTION, FILE_END)
 def report_unpicklable(tree: ast.Module, ctx: Context) -> None:
-    for call, value, name, what in ctx.memo.get("TD142", []):
+    for call, value, name, what in ctx.memo.get(UNPICKLABLE_WORKER_FUNCTION.code, []):
         if uses_workers(call, ctx):
-            ctx.report("TD142", value, argument=name, what=what)
+            ctx.report(UNPICKLABLE_WORKER_FUNCTION, value, argument=name, what=what)
 
 
 def _unpicklable(value: ast.expr, ctx: Context) -> str | None:
@@ -80,7 +83,7 @@ def _unpicklable(value: ast.expr, ctx: Context) -> str | None:
     return None
 
 
-@check("TD142", ast.Assign, needs_torch=True)
+@check(UNPICKLABLE_WORKER_FUNCTION, ast.Assign, needs_torch=True)
 def remember_lambdas(node: ast.Assign, ctx: Context) -> None:
     if isinstance(node.value, ast.Lambda):
         names = ctx.memo.setdefault("lambdas", {}).setdefault(id(ctx.scope), set())
@@ -90,7 +93,7 @@ def remember_lambdas(node: ast.Assign, ctx: Context) -> None:
 # ---------------------------------------------------------------- TD140
 
 
-@check("TD140", ast.Assign)
+@check(RNG_COPIED_INTO_WORKERS, ast.Assign)
 def rng_stored_on_dataset(node: ast.Assign, ctx: Context) -> None:
     info = ctx.class_info
     if info is None or not info.is_dataset or ctx.function is None or ctx.function.name != "__init__":
@@ -100,10 +103,10 @@ def rng_stored_on_dataset(node: ast.Assign, ctx: Context) -> None:
         return
     for target in node.targets:
         if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-            ctx.memo.setdefault("TD140", []).append((info, target.attr, node, kind.detail))
+            ctx.memo.setdefault(RNG_COPIED_INTO_WORKERS.code, []).append((info, target.attr, node, kind.detail))
 
 
-@check("TD140", ast.Attribute)
+@check(RNG_COPIED_INTO_WORKERS, ast.Attribute)
 def rng_read_by_dataset(node: ast.Attribute, ctx: Context) -> None:
     info = ctx.class_info
     if info is None or not info.is_dataset or ctx.function is None or ctx.function.name == "__init__":
@@ -112,7 +115,7 @@ def rng_read_by_dataset(node: ast.Attribute, ctx: Context) -> None:
         ctx.memo.setdefault("TD140-read", set()).add((id(info), node.attr))
 
 
-@check("TD140", ast.Call, names={"DataLoader"})
+@check(RNG_COPIED_INTO_WORKERS, ast.Call, names={"DataLoader"})
 def dataloader_with_workers(node: ast.Call, ctx: Context) -> None:
     if not _is_dataloader(node, ctx) or argument(node, "worker_init_fn", 10) is not None:
         return
@@ -122,14 +125,14 @@ def dataloader_with_workers(node: ast.Call, ctx: Context) -> None:
         ctx.memo.setdefault("TD140-loaded", []).append((kind.detail, node))
 
 
-@check("TD140", FILE_END, tracks=("get_worker_info", "seed", "manual_seed"))
+@check(RNG_COPIED_INTO_WORKERS, FILE_END, tracks=("get_worker_info", "seed", "manual_seed"))
 def report_rng_in_workers(tree: ast.Module, ctx: Context) -> None:
     loaded = {name for name, call in ctx.memo.get("TD140-loaded", []) if uses_workers(call, ctx)}
     read = ctx.memo.get("TD140-read", set())
-    for info, attribute, node, what in ctx.memo.get("TD140", []):
+    for info, attribute, node, what in ctx.memo.get(RNG_COPIED_INTO_WORKERS.code, []):
         if info.name not in loaded or (id(info), attribute) not in read or _reseeds(info, ctx):
             continue
-        ctx.report("TD140", node, what=f"`self.{attribute} = {what}(...)`", dataset=info.name)
+        ctx.report(RNG_COPIED_INTO_WORKERS, node, what=f"`self.{attribute} = {what}(...)`", dataset=info.name)
 
 
 def _reseeds(info: object, ctx: Context) -> bool:
@@ -141,7 +144,7 @@ def _reseeds(info: object, ctx: Context) -> bool:
 # ---------------------------------------------------------------- TD141
 
 
-@check("TD141", ast.Call, names={"DataLoader"})
+@check(SAMPLER_WITHOUT_SET_EPOCH, ast.Call, names={"DataLoader"})
 def loader_with_distributed_sampler(node: ast.Call, ctx: Context) -> None:
     if not _is_dataloader(node, ctx):
         return
@@ -156,17 +159,17 @@ def loader_with_distributed_sampler(node: ast.Call, ctx: Context) -> None:
         loader = dotted(statement.targets[0])
         if loader is not None:
             name = dotted(sampler) or "sampler"  # type: ignore[arg-type]
-            ctx.memo.setdefault("TD141", []).append((ctx.scope, loader, name, node))
+            ctx.memo.setdefault(SAMPLER_WITHOUT_SET_EPOCH.code, []).append((ctx.scope, loader, name, node))
 
 
-@check("TD141", FILE_END, tracks=("set_epoch",))
+@check(SAMPLER_WITHOUT_SET_EPOCH, FILE_END, tracks=("set_epoch",))
 def report_sampler_without_epoch(tree: ast.Module, ctx: Context) -> None:
     if any(e.name == "set_epoch" for s in ctx.scopes for e in s.events):
         return
-    for scope, loader, sampler, node in ctx.memo.get("TD141", []):
+    for scope, loader, sampler, node in ctx.memo.get(SAMPLER_WITHOUT_SET_EPOCH.code, []):
         epoch_loop = _epoch_loop(scope, loader)
         if epoch_loop is not None:
-            ctx.report("TD141", epoch_loop, sampler=f"`{sampler}`")
+            ctx.report(SAMPLER_WITHOUT_SET_EPOCH, epoch_loop, sampler=f"`{sampler}`")
 
 
 def _epoch_loop(scope: Scope, loader: str) -> ast.AST | None:

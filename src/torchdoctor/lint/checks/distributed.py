@@ -10,6 +10,7 @@ import ast
 
 from torchdoctor.lint.api import FILE_END, Context, check, literal
 from torchdoctor.lint.names import dotted
+from torchdoctor.rules.distributed.collective_under_rank_condition import RULE as COLLECTIVE_UNDER_RANK_CONDITION
 
 COLLECTIVES = frozenset({
     "barrier", "monitored_barrier", "all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object",
@@ -60,7 +61,7 @@ def _synced(ctx: Context) -> set[str]:
     return store.get(id(ctx.scope), set())
 
 
-@check("TD165", ast.Call, names=_SYNCING)
+@check(COLLECTIVE_UNDER_RANK_CONDITION, ast.Call, names=_SYNCING)
 def synced_by_collective(node: ast.Call, ctx: Context) -> None:
     name = ctx.qualified(node.func) or ""
     if name.rpartition(".")[0] != "torch.distributed" or not node.args:
@@ -70,7 +71,7 @@ def synced_by_collective(node: ast.Call, ctx: Context) -> None:
         ctx.memo.setdefault("TD165-synced", {}).setdefault(id(ctx.scope), set()).add(target)
 
 
-@check("TD165", ast.Assign)
+@check(COLLECTIVE_UNDER_RANK_CONDITION, ast.Assign)
 def computed_from_synced(node: ast.Assign, ctx: Context) -> None:
     """`a, b = flags[0].item(), flags[1].item()` after `all_reduce(flags)`: a and b agree on every rank."""
     synced = _synced(ctx)
@@ -116,7 +117,7 @@ def _collectives(body: list[ast.stmt], ctx: Context) -> list[tuple[ast.Call, str
     return found
 
 
-@check("TD165", ast.If)
+@check(COLLECTIVE_UNDER_RANK_CONDITION, ast.If)
 def collective_under_rank_condition(node: ast.If, ctx: Context) -> None:
     if not rank_test(node.test, ctx):
         return
@@ -124,15 +125,15 @@ def collective_under_rank_condition(node: ast.If, ctx: Context) -> None:
     if body and orelse:
         return  # every rank reaches a collective
     for call, name in body or orelse:
-        ctx.memo.setdefault("TD165", []).append((ctx.scope, node, call, name))
+        ctx.memo.setdefault(COLLECTIVE_UNDER_RANK_CONDITION.code, []).append((ctx.scope, node, call, name))
 
 
-@check("TD165", FILE_END)
+@check(COLLECTIVE_UNDER_RANK_CONDITION, FILE_END)
 def report_collectives(tree: ast.Module, ctx: Context) -> None:
-    found = ctx.memo.get("TD165", [])
+    found = ctx.memo.get(COLLECTIVE_UNDER_RANK_CONDITION.code, [])
     for scope, condition, call, name in found:
         # a handshake: `if rank != 0: barrier()` ... `if rank == 0: barrier()` in one function
         partners = {id(c) for s, c, _, n in found if s is scope and n == name}
         if len(partners) > 1:
             continue
-        ctx.report("TD165", call, collective=name, condition=ctx.text(condition.test))
+        ctx.report(COLLECTIVE_UNDER_RANK_CONDITION, call, collective=name, condition=ctx.text(condition.test))

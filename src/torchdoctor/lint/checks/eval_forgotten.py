@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from torchdoctor.lint.api import FILE_END, ClassInfo, Context, Kind, Scope, check, dotted
 from torchdoctor.lint.steps import TRACKED, is_backward, optimized_models, stepped_optimizer
+from torchdoctor.rules.mode.evaluation_in_train_mode import RULE as EVALUATION_IN_TRAIN_MODE
 from torchdoctor.rules.mode.evaluation_in_train_mode import train_mode_effects
 
 #: layers that behave differently in train and eval mode
@@ -28,7 +29,7 @@ _TORCHVISION = (
 )
 
 
-@check("TD133", FILE_END, tracks=TRACKED)
+@check(EVALUATION_IN_TRAIN_MODE, FILE_END, tracks=TRACKED)
 def evaluation_in_train_mode(tree: ast.Module, ctx: Context) -> None:
     text = ctx.source.text
     if (".eval()" in text or ".parameters()" not in text or "optim" not in text
@@ -49,7 +50,7 @@ def evaluation_in_train_mode(tree: ast.Module, ctx: Context) -> None:
             model, effects = _through_parameter(scope, name, ctx) if name in scope.params else (name, _kind_effects(scope, name, ctx))
             if effects and model in trained:
                 reported.add((scope.name, name))
-                ctx.report("TD133", call, model=f"`{name}`", effects=effects)
+                ctx.report(EVALUATION_IN_TRAIN_MODE, call, model=f"`{name}`", effects=effects)
 
 
 def _no_grad_calls(scope: Scope, ctx: Context) -> Iterator[tuple[ast.Call, ast.AST | None]]:

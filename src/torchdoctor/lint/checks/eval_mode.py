@@ -21,6 +21,7 @@ from torchdoctor.lint.steps import (
     reached,
     stepped_optimizer,
 )
+from torchdoctor.rules.mode.training_in_eval_mode import RULE as TRAINING_IN_EVAL_MODE
 
 
 def _is_eval(event: Event) -> bool:
@@ -46,7 +47,7 @@ def _same_object(a: str | None, b: str | None) -> bool:
     return a == b or a.startswith(b + ".") or b.startswith(a + ".")
 
 
-@check("TD131", FILE_END, tracks=TRACKED, needs_torch=False)
+@check(TRAINING_IN_EVAL_MODE, FILE_END, tracks=TRACKED, needs_torch=False)
 def training_in_eval_mode(tree: ast.Module, ctx: Context) -> None:
     optimized = _optimized_models(ctx)
     restored_anywhere = {e.receiver for s in ctx.scopes for e in s.events if _is_train(e)}
@@ -75,7 +76,7 @@ def training_in_eval_mode(tree: ast.Module, ctx: Context) -> None:
                 where = f"`{model}.eval()` at line {event.node.lineno}"  # type: ignore[attr-defined]
                 if via is not event:
                     where += f" (in {event.scope.name if event.scope else 'a function'}() called here)"
-                ctx.report("TD131", via.node, where=where + " is never undone in this loop")
+                ctx.report(TRAINING_IN_EVAL_MODE, via.node, where=where + " is never undone in this loop")
             _eval_before_loop(scope, info.node, events, optimized, restored_anywhere, reported, ctx)
 
 
@@ -148,4 +149,4 @@ def _eval_before_loop(scope: object, loop: ast.AST, events: list[tuple[Event, Ev
             continue
         reported.add(id(event.node))
         line = event.node.lineno  # type: ignore[attr-defined]
-        ctx.report("TD131", event.node, where=f"`{model}.eval()` at line {line}, before the training loop, is never undone")
+        ctx.report(TRAINING_IN_EVAL_MODE, event.node, where=f"`{model}.eval()` at line {line}, before the training loop, is never undone")

@@ -13,6 +13,8 @@ import ast
 
 from torchdoctor.core.finding import Fix
 from torchdoctor.lint.api import FILE_END, ClassInfo, Context, check, keyword, may_pass
+from torchdoctor.rules.grad_flow.graph_cut_in_forward import RULE as GRAPH_CUT_IN_FORWARD
+from torchdoctor.rules.mode.functional_dropout_ignores_eval import RULE as FUNCTIONAL_DROPOUT_IGNORES_EVAL
 
 _REWRAP = frozenset({"torch.tensor", "torch.as_tensor", "torch.from_numpy", "torch.Tensor", "torch.FloatTensor"})
 _METADATA = frozenset({"shape", "size", "dtype", "device", "ndim", "dim", "numel", "is_cuda", "requires_grad", "layout"})
@@ -23,7 +25,7 @@ def _activations(ctx: Context) -> set[str]:
     """Names holding activations computed in the current forward: results of submodule calls
     and what is computed from them. (The forward's own arguments are not counted: inputs such
     as timesteps or indices are data, and cutting them off the graph changes nothing.)"""
-    store: dict[int, set[str]] = ctx.memo.setdefault("TD121", {})
+    store: dict[int, set[str]] = ctx.memo.setdefault(GRAPH_CUT_IN_FORWARD.code, {})
     return store.setdefault(id(ctx.scope), set())
 
 
@@ -122,7 +124,7 @@ def _unknown_items(node: ast.Assign, ctx: Context) -> bool:
             and func.attr in _methods(ctx))
 
 
-@check("TD121", ast.Assign)
+@check(GRAPH_CUT_IN_FORWARD, ast.Assign)
 def track_activations(node: ast.Assign, ctx: Context) -> None:
     if not ctx.in_forward:
         return
@@ -138,10 +140,10 @@ def track_activations(node: ast.Assign, ctx: Context) -> None:
     if (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "detach"
             and isinstance(value.func.value, ast.Name) and value.func.value.id == node.targets[0].id
             and value.func.value.id in names):
-        ctx.report("TD121", value, call=ctx.text(value))
+        ctx.report(GRAPH_CUT_IN_FORWARD, value, call=ctx.text(value))
 
 
-@check("TD121", ast.Return)
+@check(GRAPH_CUT_IN_FORWARD, ast.Return)
 def detached_output(node: ast.Return, ctx: Context) -> None:
     value = node.value
     if not ctx.in_forward or ctx.grad_disabled or value is None:
@@ -150,7 +152,7 @@ def detached_output(node: ast.Return, ctx: Context) -> None:
             and _carries(value.func.value, _activations(ctx), _methods(ctx))):
         message = (f"forward() returns `{ctx.text(value)}`: the whole output is cut from the autograd graph, "
                    "so no layer of this module receives a gradient")
-        ctx.report("TD121", value, call=ctx.text(value), message=message)
+        ctx.report(GRAPH_CUT_IN_FORWARD, value, call=ctx.text(value), message=message)
 
 
 #: dtypes without gradients: a tensor of counts, sizes or masks has nothing to cut
@@ -169,12 +171,12 @@ def _discrete_result(node: ast.Call, ctx: Context) -> bool:
     return isinstance(parent, ast.Attribute) and parent.value is node and parent.attr in _DISCRETE_METHODS
 
 
-@check("TD121", ast.Call, names={"tensor", "as_tensor", "from_numpy", "Tensor", "FloatTensor"})
+@check(GRAPH_CUT_IN_FORWARD, ast.Call, names={"tensor", "as_tensor", "from_numpy", "Tensor", "FloatTensor"})
 def rewrapped_activation(node: ast.Call, ctx: Context) -> None:
     if not ctx.in_forward or ctx.grad_disabled or not node.args or _discrete_result(node, ctx):
         return
     if ctx.qualified(node.func) in _REWRAP and _carries(node.args[0], _activations(ctx), _methods(ctx)):
-        ctx.report("TD121", node, call=ctx.text(node))
+        ctx.report(GRAPH_CUT_IN_FORWARD, node, call=ctx.text(node))
 
 
 #: tensor methods that compute on the values: `h.data.view(...)` still feeds the model
@@ -207,12 +209,12 @@ def _feeds_computation(node: ast.Attribute, ctx: Context) -> bool:
     return False
 
 
-@check("TD121", ast.Attribute)
+@check(GRAPH_CUT_IN_FORWARD, ast.Attribute)
 def data_of_activation(node: ast.Attribute, ctx: Context) -> None:
     if node.attr != "data" or not isinstance(node.ctx, ast.Load) or not ctx.in_forward or ctx.grad_disabled:
         return
     if _feeds_computation(node, ctx) and _carries(node.value, _activations(ctx), _methods(ctx)):
-        ctx.report("TD121", node, call=ctx.text(node))
+        ctx.report(GRAPH_CUT_IN_FORWARD, node, call=ctx.text(node))
 
 
 def _guarded_by_training(ctx: Context) -> bool:
@@ -241,7 +243,7 @@ def _forward_like(method: str) -> bool:
     return "forward" in method
 
 
-@check("TD130", ast.Call, names=_DROPOUTS)
+@check(FUNCTIONAL_DROPOUT_IGNORES_EVAL, ast.Call, names=_DROPOUTS)
 def functional_dropout_ignores_eval(node: ast.Call, ctx: Context) -> None:
     info = ctx.class_info
     method = _method(ctx) if info is not None else None
@@ -258,22 +260,22 @@ def functional_dropout_ignores_eval(node: ast.Call, ctx: Context) -> None:
     if "self" in ctx.scope.params:
         fix = Fix(title="Pass `training=self.training`", edits=(ctx.add_keyword(node, "training=self.training"),))
     if _forward_like(method):
-        ctx.report("TD130", node, call=ctx.text(node.func), fix=fix)
+        ctx.report(FUNCTIONAL_DROPOUT_IGNORES_EVAL, node, call=ctx.text(node.func), fix=fix)
     else:
-        ctx.memo.setdefault("TD130", []).append((info, method, node, fix))
+        ctx.memo.setdefault(FUNCTIONAL_DROPOUT_IGNORES_EVAL.code, []).append((info, method, node, fix))
 
 
-@check("TD130", FILE_END)
+@check(FUNCTIONAL_DROPOUT_IGNORES_EVAL, FILE_END)
 def dropout_in_methods_forward_calls(tree: ast.Module, ctx: Context) -> None:
     """A dropout in another method counts only when forward() runs it (`self.block(x)` ->
     `def block`): methods that sample, generate or post-process are not the module's forward."""
     reachable: dict[int, set[str]] = {}
-    for info, method, node, fix in ctx.memo.get("TD130", []):
+    for info, method, node, fix in ctx.memo.get(FUNCTIONAL_DROPOUT_IGNORES_EVAL.code, []):
         if id(info) not in reachable:
             reachable[id(info)] = _called_from_forward(info, ctx)
         if method in reachable[id(info)]:
             call = ctx.text(node.func)
-            ctx.report("TD130", node, call=call, fix=fix, message=(
+            ctx.report(FUNCTIONAL_DROPOUT_IGNORES_EVAL, node, call=call, fix=fix, message=(
                 f"`{call}` in `{method}()`, which forward() calls, has no `training=` argument: it keeps dropping "
                 "activations after model.eval()"))
 

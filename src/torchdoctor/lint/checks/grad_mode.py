@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.lint.api import Context, check
+from torchdoctor.rules.grad_mode.backward_under_no_grad import RULE as BACKWARD_UNDER_NO_GRAD
+from torchdoctor.rules.grad_mode.grad_mode_call_without_with import RULE as GRAD_MODE_CALL_WITHOUT_WITH
 
 #: context managers that only act inside `with`; as a bare statement they are no-ops
 _CONTEXT_ONLY = {
@@ -22,11 +24,11 @@ _CONTEXT_ONLY = {
 
 def _made_without_grad(ctx: Context) -> set[str]:
     """Names assigned while grad mode was off, in the current function."""
-    store: dict[int, set[str]] = ctx.memo.setdefault("TD151", {})
+    store: dict[int, set[str]] = ctx.memo.setdefault(BACKWARD_UNDER_NO_GRAD.code, {})
     return store.setdefault(id(ctx.scope), set())
 
 
-@check("TD151", ast.Assign)
+@check(BACKWARD_UNDER_NO_GRAD, ast.Assign)
 def remember_values_made_without_grad(node: ast.Assign, ctx: Context) -> None:
     names = _made_without_grad(ctx)
     for target in node.targets:
@@ -34,20 +36,20 @@ def remember_values_made_without_grad(node: ast.Assign, ctx: Context) -> None:
             (names.add if ctx.grad_disabled else names.discard)(target.id)
 
 
-@check("TD151", ast.Call, names={"backward"})
+@check(BACKWARD_UNDER_NO_GRAD, ast.Call, names={"backward"})
 def backward_under_no_grad(node: ast.Call, ctx: Context) -> None:
     if not ctx.grad_disabled or not isinstance(node.func, ast.Attribute):
         return
     loss = node.func.value
     made_here = isinstance(loss, ast.Call) or isinstance(loss, ast.Name) and loss.id in _made_without_grad(ctx)
     if made_here:
-        ctx.report("TD151", node, loss=ctx.text(loss))
+        ctx.report(BACKWARD_UNDER_NO_GRAD, node, loss=ctx.text(loss))
 
 
-@check("TD153", ast.Expr)
+@check(GRAD_MODE_CALL_WITHOUT_WITH, ast.Expr)
 def context_manager_as_statement(node: ast.Expr, ctx: Context) -> None:
     call = node.value
     if isinstance(call, ast.Call):
         name = ctx.qualified(call.func)
         if name in _CONTEXT_ONLY:
-            ctx.report("TD153", node, call=ctx.text(call), manager=_CONTEXT_ONLY[name])
+            ctx.report(GRAD_MODE_CALL_WITHOUT_WITH, node, call=ctx.text(call), manager=_CONTEXT_ONLY[name])

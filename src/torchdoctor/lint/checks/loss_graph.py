@@ -10,6 +10,7 @@ import ast
 
 from torchdoctor.lint.api import Context, check, keyword, literal
 from torchdoctor.lint.names import dotted
+from torchdoctor.rules.grad_flow.requires_grad_on_loss import RULE as REQUIRES_GRAD_ON_LOSS
 
 _WRAPS = frozenset({"torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.autograd.Variable"})
 
@@ -22,15 +23,15 @@ def _is_loss(node: ast.expr, ctx: Context) -> bool:
     return name is not None and "loss" in name.rpartition(".")[2].lower()
 
 
-@check("TD171", ast.Assign, needs_torch=False)
+@check(REQUIRES_GRAD_ON_LOSS, ast.Assign, needs_torch=False)
 def requires_grad_set_on_loss(node: ast.Assign, ctx: Context) -> None:
     for target in node.targets:
         if (isinstance(target, ast.Attribute) and target.attr == "requires_grad" and literal(node.value) is True
                 and _is_loss(target.value, ctx)):
-            ctx.report("TD171", node, loss=ctx.text(target.value))
+            ctx.report(REQUIRES_GRAD_ON_LOSS, node, loss=ctx.text(target.value))
 
 
-@check("TD171", ast.Call, names={"tensor", "as_tensor", "Tensor", "Variable"})
+@check(REQUIRES_GRAD_ON_LOSS, ast.Call, names={"tensor", "as_tensor", "Tensor", "Variable"})
 def loss_value_rewrapped(node: ast.Call, ctx: Context) -> None:
     if ctx.qualified(node.func) not in _WRAPS or not node.args or literal(keyword(node, "requires_grad")) is not True:
         return
@@ -38,4 +39,4 @@ def loss_value_rewrapped(node: ast.Call, ctx: Context) -> None:
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in ("item", "tolist"):
         value = value.func.value
     if _is_loss(value, ctx):
-        ctx.report("TD171", node, loss=ctx.text(value))
+        ctx.report(REQUIRES_GRAD_ON_LOSS, node, loss=ctx.text(value))

@@ -12,16 +12,17 @@ from torchdoctor.core.finding import Fix
 from torchdoctor.lint.api import FILE_END, Context, check
 from torchdoctor.lint.names import dotted
 from torchdoctor.lint.steps import TRACKED, is_backward
+from torchdoctor.rules.memory.loss_accumulated_with_history import RULE as LOSS_ACCUMULATED_WITH_HISTORY
 
 
-@check("TD147", ast.AugAssign, needs_torch=False)
+@check(LOSS_ACCUMULATED_WITH_HISTORY, ast.AugAssign, needs_torch=False)
 def loss_accumulated(node: ast.AugAssign, ctx: Context) -> None:
     if not isinstance(node.op, ast.Add) or not ctx.loops or ctx.grad_disabled:
         return
     _remember(node, node.target, node.value, ctx)
 
 
-@check("TD147", ast.Assign, needs_torch=False)
+@check(LOSS_ACCUMULATED_WITH_HISTORY, ast.Assign, needs_torch=False)
 def loss_summed(node: ast.Assign, ctx: Context) -> None:
     value = node.value
     if (not ctx.loops or ctx.grad_disabled or len(node.targets) != 1 or not isinstance(value, ast.BinOp)
@@ -41,13 +42,13 @@ def _remember(node: ast.AST, target: ast.expr, value: ast.expr, ctx: Context) ->
         looks = isinstance(value, ast.Name) and "loss" in value.id.lower()
         if not looks:
             return
-    ctx.memo.setdefault("TD147", []).append((ctx.scope, ctx.loops, node, name, value))
+    ctx.memo.setdefault(LOSS_ACCUMULATED_WITH_HISTORY.code, []).append((ctx.scope, ctx.loops, node, name, value))
 
 
 _FRESH = (ast.Constant, ast.Call, ast.UnaryOp)
 
 
-@check("TD147", ast.Assign, needs_torch=False)
+@check(LOSS_ACCUMULATED_WITH_HISTORY, ast.Assign, needs_torch=False)
 def total_reset(node: ast.Assign, ctx: Context) -> None:
     """`running_loss = 0` (or `= torch.zeros(())`, `running_loss, n = 0.0, 0`) inside a loop."""
     if not ctx.loops or not isinstance(node.value, (*_FRESH, ast.Tuple)):
@@ -66,10 +67,10 @@ def total_reset(node: ast.Assign, ctx: Context) -> None:
             ctx.memo.setdefault("TD147-reset", []).append((ctx.scope, ctx.loops, name))
 
 
-@check("TD147", FILE_END, tracks=TRACKED, needs_torch=False)
+@check(LOSS_ACCUMULATED_WITH_HISTORY, FILE_END, tracks=TRACKED, needs_torch=False)
 def report_accumulated_losses(tree: ast.Module, ctx: Context) -> None:
     resets = ctx.memo.get("TD147-reset", [])
-    for scope, loops, node, total, value in ctx.memo.get("TD147", []):
+    for scope, loops, node, total, value in ctx.memo.get(LOSS_ACCUMULATED_WITH_HISTORY.code, []):
         loop = loops[-1]
         if any(s is scope and name == total and any(n is loop for n in reset_loops) for s, reset_loops, name in resets):
             continue  # set back to a fresh value in the same loop: the graphs kept are a few iterations' at most
@@ -80,4 +81,4 @@ def report_accumulated_losses(tree: ast.Module, ctx: Context) -> None:
         if not any(e.receiver == term and any(n is loop for n in e.loops) for e in backwards):
             continue  # only when the term is a training loss, backpropagated on its own in this loop
         fix = Fix(title=f"Accumulate `{term}.item()`", edits=(ctx.insert_after(value, ".item()"),), safe=False)
-        ctx.report("TD147", node, target=total, value=term, fix=fix)
+        ctx.report(LOSS_ACCUMULATED_WITH_HISTORY, node, target=total, value=term, fix=fix)

@@ -13,37 +13,43 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.lint.api import Context, Kind, check, keyword, literal, terminal
+from torchdoctor.rules.loss.logits_into_bce_loss import RULE as LOGITS_INTO_BCE_LOSS
+from torchdoctor.rules.loss.probabilities_into_kl_div import RULE as PROBABILITIES_INTO_KL_DIV
 from torchdoctor.rules.loss.probabilities_into_kl_div import WRONG_INPUT, WRONG_TARGET
+from torchdoctor.rules.loss.sigmoid_before_bce_with_logits import RULE as SIGMOID_BEFORE_BCE_WITH_LOGITS
+from torchdoctor.rules.loss.sigmoid_before_cross_entropy import RULE as SIGMOID_BEFORE_CROSS_ENTROPY
+from torchdoctor.rules.loss.softmax_before_cross_entropy import RULE as SOFTMAX_BEFORE_CROSS_ENTROPY
+from torchdoctor.rules.loss.softmax_into_nll_loss import RULE as SOFTMAX_INTO_NLL_LOSS
 
 #: loss -> (rule, the kind of input that is wrong for it)
 _FUNCTIONAL = {
-    "torch.nn.functional.cross_entropy": ("CrossEntropyLoss", "TD101", "probs"),
-    "torch.nn.functional.nll_loss": ("NLLLoss", "TD103", "probs"),
-    "torch.nn.functional.binary_cross_entropy_with_logits": ("BCEWithLogitsLoss", "TD102", "sigmoid"),
-    "torch.nn.functional.binary_cross_entropy": ("BCELoss", "TD108", "logits"),
-    "torch.nn.functional.kl_div": ("KLDivLoss", "TD109", "probs"),
+    "torch.nn.functional.cross_entropy": ("CrossEntropyLoss", SOFTMAX_BEFORE_CROSS_ENTROPY, "probs"),
+    "torch.nn.functional.nll_loss": ("NLLLoss", SOFTMAX_INTO_NLL_LOSS, "probs"),
+    "torch.nn.functional.binary_cross_entropy_with_logits": ("BCEWithLogitsLoss", SIGMOID_BEFORE_BCE_WITH_LOGITS, "sigmoid"),
+    "torch.nn.functional.binary_cross_entropy": ("BCELoss", LOGITS_INTO_BCE_LOSS, "logits"),
+    "torch.nn.functional.kl_div": ("KLDivLoss", PROBABILITIES_INTO_KL_DIV, "probs"),
 }
 _MODULES = {
-    "CrossEntropyLoss": ("TD101", "probs"),
-    "NLLLoss": ("TD103", "probs"),
-    "BCEWithLogitsLoss": ("TD102", "sigmoid"),
-    "BCELoss": ("TD108", "logits"),
-    "KLDivLoss": ("TD109", "probs"),
+    "CrossEntropyLoss": (SOFTMAX_BEFORE_CROSS_ENTROPY, "probs"),
+    "NLLLoss": (SOFTMAX_INTO_NLL_LOSS, "probs"),
+    "BCEWithLogitsLoss": (SIGMOID_BEFORE_BCE_WITH_LOGITS, "sigmoid"),
+    "BCELoss": (LOGITS_INTO_BCE_LOSS, "logits"),
+    "KLDivLoss": (PROBABILITIES_INTO_KL_DIV, "probs"),
 }
 #: a second wrong input for the same loss: loss name -> (rule, kind)
-_ALSO = {"CrossEntropyLoss": ("TD119", "sigmoid")}
+_ALSO = {"CrossEntropyLoss": (SIGMOID_BEFORE_CROSS_ENTROPY, "sigmoid")}
 #: last layers whose output is a raw score of any sign
 _SCORE_LAYERS = ("Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d")
 
 
-@check(("TD101", "TD102", "TD103", "TD108", "TD109", "TD119"), ast.Call)
+@check((SOFTMAX_BEFORE_CROSS_ENTROPY, SIGMOID_BEFORE_BCE_WITH_LOGITS, SOFTMAX_INTO_NLL_LOSS, LOGITS_INTO_BCE_LOSS, PROBABILITIES_INTO_KL_DIV, SIGMOID_BEFORE_CROSS_ENTROPY), ast.Call)
 def loss_input_is_probabilities(node: ast.Call, ctx: Context) -> None:
     loss = _loss(node, ctx)
     if loss is None or not node.args or isinstance(node.args[0], ast.Starred):
         return
-    code, wrong = loss[1], loss[2]
-    extra = {"wrong": WRONG_INPUT} if code == "TD109" else {}
-    if code == "TD109":
+    rule, wrong = loss[1], loss[2]
+    extra = {"wrong": WRONG_INPUT} if rule is PROBABILITIES_INTO_KL_DIV else {}
+    if rule is PROBABILITIES_INTO_KL_DIV:
         _log_target_as_probabilities(node, ctx)
     if wrong == "logits":
         _scores_into_bce(node.args[0], ctx)
@@ -52,20 +58,20 @@ def loss_input_is_probabilities(node: ast.Call, ctx: Context) -> None:
     if source is None or source.node is None:
         return
     if source.tag != wrong:
-        code, wrong = _ALSO.get(loss[0], ("", ""))
+        rule, wrong = _ALSO.get(loss[0], (rule, ""))
         if source.tag != wrong:
             return
     site = _model_site(source)
     if site is None:
-        ctx.report(code, node.args[0], source=describe(source, ctx), **extra)
+        ctx.report(rule, node.args[0], source=describe(source, ctx), **extra)
         return
     # The model itself ends in the softmax/sigmoid: the line to change is that layer (as `check`
     # and `run` report it); several losses fed by one model give one finding there.
     reported = ctx.memo.setdefault("loss_inputs", set())
-    if (code, site.lineno) in reported:
+    if (rule.code, site.lineno) in reported:
         return
-    reported.add((code, site.lineno))
-    ctx.report(code, site, source=f"{describe(source, ctx)} (the loss is computed at line {node.lineno})", **extra)
+    reported.add((rule.code, site.lineno))
+    ctx.report(rule, site, source=f"{describe(source, ctx)} (the loss is computed at line {node.lineno})", **extra)
 
 
 def _log_target_as_probabilities(node: ast.Call, ctx: Context) -> None:
@@ -82,7 +88,7 @@ def _log_target_as_probabilities(node: ast.Call, ctx: Context) -> None:
         value = keyword(call, "log_target")
         if len(call.args) > positional or (value is not None and literal(value) is not False):
             return  # log_target=True, or a value the file does not show
-    ctx.report("TD109", target, wrong=WRONG_TARGET, source=describe(source, ctx))
+    ctx.report(PROBABILITIES_INTO_KL_DIV, target, wrong=WRONG_TARGET, source=describe(source, ctx))
 
 
 def _scores_into_bce(value: ast.expr, ctx: Context) -> None:
@@ -98,7 +104,7 @@ def _scores_into_bce(value: ast.expr, ctx: Context) -> None:
     qualified = ctx.qualified(last.func) if isinstance(last, ast.Call) else None
     if qualified is None or qualified.rpartition(".")[0] != "torch.nn" or qualified.rpartition(".")[2] not in _SCORE_LAYERS:
         return
-    ctx.report("TD108", value, values=f"the output of a model whose last layer is `{_short(ctx.text(last))}` (line {last.lineno})")
+    ctx.report(LOGITS_INTO_BCE_LOSS, value, values=f"the output of a model whose last layer is `{_short(ctx.text(last))}` (line {last.lineno})")
 
 
 def _model_site(kind: Kind) -> ast.expr | None:

@@ -9,6 +9,10 @@ import ast
 from torchdoctor.core.finding import Fix
 from torchdoctor.lint.api import FILE_END, ClassInfo, Context, Kind, Severity, check, keyword, literal
 from torchdoctor.lint.names import dotted
+from torchdoctor.rules.api.missing_super_init import RULE as MISSING_SUPER_INIT
+from torchdoctor.rules.grad_flow.layer_created_in_forward import RULE as LAYER_CREATED_IN_FORWARD
+from torchdoctor.rules.grad_flow.module_in_plain_container import RULE as MODULE_IN_PLAIN_CONTAINER
+from torchdoctor.rules.grad_flow.tensor_attribute_not_parameter import RULE as TENSOR_ATTRIBUTE_NOT_PARAMETER
 
 #: nn layers that own parameters: built in forward(), they are fresh and untrained every call
 LAYERS_WITH_WEIGHTS = frozenset({
@@ -67,7 +71,7 @@ def _new_value(element: ast.expr) -> bool:
     return not (isinstance(element, ast.Attribute) and _self_attribute(element) is not None)
 
 
-@check("TD122", ast.Assign)
+@check(MODULE_IN_PLAIN_CONTAINER, ast.Assign)
 def module_in_plain_container(node: ast.Assign, ctx: Context) -> None:
     if not _is_module_class(ctx.class_info) or ctx.scope.cls is None or len(node.targets) != 1:
         return
@@ -83,11 +87,11 @@ def module_in_plain_container(node: ast.Assign, ctx: Context) -> None:
     container, elements = found
     registered = {_registered(ctx.kind(e)) for e in elements if _new_value(e)} - {None}
     if registered:
-        pending = ctx.memo.setdefault("TD122", [])
+        pending = ctx.memo.setdefault(MODULE_IN_PLAIN_CONTAINER.code, [])
         pending.append((ctx.class_info, attribute, node, container, registered, ctx.scope))
 
 
-@check("TD122", ast.Call, names={"append", "extend", "insert", "__setitem__"})
+@check(MODULE_IN_PLAIN_CONTAINER, ast.Call, names={"append", "extend", "insert", "__setitem__"})
 def module_added_to_plain_container(node: ast.Call, ctx: Context) -> None:
     func = node.func
     if not _is_module_class(ctx.class_info) or not isinstance(func, ast.Attribute):
@@ -98,23 +102,23 @@ def module_added_to_plain_container(node: ast.Call, ctx: Context) -> None:
     added = node.args[-1]
     registered = {_registered(ctx.kind(added))} - {None}
     if registered:
-        ctx.memo.setdefault("TD122", []).append((ctx.class_info, attribute, node, "list", registered, ctx.scope))
+        ctx.memo.setdefault(MODULE_IN_PLAIN_CONTAINER.code, []).append((ctx.class_info, attribute, node, "list", registered, ctx.scope))
 
 
-@check("TD122", ast.Call, names={"setattr"})
+@check(MODULE_IN_PLAIN_CONTAINER, ast.Call, names={"setattr"})
 def registered_by_setattr(node: ast.Call, ctx: Context) -> None:
     """`setattr(self, name, layer)` registers the layer: remember the method that does it."""
     if node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == "self":
         ctx.memo.setdefault("TD122-setattr", set()).add(id(ctx.scope))
 
 
-@check("TD122", FILE_END)
+@check(MODULE_IN_PLAIN_CONTAINER, FILE_END)
 def report_plain_containers(tree: ast.Module, ctx: Context) -> None:
     seen: set[tuple[int, str]] = set()
     optimized = ctx.memo.get("optimized-attributes", set())
     values = ctx.memo.get("TD122-values", {})
     by_hand = ctx.memo.get("TD122-setattr", set())
-    for info, attribute, node, container, registered, scope in ctx.memo.get("TD122", []):
+    for info, attribute, node, container, registered, scope in ctx.memo.get(MODULE_IN_PLAIN_CONTAINER.code, []):
         if _registered(info.attributes.get(attribute)) is not None or (id(info), attribute) in seen:
             continue  # wrapped in nn.ModuleList/ModuleDict later, or reported already
         if values.get((id(info), attribute)) != {"plain"}:
@@ -127,14 +131,14 @@ def report_plain_containers(tree: ast.Module, ctx: Context) -> None:
         fix = _wrap_fix(node, container, registered, ctx)
         if (id(info), attribute) in optimized:
             # trained by optimizers of their own: what is lost is the rest of registration
-            ctx.report("TD122", node, severity=Severity.WARNING, fix=fix, message=(
+            ctx.report(MODULE_IN_PLAIN_CONTAINER, node, severity=Severity.WARNING, fix=fix, message=(
                 f"{what} stored in a plain {container} in `self.{attribute}`: the class's own optimizers train "
                 "them, but they are not registered, so `model.parameters()`, `.to()` and the state_dict "
                 "(checkpoints) leave them out"))
             continue
         # a plain list of parameters is also how TorchScript code indexes them by a variable
         # (an nn.ParameterList cannot be), filled from the checkpoint by hand: a warning only
-        ctx.report("TD122", node, what=what, container=container, attribute=attribute,
+        ctx.report(MODULE_IN_PLAIN_CONTAINER, node, what=what, container=container, attribute=attribute,
                    severity=Severity.WARNING if parameters_only else None, fix=fix)
 
 
@@ -172,7 +176,7 @@ def _nn_alias(ctx: Context) -> str | None:
 _FACTORIES_PREFIX = "torch."
 
 
-@check("TD123", ast.Assign)
+@check(TENSOR_ATTRIBUTE_NOT_PARAMETER, ast.Assign)
 def tensor_attribute_not_parameter(node: ast.Assign, ctx: Context) -> None:
     if not _is_module_class(ctx.class_info) or ctx.scope.cls is None or len(node.targets) != 1:
         return
@@ -193,7 +197,7 @@ def tensor_attribute_not_parameter(node: ast.Assign, ctx: Context) -> None:
         return  # `Variable(self.input_ref, requires_grad=True)`: an input that needs its gradient, not a weight
     if not trainable and literal(keyword(value, "requires_grad")) is not True:
         return
-    ctx.memo.setdefault("TD123", []).append((ctx.class_info, attribute, node))
+    ctx.memo.setdefault(TENSOR_ATTRIBUTE_NOT_PARAMETER.code, []).append((ctx.class_info, attribute, node))
 
 
 #: pre-0.4 wrappers of an existing tensor
@@ -205,7 +209,7 @@ OPTIMIZER_CLASSES = frozenset({"ASGD", "Adadelta", "Adafactor", "Adagrad", "Adam
                                "NAdam", "RAdam", "RMSprop", "Rprop", "SGD", "SparseAdam"})
 
 
-@check(("TD122", "TD123"), ast.Call, names=OPTIMIZER_CLASSES)
+@check((MODULE_IN_PLAIN_CONTAINER, TENSOR_ATTRIBUTE_NOT_PARAMETER), ast.Call, names=OPTIMIZER_CLASSES)
 def attribute_given_to_optimizer(node: ast.Call, ctx: Context) -> None:
     """`torch.optim.RMSprop([self.lambda_op])`, `SGD(self.heads[i].parameters())`: the class
     optimizes the tensor (or the listed modules) itself, so they are trained unregistered."""
@@ -220,17 +224,17 @@ def attribute_given_to_optimizer(node: ast.Call, ctx: Context) -> None:
                 optimized.add((id(ctx.class_info), attribute))
 
 
-@check("TD123", FILE_END)
+@check(TENSOR_ATTRIBUTE_NOT_PARAMETER, FILE_END)
 def report_tensor_attributes(tree: ast.Module, ctx: Context) -> None:
     optimized = ctx.memo.get("optimized-attributes", set())
-    for info, attribute, node in ctx.memo.get("TD123", []):
+    for info, attribute, node in ctx.memo.get(TENSOR_ATTRIBUTE_NOT_PARAMETER.code, []):
         if (id(info), attribute) in optimized:
             continue
         if _registered(info.attributes.get(attribute)) is None and not _registered_by_name(info, attribute, ctx):
             nn = _nn_alias(ctx)
             fix = Fix(title="Wrap in `nn.Parameter`", edits=(ctx.edit(node.value, f"{nn}.Parameter({ctx.text(node.value)})"),),
                       safe=False) if nn else None
-            ctx.report("TD123", node, attribute=attribute, fix=fix)
+            ctx.report(TENSOR_ATTRIBUTE_NOT_PARAMETER, node, attribute=attribute, fix=fix)
 
 
 def _registered_by_name(info: ClassInfo, attribute: str, ctx: Context) -> bool:
@@ -245,7 +249,7 @@ def _registered_by_name(info: ClassInfo, attribute: str, ctx: Context) -> bool:
     return False
 
 
-@check("TD158", FILE_END, tracks=("__init__",))
+@check(MISSING_SUPER_INIT, FILE_END, tracks=("__init__",))
 def missing_super_init(tree: ast.Module, ctx: Context) -> None:
     for scope in ctx.scopes:
         info = scope.cls
@@ -257,10 +261,10 @@ def missing_super_init(tree: ast.Module, ctx: Context) -> None:
             continue
         if "forward" not in info.methods and not any(_registered(k) for k in info.attributes.values()):
             continue  # never called as a module and holds no layer: nothing fails
-        ctx.report("TD158", scope.node, cls=info.name)
+        ctx.report(MISSING_SUPER_INIT, scope.node, cls=info.name)
 
 
-@check("TD159", ast.Call)
+@check(LAYER_CREATED_IN_FORWARD, ast.Call)
 def layer_created_in_forward(node: ast.Call, ctx: Context) -> None:
     if not ctx.in_forward:
         return
@@ -274,4 +278,4 @@ def layer_created_in_forward(node: ast.Call, ctx: Context) -> None:
             return  # stored on the module (lazy initialisation): registered from then on
     if isinstance(ctx.parent, ast.Call) and dotted(ctx.parent.func) in ("self.add_module", "self.register_module", "setattr"):
         return
-    ctx.report("TD159", node, layer=name.rpartition(".")[2])
+    ctx.report(LAYER_CREATED_IN_FORWARD, node, layer=name.rpartition(".")[2])

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 
 from torchdoctor.lint.api import FILE_END, Context, Event, Scope, check, dotted
 from torchdoctor.lint.steps import TRACKED, is_backward, optimized_models
+from torchdoctor.rules.grad_mode.trained_model_called_under_no_grad import RULE as TRAINED_MODEL_CALLED_UNDER_NO_GRAD
 
 
-@check("TD124", FILE_END, tracks=TRACKED)
+@check(TRAINED_MODEL_CALLED_UNDER_NO_GRAD, FILE_END, tracks=TRACKED)
 def trained_model_called_under_no_grad(tree: ast.Module, ctx: Context) -> None:
     text = ctx.source.text
     if (("no_grad" not in text and "inference_mode" not in text) or ".parameters()" not in text or "backward" not in text
@@ -40,7 +41,7 @@ def trained_model_called_under_no_grad(tree: ast.Module, ctx: Context) -> None:
         for event in events:
             manager = _feeds_backward(event, ctx, models)
             if manager:
-                ctx.report("TD124", event.node, model=model, manager=manager, optimizer_line=optimized[model].lineno)
+                ctx.report(TRAINED_MODEL_CALLED_UNDER_NO_GRAD, event.node, model=model, manager=manager, optimizer_line=optimized[model].lineno)
                 break
 
 

@@ -8,6 +8,7 @@ import ast
 from torchdoctor.lint.api import FILE_END, Context, Event, Scope, check
 from torchdoctor.lint.names import dotted
 from torchdoctor.lint.steps import order, parameters_owner
+from torchdoctor.rules.optimizer.parameter_not_in_optimizer import RULE as PARAMETER_NOT_IN_OPTIMIZER
 
 
 def _model_of_optimizer(value: ast.expr, ctx: Context) -> str | None:
@@ -30,7 +31,7 @@ def _root(target: ast.expr) -> str | None:
     return dotted(node.value) if not isinstance(node.value, ast.Subscript) else _root(node.value)
 
 
-@check("TD114", ast.Assign)
+@check(PARAMETER_NOT_IN_OPTIMIZER, ast.Assign)
 def layers_and_optimizers(node: ast.Assign, ctx: Context) -> None:
     model = _model_of_optimizer(node.value, ctx)
     if model is not None:
@@ -52,7 +53,7 @@ def layers_and_optimizers(node: ast.Assign, ctx: Context) -> None:
         ctx.record("layer_replaced", node, root)
 
 
-@check("TD114", FILE_END)
+@check(PARAMETER_NOT_IN_OPTIMIZER, FILE_END)
 def report_layers_after_optimizer(tree: ast.Module, ctx: Context) -> None:
     for scope in ctx.scopes:
         built = [e for e in scope.events if e.name == "optimizer_built"]
@@ -65,7 +66,7 @@ def report_layers_after_optimizer(tree: ast.Module, ctx: Context) -> None:
                 if target == model and not _still_used(before[-1], replaced, scope):
                     continue  # a new model with a new life: the old optimizer is not used again
                 what = "is re-created" if target == model else "is assigned a new layer"
-                ctx.report("TD114", replaced.node, message=(
+                ctx.report(PARAMETER_NOT_IN_OPTIMIZER, replaced.node, message=(
                     f"`{target}` {what} after the optimizer was built from "
                     f"`{before[-1].receiver}.parameters()` (line {_line(before[-1])}): its parameters are in no "
                     "param group and will never be updated"))

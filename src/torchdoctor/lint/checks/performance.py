@@ -9,11 +9,14 @@ import ast
 from torchdoctor.lint.api import FILE_END, Context, Scope, check, literal
 from torchdoctor.lint.names import dotted
 from torchdoctor.lint.steps import TRACKED, is_backward
+from torchdoctor.rules.memory.evaluation_with_grad import RULE as EVALUATION_WITH_GRAD
+from torchdoctor.rules.performance.per_sample_loop import RULE as PER_SAMPLE_LOOP
+from torchdoctor.rules.performance.tensor_via_python import RULE as TENSOR_VIA_PYTHON
 
 _REBUILD = frozenset({"torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor", "torch.LongTensor"})
 
 
-@check("TD161", FILE_END, tracks=TRACKED, needs_torch=False)
+@check(EVALUATION_WITH_GRAD, FILE_END, tracks=TRACKED, needs_torch=False)
 def evaluation_with_grad(tree: ast.Module, ctx: Context) -> None:
     for scope in ctx.scopes:
         if scope.grad_disabled or scope.parent is not ctx.module_scope or scope.cls is not None:
@@ -27,18 +30,18 @@ def evaluation_with_grad(tree: ast.Module, ctx: Context) -> None:
             uses = [e for e in events if e.name == "call" and e.receiver == mode.receiver and not e.grad_disabled
                     and any(_over_loader(scope, loop) for loop in e.loops)]
             if uses and _called_with_grad(scope, ctx):
-                ctx.report("TD161", mode.node, model=mode.receiver, function=scope.name)
+                ctx.report(EVALUATION_WITH_GRAD, mode.node, model=mode.receiver, function=scope.name)
                 break
 
 
-@check("TD161", ast.Assign, needs_torch=False)
+@check(EVALUATION_WITH_GRAD, ast.Assign, needs_torch=False)
 def input_gradient_asked(node: ast.Assign, ctx: Context) -> None:
     """`x.requires_grad = True`: the function differentiates with respect to its inputs."""
     if any(isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in node.targets):
         ctx.record("input_grad", node)
 
 
-@check("TD161", ast.Call, names={"requires_grad_"}, needs_torch=False)
+@check(EVALUATION_WITH_GRAD, ast.Call, names={"requires_grad_"}, needs_torch=False)
 def input_gradient_asked_in_place(node: ast.Call, ctx: Context) -> None:
     if not node.args or literal(node.args[0]) is not False:
         ctx.record("input_grad", node)
@@ -55,16 +58,16 @@ def _called_with_grad(scope: Scope, ctx: Context) -> bool:
     return bool(calls) and any(not e.grad_disabled and not (e.scope is not None and e.scope.grad_disabled) for e in calls)
 
 
-@check("TD162", ast.Call, names={"tensor", "as_tensor", "Tensor", "FloatTensor", "LongTensor"})
+@check(TENSOR_VIA_PYTHON, ast.Call, names={"tensor", "as_tensor", "Tensor", "FloatTensor", "LongTensor"})
 def tensor_via_python(node: ast.Call, ctx: Context) -> None:
     if not node.args or ctx.qualified(node.func) not in _REBUILD:
         return
     inner = node.args[0]
     if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr in ("tolist", "numpy"):
-        ctx.report("TD162", node, call=ctx.text(node), via=inner.func.attr, source=ctx.text(inner.func.value))
+        ctx.report(TENSOR_VIA_PYTHON, node, call=ctx.text(node), via=inner.func.attr, source=ctx.text(inner.func.value))
 
 
-@check("TD163", ast.For)
+@check(PER_SAMPLE_LOOP, ast.For)
 def per_sample_loop(node: ast.For, ctx: Context) -> None:
     if not ctx.in_forward or not isinstance(node.target, ast.Name):
         return
@@ -75,7 +78,7 @@ def per_sample_loop(node: ast.For, ctx: Context) -> None:
     for child in ast.walk(ast.Module(body=node.body, type_ignores=[])):
         if (isinstance(child, ast.Subscript) and dotted(child.value) == batch and isinstance(child.slice, ast.Name)
                 and child.slice.id == index):
-            ctx.report("TD163", node, batch=batch, index=index)
+            ctx.report(PER_SAMPLE_LOOP, node, batch=batch, index=index)
             return
 
 

@@ -8,9 +8,10 @@ import ast
 from torchdoctor.lint.api import FILE_END, Context, Event, check, keyword, literal
 from torchdoctor.lint.names import dotted
 from torchdoctor.lint.steps import TRACKED, assigned_names, order, stepped_optimizer
+from torchdoctor.rules.optimizer.trainable_tensor_recreated_in_loop import RULE as TRAINABLE_TENSOR_RECREATED_IN_LOOP
 
 
-@check("TD173", ast.Assign)
+@check(TRAINABLE_TENSOR_RECREATED_IN_LOOP, ast.Assign)
 def trainable_created(node: ast.Assign, ctx: Context) -> None:
     """`lam = torch.tensor(init, requires_grad=True)` (or `.requires_grad_()`) inside a loop."""
     if not ctx.loops or len(node.targets) != 1 or not isinstance(node.value, ast.Call):
@@ -30,7 +31,7 @@ def trainable_created(node: ast.Assign, ctx: Context) -> None:
         ctx.record("trainable_created", node, target)
 
 
-@check("TD173", FILE_END, tracks=TRACKED)
+@check(TRAINABLE_TENSOR_RECREATED_IN_LOOP, FILE_END, tracks=TRACKED)
 def trainable_tensor_recreated(tree: ast.Module, ctx: Context) -> None:
     for scope in ctx.scopes:
         created = [e for e in scope.events if e.name == "trainable_created"]
@@ -48,7 +49,7 @@ def trainable_tensor_recreated(tree: ast.Module, ctx: Context) -> None:
                     continue
                 if _read_after(tensor.receiver or "", loop.body, steps[-1].node.end_lineno):  # type: ignore[attr-defined]
                     continue  # used after the step in the same iteration (one refinement step, then used)
-                ctx.report("TD173", tensor.node, tensor=tensor.receiver, optimizer=made.receiver)
+                ctx.report(TRAINABLE_TENSOR_RECREATED_IN_LOOP, tensor.node, tensor=tensor.receiver, optimizer=made.receiver)
 
 
 def _changes_each_iteration(tensor: Event, loop: ast.AST) -> bool:

@@ -15,6 +15,7 @@ import ast
 from dataclasses import dataclass, field
 
 from torchdoctor.lint.api import FILE_END, Context, Scope, check, keyword, literal
+from torchdoctor.rules.api.load_of_saved_objects import RULE as LOAD_OF_SAVED_OBJECTS
 
 #: helpers that save their first argument with torch.save (besides torch.save itself)
 _SAVES = frozenset({"save", "save_on_master", "save_checkpoint", "save_model", "save_state"})
@@ -49,9 +50,9 @@ class _Notes:
 
 
 def _notes(ctx: Context) -> _Notes:
-    notes = ctx.memo.get("TD174")
+    notes = ctx.memo.get(LOAD_OF_SAVED_OBJECTS.code)
     if notes is None:
-        notes = ctx.memo["TD174"] = _Notes()
+        notes = ctx.memo[LOAD_OF_SAVED_OBJECTS.code] = _Notes()
     return notes  # type: ignore[no-any-return]
 
 
@@ -65,7 +66,7 @@ def _namespace(value: ast.expr, ctx: Context) -> bool:
     return (isinstance(func, ast.Attribute) and func.attr in _PARSE) or ctx.qualified(func) == "argparse.Namespace"
 
 
-@check("TD174", ast.Assign)
+@check(LOAD_OF_SAVED_OBJECTS, ast.Assign)
 def remember_values(node: ast.Assign, ctx: Context) -> None:
     """Dict displays kept in a variable (and the items added to them), argparse results."""
     saves = ctx.memo.get("TD174-file")
@@ -82,7 +83,7 @@ def remember_values(node: ast.Assign, ctx: Context) -> None:
     elif isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name):
         if _namespace(value, ctx):
             _notes(ctx).namespaces.add(target.elts[0].id)  # args, unknown = parser.parse_known_args()
-    elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and "TD174" in ctx.memo:
+    elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and LOAD_OF_SAVED_OBJECTS.code in ctx.memo:
         entries = _notes(ctx).dicts.get((id(ctx.scope), target.value.id))
         if entries is not None:
             entries.append((target.slice, value))  # checkpoint["args"] = args
@@ -110,7 +111,7 @@ def _refused(value: ast.expr, ctx: Context) -> _Refused | None:
     return None
 
 
-@check("TD174", ast.Call, names=_SAVES)
+@check(LOAD_OF_SAVED_OBJECTS, ast.Call, names=_SAVES)
 def saved(node: ast.Call, ctx: Context) -> None:
     func = node.func
     qualified = ctx.qualified(func)
@@ -143,7 +144,7 @@ def saved(node: ast.Call, ctx: Context) -> None:
         _notes(ctx).saves.append(save)
 
 
-@check("TD174", ast.Call, names={"load"})
+@check(LOAD_OF_SAVED_OBJECTS, ast.Call, names={"load"})
 def loaded(node: ast.Call, ctx: Context) -> None:
     if ctx.qualified(node.func) != "torch.load":
         return
@@ -159,10 +160,10 @@ def loaded(node: ast.Call, ctx: Context) -> None:
     _notes(ctx).loads.append((node, target))
 
 
-@check("TD174", ast.Subscript)
+@check(LOAD_OF_SAVED_OBJECTS, ast.Subscript)
 def key_read(node: ast.Subscript, ctx: Context) -> None:
     """`checkpoint["model"]` of what a torch.load returned."""
-    if "TD174" not in ctx.memo or not isinstance(node.value, ast.Name) or not isinstance(node.slice, ast.Constant):
+    if LOAD_OF_SAVED_OBJECTS.code not in ctx.memo or not isinstance(node.value, ast.Name) or not isinstance(node.slice, ast.Constant):
         return
     key = node.slice.value
     kind = ctx.kind(node.value)
@@ -170,16 +171,16 @@ def key_read(node: ast.Subscript, ctx: Context) -> None:
         _notes(ctx).keys.setdefault(id(kind.node), set()).add(key)
 
 
-@check("TD174", FILE_END)
+@check(LOAD_OF_SAVED_OBJECTS, FILE_END)
 def report_loads_of_saved_objects(tree: ast.Module, ctx: Context) -> None:
-    notes: _Notes | None = ctx.memo.get("TD174")
+    notes: _Notes | None = ctx.memo.get(LOAD_OF_SAVED_OBJECTS.code)
     if notes is None or not notes.saves or not notes.loads or "safe_globals" in ctx.source.text:
         return
     for load, target in notes.loads:
         found = _matching_save(notes, load, target)
         if found is not None:
             save, refused = found
-            ctx.report("TD174", load, save_line=save.line, what=refused.what, instead=refused.instead)
+            ctx.report(LOAD_OF_SAVED_OBJECTS, load, save_line=save.line, what=refused.what, instead=refused.instead)
 
 
 def _matching_save(notes: _Notes, load: ast.Call, target: str | None) -> tuple[_Save, _Refused] | None:

@@ -8,6 +8,9 @@ import ast
 
 from torchdoctor.core.finding import Fix
 from torchdoctor.lint.api import FILE_END, Context, check, keyword, literal
+from torchdoctor.rules.api.method_not_called import RULE as METHOD_NOT_CALLED
+from torchdoctor.rules.api.non_strict_load_ignored import RULE as NON_STRICT_LOAD_IGNORED
+from torchdoctor.rules.device.tensor_conversion_discarded import RULE as TENSOR_CONVERSION_DISCARDED
 
 #: methods of modules, optimizers and tensors that do nothing unless called
 _METHODS = frozenset({"eval", "train", "zero_grad", "step", "backward", "detach_", "requires_grad_", "cuda", "cpu",
@@ -17,16 +20,16 @@ _COPYING = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16"
                       "pin_memory", "detach", "clone", "type"})
 
 
-@check("TD152", ast.Expr, needs_torch=False)
+@check(METHOD_NOT_CALLED, ast.Expr, needs_torch=False)
 def method_not_called(node: ast.Expr, ctx: Context) -> None:
     value = node.value
     if isinstance(value, ast.Attribute) and value.attr in _METHODS and isinstance(value.ctx, ast.Load):
         if isinstance(value.value, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)):
             fix = Fix(title=f"Call `{value.attr}()`", edits=(ctx.insert_after(value, "()"),))
-            ctx.report("TD152", node, method=value.attr, target=ctx.text(value), fix=fix)
+            ctx.report(METHOD_NOT_CALLED, node, method=value.attr, target=ctx.text(value), fix=fix)
 
 
-@check("TD154", ast.Expr, needs_torch=False)
+@check(TENSOR_CONVERSION_DISCARDED, ast.Expr, needs_torch=False)
 def tensor_copy_discarded(node: ast.Expr, ctx: Context) -> None:
     call = node.value
     if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute) or call.func.attr not in _COPYING:
@@ -37,10 +40,10 @@ def tensor_copy_discarded(node: ast.Expr, ctx: Context) -> None:
         return
     fix = Fix(title=f"Assign the result: `{receiver.id} = {ctx.text(call)}`",
               edits=(ctx.edit(call, f"{receiver.id} = {ctx.text(call)}"),))
-    ctx.report("TD154", node, call=ctx.text(call), name=receiver.id, fix=fix)
+    ctx.report(TENSOR_CONVERSION_DISCARDED, node, call=ctx.text(call), name=receiver.id, fix=fix)
 
 
-@check("TD160", ast.Call, names={"load_state_dict"})
+@check(NON_STRICT_LOAD_IGNORED, ast.Call, names={"load_state_dict"})
 def non_strict_load(node: ast.Call, ctx: Context) -> None:
     """Every `x.load_state_dict(state, strict=False)`, with where `state` comes from."""
     if not isinstance(node.func, ast.Attribute) or literal(keyword(node, "strict")) is not False or not node.args:
@@ -53,7 +56,7 @@ def non_strict_load(node: ast.Call, ctx: Context) -> None:
     else:  # another state dict held in a variable (`adapter_sd`), not a copy of a live model or an edit
         origin = id(given) if isinstance(given, (ast.Name, ast.Subscript)) and state is None else None
     ignored = isinstance(ctx.parent, ast.Expr) and checkpoint
-    ctx.memo.setdefault("TD160", []).append((ctx.scope, ctx.text(node.func.value), origin, ctx.parent if ignored else None))
+    ctx.memo.setdefault(NON_STRICT_LOAD_IGNORED.code, []).append((ctx.scope, ctx.text(node.func.value), origin, ctx.parent if ignored else None))
 
 
 #: calls that check a result (pytest, unittest, torch.testing, numpy.testing)
@@ -62,12 +65,12 @@ _ASSERTIONS = frozenset({"assert_close", "assert_allclose", "assert_equal", "ass
                          "assertFalse", "assertIsNone", "assertNotEqual"})
 
 
-@check("TD160", ast.Assert)
+@check(NON_STRICT_LOAD_IGNORED, ast.Assert)
 def assertion(node: ast.Assert, ctx: Context) -> None:
     _remember_check(node, ctx)
 
 
-@check("TD160", ast.Call, names=_ASSERTIONS)
+@check(NON_STRICT_LOAD_IGNORED, ast.Call, names=_ASSERTIONS)
 def assertion_call(node: ast.Call, ctx: Context) -> None:
     _remember_check(node, ctx)
 
@@ -77,18 +80,18 @@ def _remember_check(node: ast.Assert | ast.Call, ctx: Context) -> None:
     torch.equal(model.weight, ...)`). (One on a value computed from the model may test
     something else: a Lightning test asserts on pruning buffers after a load that matched no
     key.)"""
-    if "TD160" not in ctx.memo:
+    if NON_STRICT_LOAD_IGNORED.code not in ctx.memo:
         return  # no non-strict load before it in the file: nothing to check
     names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
     ctx.memo.setdefault("TD160-checks", []).append((ctx.scope, node.lineno, names))
 
 
-@check("TD160", FILE_END)
+@check(NON_STRICT_LOAD_IGNORED, FILE_END)
 def report_ignored_loads(tree: ast.Module, ctx: Context) -> None:
     """Left alone: loads the function checks afterwards (an assertion on the model's outputs
     or weights follows), and partial loads that complement each other (`model` gets the
     adapter weights from one file and the base weights from another, both `strict=False`)."""
-    loads = ctx.memo.get("TD160", [])
+    loads = ctx.memo.get(NON_STRICT_LOAD_IGNORED.code, [])
     checks = ctx.memo.get("TD160-checks", [])
     for scope, target, origin, statement in loads:
         if statement is None:
@@ -98,4 +101,4 @@ def report_ignored_loads(tree: ast.Module, ctx: Context) -> None:
             continue
         if any(s is scope and t == target and o is not None and o != origin for s, t, o, _ in loads):
             continue
-        ctx.report("TD160", statement, target=target)
+        ctx.report(NON_STRICT_LOAD_IGNORED, statement, target=target)

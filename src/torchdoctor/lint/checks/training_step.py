@@ -31,9 +31,25 @@ from torchdoctor.lint.steps import (
     scale_call,
     stepped_optimizer,
 )
+from torchdoctor.rules.memory.retain_graph_in_loop import RULE as RETAIN_GRAPH_IN_LOOP
+from torchdoctor.rules.optimizer.accumulation_reset_every_micro_batch import (
+    RULE as ACCUMULATION_RESET_EVERY_MICRO_BATCH,
+)
+from torchdoctor.rules.optimizer.backward_missing import RULE as BACKWARD_MISSING
+from torchdoctor.rules.optimizer.clip_grad_before_backward import RULE as CLIP_GRAD_BEFORE_BACKWARD
+from torchdoctor.rules.optimizer.clip_grad_on_scaled_gradients import RULE as CLIP_GRAD_ON_SCALED_GRADIENTS
+from torchdoctor.rules.optimizer.missing_zero_grad import RULE as MISSING_ZERO_GRAD
+from torchdoctor.rules.optimizer.optimizer_created_in_loop import RULE as OPTIMIZER_CREATED_IN_LOOP
+from torchdoctor.rules.optimizer.scheduler_step_before_optimizer_step import (
+    RULE as SCHEDULER_STEP_BEFORE_OPTIMIZER_STEP,
+)
+from torchdoctor.rules.optimizer.step_missing import RULE as STEP_MISSING
+from torchdoctor.rules.optimizer.step_on_scaled_gradients import RULE as STEP_ON_SCALED_GRADIENTS
+from torchdoctor.rules.optimizer.trainable_tensor_recreated_in_loop import RULE as TRAINABLE_TENSOR_RECREATED_IN_LOOP
+from torchdoctor.rules.optimizer.zero_grad_before_step import RULE as ZERO_GRAD_BEFORE_STEP
 
 
-@check("TD110", FILE_END, tracks=TRACKED, needs_torch=False)
+@check(MISSING_ZERO_GRAD, FILE_END, tracks=TRACKED, needs_torch=False)
 def missing_zero_grad(tree: ast.Module, ctx: Context) -> None:
     for scope in ctx.scopes:
         flagged: set[int] = set()
@@ -52,11 +68,11 @@ def missing_zero_grad(tree: ast.Module, ctx: Context) -> None:
                     models = {e.receiver for e in events if e.name == "call" and e.scope is scope}
                     if not passed_to_a_call(loop, {step.receiver or "", *models}, ctx):  # type: ignore[arg-type]
                         flagged.add(id(loop))
-                        ctx.report("TD110", step.node)
+                        ctx.report(MISSING_ZERO_GRAD, step.node)
                 elif resets and _other_optimizers_only(step, resets, loop, ctx):
                     optimizer = stepped_optimizer(step)
                     others = ", ".join(sorted({f"`{r.receiver}`" for r in resets}))
-                    ctx.report("TD110", step.node, message=(
+                    ctx.report(MISSING_ZERO_GRAD, step.node, message=(
                         f"`{optimizer}` is stepped in this loop but its gradients are never reset (only {others} "
                         f"is): each `{optimizer}.step()` uses the sum of all earlier gradients"),
                         hint=f"Call `{optimizer}.zero_grad()` before the backward() whose gradients it applies.")
@@ -88,7 +104,7 @@ def _step_in_called_function(loop: ast.AST, scope: Scope, reported: set[int], ct
             continue
         reported.add(id(step.node))
         callee = via.receiver or "a function"
-        ctx.report("TD110", step.node, message=(
+        ctx.report(MISSING_ZERO_GRAD, step.node, message=(
             f"gradients are never reset in the loop that calls `{callee}()` (line {via.line}): each "
             "optimizer.step() uses the sum of all earlier gradients"))
 
@@ -155,7 +171,7 @@ def _made_from(event: Event) -> ast.expr | None:
     return made.args[0] if made is not None and made.args else None
 
 
-@check(("TD110", "TD111"), ast.Assign, needs_torch=False)
+@check((MISSING_ZERO_GRAD, ZERO_GRAD_BEFORE_STEP), ast.Assign, needs_torch=False)
 def gradient_assigned(node: ast.Assign, ctx: Context) -> None:
     """`p.grad = None` (or any assignment to `.grad`) resets a gradient like zero_grad()."""
     for target in node.targets:
@@ -163,14 +179,14 @@ def gradient_assigned(node: ast.Assign, ctx: Context) -> None:
             ctx.record("grad_reset", node, dotted(target.value))
 
 
-@check(("TD110", "TD111"), ast.Delete, needs_torch=False)
+@check((MISSING_ZERO_GRAD, ZERO_GRAD_BEFORE_STEP), ast.Delete, needs_torch=False)
 def gradient_deleted(node: ast.Delete, ctx: Context) -> None:
     for target in node.targets:
         if isinstance(target, ast.Attribute) and target.attr == "grad":
             ctx.record("grad_reset", node, dotted(target.value))
 
 
-@check("TD111", FILE_END, tracks=TRACKED, needs_torch=False)
+@check(ZERO_GRAD_BEFORE_STEP, FILE_END, tracks=TRACKED, needs_torch=False)
 def zero_grad_before_step(tree: ast.Module, ctx: Context) -> None:
     for scope in ctx.scopes:
         events = scope.events
@@ -188,15 +204,15 @@ def zero_grad_before_step(tree: ast.Module, ctx: Context) -> None:
                 backward = any(is_backward(e) and order(e, reset) == -1 and _same_pass(e, reset) for e in events)
                 after = any(is_backward(e) and order(step, e) == -1 and _same_pass(e, step) for e in events)
                 if backward:
-                    ctx.report("TD111", reset.node)
+                    ctx.report(ZERO_GRAD_BEFORE_STEP, reset.node)
                 elif after and step.loops:
-                    ctx.report("TD111", reset.node, message=(
+                    ctx.report(ZERO_GRAD_BEFORE_STEP, reset.node, message=(
                         "zero_grad() runs right before step(), and backward() only after it: every step "
                         "sees gradients that were just erased, so the model never learns"))
                 break
 
 
-@check("TD115", FILE_END, tracks=TRACKED, needs_torch=False)
+@check(ACCUMULATION_RESET_EVERY_MICRO_BATCH, FILE_END, tracks=TRACKED, needs_torch=False)
 def accumulation_reset_every_micro_batch(tree: ast.Module, ctx: Context) -> None:
     """A step under `if <counter> % k ...:` and an unconditional zero_grad() before an
     unconditional backward() in the same loop: the reset undoes the accumulation."""
@@ -224,7 +240,7 @@ def accumulation_reset_every_micro_batch(tree: ast.Module, ctx: Context) -> None
                     continue  # the other branch of an `if accumulation_steps > 1:` (no accumulation there)
                 if any(is_backward(e) and gate not in e.conditions and order(reset, e) == -1 and _encloses(reset, e)
                        for e in in_loop):
-                    ctx.report("TD115", reset.node, every=f"when `{ast.unparse(gate.test)}`")
+                    ctx.report(ACCUMULATION_RESET_EVERY_MICRO_BATCH, reset.node, every=f"when `{ast.unparse(gate.test)}`")
                     break
 
 
@@ -256,7 +272,7 @@ def _same_pass(a: Event, b: Event) -> bool:
     return a.loops[: len(b.loops)] == b.loops
 
 
-@check("TD112", FILE_END, tracks=TRACKED, needs_torch=False)
+@check(CLIP_GRAD_BEFORE_BACKWARD, FILE_END, tracks=TRACKED, needs_torch=False)
 def clip_grad_before_backward(tree: ast.Module, ctx: Context) -> None:
     for scope in ctx.scopes:
         events = scope.events
@@ -269,10 +285,10 @@ def clip_grad_before_backward(tree: ast.Module, ctx: Context) -> None:
             if backward is None:
                 continue
             if any(stepped_optimizer(s) and order(backward, s) == -1 and s.loops == clip.loops for s in events):
-                ctx.report("TD112", clip.node)
+                ctx.report(CLIP_GRAD_BEFORE_BACKWARD, clip.node)
 
 
-@check("TD113", FILE_END, tracks=TRACKED)
+@check(CLIP_GRAD_ON_SCALED_GRADIENTS, FILE_END, tracks=TRACKED)
 def clip_grad_on_scaled_gradients(tree: ast.Module, ctx: Context) -> None:
     for scope in ctx.scopes:
         events = scope.events
@@ -286,7 +302,7 @@ def clip_grad_on_scaled_gradients(tree: ast.Module, ctx: Context) -> None:
             if any(e.name == "unscale_" and order(backward, e) == -1 and order(e, clip) == -1 for e in events):
                 continue
             if any(is_scaler_step(s) and order(clip, s) == -1 for s in events):
-                ctx.report("TD113", clip.node)
+                ctx.report(CLIP_GRAD_ON_SCALED_GRADIENTS, clip.node)
 
 
 def _last_before(events: list[Event], event: Event, test: object) -> Event | None:
@@ -297,7 +313,7 @@ def _last_before(events: list[Event], event: Event, test: object) -> Event | Non
     return found
 
 
-@check("TD148", FILE_END, tracks=TRACKED, needs_torch=False)
+@check(RETAIN_GRAPH_IN_LOOP, FILE_END, tracks=TRACKED, needs_torch=False)
 def retain_graph_in_loop(tree: ast.Module, ctx: Context) -> None:
     for scope in ctx.scopes:
         for backward in scope.events:
@@ -311,10 +327,10 @@ def retain_graph_in_loop(tree: ast.Module, ctx: Context) -> None:
                 if e is not backward and is_gradient_computation(e, ctx) and order(backward, via) in (-1, 0)
             ]
             if not later:
-                ctx.report("TD148", backward.node)
+                ctx.report(RETAIN_GRAPH_IN_LOOP, backward.node)
 
 
-@check("TD155", FILE_END, tracks=TRACKED)
+@check(STEP_ON_SCALED_GRADIENTS, FILE_END, tracks=TRACKED)
 def step_on_scaled_gradients(tree: ast.Module, ctx: Context) -> None:
     for scope in ctx.scopes:
         events = scope.events
@@ -325,7 +341,7 @@ def step_on_scaled_gradients(tree: ast.Module, ctx: Context) -> None:
                 continue
             for step in events:
                 if stepped_optimizer(step) and not is_scaler_step(step) and order(backward, step) == -1:
-                    ctx.report("TD155", step.node, scaler=_scaler_name(backward))
+                    ctx.report(STEP_ON_SCALED_GRADIENTS, step.node, scaler=_scaler_name(backward))
                     break
 
 
@@ -341,7 +357,7 @@ def _scaler_name(backward: Event) -> str:
     return (dotted(scale.func.value) if scale is not None else None) or "scaler"  # type: ignore[attr-defined]
 
 
-@check("TD156", FILE_END, tracks=TRACKED, needs_torch=False)
+@check(SCHEDULER_STEP_BEFORE_OPTIMIZER_STEP, FILE_END, tracks=TRACKED, needs_torch=False)
 def scheduler_before_optimizer(tree: ast.Module, ctx: Context) -> None:
     for scope in ctx.scopes:
         events = scope.events
@@ -356,7 +372,7 @@ def scheduler_before_optimizer(tree: ast.Module, ctx: Context) -> None:
                 # iteration: custom warm-up schedulers are written to set this step's rate first
                 continue
             if any(order(sched, s) == -1 for s in steps):
-                ctx.report("TD156", sched.node, scheduler=sched.receiver or "scheduler")
+                ctx.report(SCHEDULER_STEP_BEFORE_OPTIMIZER_STEP, sched.node, scheduler=sched.receiver or "scheduler")
 
 
 def _is_scheduler(event: Event) -> bool:
@@ -366,7 +382,7 @@ def _is_scheduler(event: Event) -> bool:
     return "sched" in name and "step" not in name
 
 
-@check(("TD110", "TD157", "TD173"), ast.Assign)
+@check((MISSING_ZERO_GRAD, OPTIMIZER_CREATED_IN_LOOP, TRAINABLE_TENSOR_RECREATED_IN_LOOP), ast.Assign)
 def optimizer_created_in_loop(node: ast.Assign, ctx: Context) -> None:
     if not ctx.loops or not isinstance(node.value, ast.Call) or len(node.targets) != 1:
         return
@@ -376,7 +392,7 @@ def optimizer_created_in_loop(node: ast.Assign, ctx: Context) -> None:
         ctx.record("optimizer_created", node, target)
 
 
-@check("TD157", FILE_END, tracks=TRACKED)
+@check(OPTIMIZER_CREATED_IN_LOOP, FILE_END, tracks=TRACKED)
 def optimizer_stepped_in_creation_loop(tree: ast.Module, ctx: Context) -> None:
     for scope in ctx.scopes:
         for made in scope.events:
@@ -384,7 +400,7 @@ def optimizer_stepped_in_creation_loop(tree: ast.Module, ctx: Context) -> None:
                 continue
             if any(stepped_optimizer(s) == made.receiver and s.loops == made.loops and order(made, s) == -1
                    for s in scope.events):
-                ctx.report("TD157", made.node, optimizer=made.receiver)
+                ctx.report(OPTIMIZER_CREATED_IN_LOOP, made.node, optimizer=made.receiver)
 
 
 def _over_model_parameters(call: ast.Call) -> bool:
@@ -396,7 +412,7 @@ def _over_model_parameters(call: ast.Call) -> bool:
         "parameters", "named_parameters")
 
 
-@check(("TD170",), ast.Assign, needs_torch=False)
+@check((BACKWARD_MISSING,), ast.Assign, needs_torch=False)
 def loss_computed(node: ast.Assign, ctx: Context) -> None:
     """Remember `loss = criterion(...)` inside loops: the loop trains something."""
     if ctx.loops and len(node.targets) == 1:
@@ -409,7 +425,7 @@ def loss_computed(node: ast.Assign, ctx: Context) -> None:
             ctx.record("loss_computed", node, target)
 
 
-@check("TD170", FILE_END, tracks=TRACKED, needs_torch=False)
+@check(BACKWARD_MISSING, FILE_END, tracks=TRACKED, needs_torch=False)
 def backward_missing(tree: ast.Module, ctx: Context) -> None:
     for scope in ctx.scopes:
         for info in scope.loops.values():
@@ -425,10 +441,10 @@ def backward_missing(tree: ast.Module, ctx: Context) -> None:
             names = {e.receiver for e in losses if e.receiver} | {stepped_optimizer(s) or "" for s in steps}
             if passed_to_a_call(loop, names, ctx):
                 continue
-            ctx.report("TD170", steps[0].node, loss=losses[0].receiver or "loss")
+            ctx.report(BACKWARD_MISSING, steps[0].node, loss=losses[0].receiver or "loss")
 
 
-@check("TD172", FILE_END, tracks=TRACKED, needs_torch=False)
+@check(STEP_MISSING, FILE_END, tracks=TRACKED, needs_torch=False)
 def step_missing(tree: ast.Module, ctx: Context) -> None:
     for scope in ctx.scopes:
         for info in scope.loops.values():
@@ -443,7 +459,7 @@ def step_missing(tree: ast.Module, ctx: Context) -> None:
                 continue
             if _steps_by_another_name(loop, {r.receiver for r in resets}):
                 continue
-            ctx.report("TD172", resets[0].node, optimizer=resets[0].receiver)
+            ctx.report(STEP_MISSING, resets[0].node, optimizer=resets[0].receiver)
 
 
 def _steps_by_another_name(loop: ast.AST, optimizers: set[str | None]) -> bool:
