@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         if not getattr(module, "REPORTS", True):
             return int(module.execute(args, None))
         config = load_config(args)
-        args.outputs = outputs.resolve(args.output, args.output_format)  # before the command runs anything
+        args.outputs = outputs.resolve(args.output, args.output_format, args.html)  # before the command runs anything
         report = module.execute(args, config)
         stream = sys.stderr if report.meta.get("stream") == "stderr" else sys.stdout
         return finish(report, args, config, stream)
