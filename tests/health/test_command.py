@@ -16,7 +16,7 @@ from tests import children
 from tests.lab import LAB
 from torchdoctor import cli
 from torchdoctor.health.command import CHECK_NAMES
-from torchdoctor.health.progress import Progress
+from torchdoctor.core.progress import Progress
 from torchdoctor.health.runner import NAMES
 
 SOFTMAX = f"{LAB / '01_softmax_before_cross_entropy.py'}:make"
@@ -134,7 +134,7 @@ def test_a_pickle_needs_trust(capsys: pytest.CaptureFixture[str], tmp_path: Path
 
 
 def test_progress_goes_to_a_terminal_only(capsys: pytest.CaptureFixture[str]) -> None:
-    with Progress(3) as progress:  # pytest's stderr is not a terminal
+    with Progress("torchdoctor check", 3) as progress:  # pytest's stderr is not a terminal
         progress.update(1, "something")
     assert capsys.readouterr().err == ""
 

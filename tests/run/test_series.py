@@ -152,6 +152,30 @@ def test_without_an_optimizer_each_backward_is_a_step() -> None:
     assert [row[0] for row in series["values"]] == pytest.approx([first, *losses[MANUAL_AFTER:]], rel=1e-5)
 
 
+def test_a_step_with_a_closure_records_the_gradients_the_closure_made() -> None:
+    """Lightning steps with a closure: the gradients are made inside `step()`, after its pre-hook."""
+    torch.manual_seed(0)
+    model = Net()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    norms, losses = {}, {}
+    with torchdoctor.watch() as watched:
+        for step in range(1, 4):
+            def closure(step: int = step) -> torch.Tensor:
+                optimizer.zero_grad()
+                loss = F.cross_entropy(model(torch.randn(4, 6)), torch.randint(0, 3, (4,)))
+                loss.backward()
+                norms[step] = math.sqrt(model.head.weight.grad.norm() ** 2 + model.head.bias.grad.norm() ** 2)
+                losses[step] = loss.item()
+                return loss
+            optimizer.step(closure)
+    series = watched.report.sections["series"]
+    assert column(series, "grad_norm", "head") == pytest.approx(norms, rel=1e-5)
+    assert column(series, "loss", "loss") == pytest.approx(losses, rel=1e-5)
+    times = series["step_time"]
+    part = {name: times["columns"].index(name) for name in ("forward", "backward", "optimizer")}
+    assert all(row[part["forward"]] > 0 and row[part["backward"]] > 0 for row in times["values"][1:])
+
+
 def test_two_optimizers_share_the_clock() -> None:
     torch.manual_seed(0)
     generator, critic = nn.Linear(4, 4), nn.Linear(4, 1)

@@ -37,7 +37,7 @@ def lint(
     given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     settings = config_module.load(Path(config) if config is not None else None, start=Path.cwd())
     settings = settings.with_overrides(select=list(select or []), ignore=list(ignore or []), exclude=list(exclude))
-    outcome = lint_paths([os.fspath(p) for p in given], settings, Options(respect_gitignore=respect_gitignore))
+    outcome = lint_paths([os.fspath(p) for p in given], settings, Options(respect_gitignore=respect_gitignore, progress=False))
     report = outcome.report
     report.meta.pop("fatal_rules", None)
     report.findings = drop_suppressed(settings.apply(report.findings))

@@ -152,7 +152,8 @@ class SeriesRecorder(Detector):
         self._mark: float | None = None  # the end of the last fetch, backward or step
         self._parts = dict.fromkeys(TIME_PARTS, 0.0)
         self._backward_started = 0.0
-        self._step_started: dict[int, float] = {}
+        #: id(optimizer) -> (when its step started, forward + backward time until then)
+        self._step_started: dict[int, tuple[float, float]] = {}
         self._flush_at = FIRST_FLUSH
 
     def table(self, name: str, *, unit: str = "", kind: str = "line", capacity: int = CURVE_ROWS, stride: int = 1,
@@ -228,21 +229,24 @@ class SeriesRecorder(Detector):
             self._tick(now)  # weights updated by hand: each backward() is a step
 
     def on_step(self, event: Step) -> None:
-        self._step_started[id(event.optimizer)] = perf_counter()
+        self._step_started[id(event.optimizer)] = (perf_counter(), self._parts["forward"] + self._parts["backward"])
         step = self._step_of(event.optimizer)
-        if self.grad_norm.due(step):
-            self._grad_norms(event, step)
+        if self.grad_norm.due(step) and not event.closure:
+            self._grad_norms(event, step, self.ctx.instrument(GradNorms).at_step(event.optimizer, event.index))
         if self.update_ratio.due(step):
             self._before_update(event.optimizer)
 
     def on_step_end(self, event: Step) -> None:
         now = perf_counter()
         started = self._step_started.pop(id(event.optimizer), None)
-        if started is not None:
-            self._parts["optimizer"] += now - started
+        if started is not None:  # a closure's forward and backward ran inside the step: theirs, not the optimizer's
+            inside = self._parts["forward"] + self._parts["backward"] - started[1]
+            self._parts["optimizer"] += max(now - started[0] - inside, 0.0)
         self._mark = now
         optimizer = event.optimizer
         step = self._step_of(optimizer)
+        if event.closure and self.grad_norm.due(step):  # the gradients the closure made, still there
+            self._grad_norms(event, step, self.ctx.instrument(GradNorms).now(optimizer))
         if id(optimizer) in self._before:
             self._after_update(optimizer, step)
         if self.lr.due(step):
@@ -314,8 +318,7 @@ class SeriesRecorder(Detector):
             squares[layer] = squares.get(layer, 0.0) + norm * norm
         return {layer: math.sqrt(total) for layer, total in squares.items()}
 
-    def _grad_norms(self, event: Step, step: int) -> None:
-        measured = self.ctx.instrument(GradNorms).at_step(event.optimizer, event.index)
+    def _grad_norms(self, event: Step, step: int, measured: tuple[list[torch.Tensor], torch.Tensor] | None) -> None:
         if measured is not None:
             params, norms = measured
             self.grad_norm.add(step, self._per_layer(params, norms.tolist()))
