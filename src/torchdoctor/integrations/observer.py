@@ -68,6 +68,10 @@ class FitObserver:
 
         self._watch = watch(select=self.select, ignore=self.ignore).__enter__()
 
+    def so_far(self) -> Report | None:
+        """The findings until now, while the fit runs (None when not observing)."""
+        return self._watch.so_far() if self._watch is not None else None
+
     def stop(self, exception: BaseException | None = None, *, main_process: bool = True) -> Report | None:
         """End the observation (explaining `exception` when the fit crashed) and publish the
         report; `main_process` False (another rank) keeps it quiet."""

@@ -14,6 +14,7 @@ from typing import Any
 
 from torchdoctor.core.errors import UsageError
 from torchdoctor.core.report import Report
+from torchdoctor.integrations.observer import counts
 
 MISSING = "--tensorboard needs the tensorboard package: pip install 'torchdoctor[tensorboard]'"
 
@@ -37,8 +38,10 @@ def findings_markdown(report: Report) -> str:
     return "\n".join(lines)
 
 
-def write(report: Report, folder: Path) -> None:
-    """Write `report` as one event file (`*.torchdoctor`) in `folder`, created if needed."""
+def write(report: Report, folder: Path, *, series: bool = True, counts_at: int | None = None) -> None:
+    """Write `report` as one event file (`*.torchdoctor`) in `folder`, created if needed: its
+    series as scalars (unless `series` is False: a trainer that logs its own curves), the
+    findings as text, and with `counts_at`, their counts as scalars at that step."""
     from tensorboard.compat.proto.event_pb2 import Event
     from tensorboard.compat.proto.summary_pb2 import Summary
     from tensorboard.summary.writer.event_file_writer import EventFileWriter
@@ -46,9 +49,13 @@ def write(report: Report, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     writer = EventFileWriter(str(folder), filename_suffix=".torchdoctor")
     now = time.time()
-    for tag, step, value in scalars(report.sections.get("series") or {}):
+    values = scalars(report.sections.get("series") or {}) if series else []
+    if counts_at is not None:
+        values += [(tag, counts_at, value) for tag, value in counts(report).items()]
+    for tag, step, value in values:
         writer.add_event(Event(wall_time=now, step=step, summary=Summary(value=[Summary.Value(tag=tag, simple_value=value)])))
-    writer.add_event(Event(wall_time=now, step=0, summary=Summary(value=[_text("torchdoctor/findings", findings_markdown(report))])))
+    text = _text("torchdoctor/findings", findings_markdown(report))
+    writer.add_event(Event(wall_time=now, step=counts_at or 0, summary=Summary(value=[text])))
     writer.close()
 
 

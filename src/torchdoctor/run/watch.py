@@ -76,6 +76,12 @@ class Watch:
     def _collect(self, finding: Finding, key: str) -> None:
         self._found[key] = finding
 
+    def so_far(self) -> Report:
+        """A report of what has been found until now, while the block still runs (for logging)."""
+        report = Report(command=self.report.command)
+        report.findings = [f for f in self._found.values() if self._enabled is None or f.rule in self._enabled]
+        return report
+
     @property
     def findings(self) -> list[Finding]:
         return self.report.findings
