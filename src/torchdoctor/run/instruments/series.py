@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import time
 import weakref
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -296,20 +297,34 @@ class SeriesRecorder(Detector):
                 yield (f"{label} group {i}" if len(groups) > 1 else label), float(lr)
 
     def _layer(self, param: torch.Tensor) -> str:
-        """The module a parameter belongs to (`encoder.fc1`), or the parameter's name."""
+        """The module a parameter belongs to (`encoder.fc1`; `0 (Linear)` for an index; the model's
+        class for its own parameters), after its model's name when several models train."""
         known = self._layers.get(id(param))
-        if known is not None and known[0]() is param:
-            return known[1]
-        name = self.ctx.modules.param_name(param)
-        if name:
-            layer = name.rpartition(".")[0] or name
-            if layer.rpartition(".")[2].isdigit():  # `0`, `blocks.3`: the index alone says little
-                owner = self.ctx.modules.owner_of(param)
-                layer = f"{layer} ({type(owner).__name__})" if owner is not None else layer
-        else:
-            layer = f"parameter {tuple(param.shape)}"
-        self._layers[id(param)] = (weakref.ref(param), layer)
-        return layer
+        if known is None or known[0]() is not param:
+            self._index_layers()
+            known = self._layers.get(id(param))
+            if known is None or known[0]() is not param:  # in no model seen running
+                known = self._layers[id(param)] = (weakref.ref(param), f"parameter {tuple(param.shape)}")
+        return known[1]
+
+    def _index_layers(self) -> None:
+        roots = self.ctx.model_roots()
+        kinds = Counter(type(root).__name__ for root in roots)
+        seen: Counter[str] = Counter()
+        for root in roots:
+            kind = type(root).__name__
+            seen[kind] += 1
+            model = kind if kinds[kind] == 1 else f"{kind} #{seen[kind]}"
+            for module in root.modules():
+                own = list(module.parameters(recurse=False))
+                if not own:
+                    continue
+                path = "" if module is root else self.ctx.modules.name_of(module)
+                if path.rpartition(".")[2].isdigit():  # `0`, `blocks.3`: the index alone says little
+                    path = f"{path} ({type(module).__name__})"
+                label = (f"{model} · {path}" if len(roots) > 1 else path) if path else model
+                for param in own:
+                    self._layers[id(param)] = (weakref.ref(param), label)
 
     def _per_layer(self, params: list[torch.Tensor], norms: list[float]) -> dict[str, float]:
         squares: dict[str, float] = {}
