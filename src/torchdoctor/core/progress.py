@@ -7,6 +7,7 @@ a transient rich status line on stderr, never in a pipe, a file, CI or a dumb te
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 from types import TracebackType
@@ -49,17 +50,23 @@ class Progress:
         count = f" {done}/{self.total}" if self.total is not None else f" {done}"
         text = f"{self.label}{count}{': ' + what if what else ''}"
         if self._status is not None:
-            self._status.update(text)
+            self._status.update(_line(text))
         elif time.monotonic() - self._started >= self.delay:
             self._show(text)
 
     def _show(self, text: str) -> None:
         from rich.console import Console
 
-        self._status = Console(stderr=True).status(text)
+        self._status = Console(stderr=True).status(_line(text))
         self._status.__enter__()
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
         if self._status is not None:
             self._status.__exit__(kind, error, tb)
             self._status = None
+
+
+def _line(text: str) -> str:
+    """One line that fits the terminal beside the spinner (a long path must not wrap)."""
+    width = shutil.get_terminal_size(fallback=(80, 24)).columns - 3
+    return text if len(text) <= width else text[: max(width - 1, 10)] + "…"
