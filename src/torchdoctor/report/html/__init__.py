@@ -14,10 +14,10 @@ highlights source; the templates (`templates/`) only lay them out.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from collections.abc import Iterable
 from html import escape
 from itertools import groupby
+from pathlib import Path
 from typing import Any, TextIO
 
 from jinja2 import Environment, PackageLoader, select_autoescape
