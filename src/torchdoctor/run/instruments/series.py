@@ -47,8 +47,9 @@ TIME_PARTS = ("data", "forward", "backward", "optimizer", "other")
 #: backward() calls without any optimizer after which each backward() is a step (an optimizer
 #: created before `watch()` is known only at its first step; the first losses go to the first point)
 MANUAL_AFTER = 8
-#: series written to the run's records at these steps (and at the end), so an abrupt end keeps them
-FIRST_FLUSH = 16
+#: under `torchdoctor run`, the series are written to the run's records at steps 64, 256, 1024, ...
+#: (and at the end), so that an abrupt end keeps them
+FIRST_FLUSH, FLUSH_GROWTH = 64, 4
 
 perf_counter = time.perf_counter
 
@@ -145,6 +146,7 @@ class SeriesRecorder(Detector):
         self.step = 0
         self._labels: weakref.WeakKeyDictionary[Optimizer, str] = weakref.WeakKeyDictionary()
         self._layers: dict[int, tuple[weakref.ref[torch.Tensor], str]] = {}
+        self._layouts: dict[tuple[int, ...], tuple[Any, Any, list[str], list[int]]] = {}
         self._loss_total: Any = 0.0
         self._loss_count = 0
         self._before: dict[int, tuple[list[torch.Tensor], list[torch.Tensor]]] = {}
@@ -198,8 +200,8 @@ class SeriesRecorder(Detector):
             self.step_time.add(step, parts)
         self._parts = dict.fromkeys(TIME_PARTS, 0.0)
         self._period_start = self._mark = now
-        if step >= self._flush_at:
-            self._flush_at *= 2
+        if step >= self._flush_at and self.ctx.folder is not None:  # under `torchdoctor run` only
+            self._flush_at *= FLUSH_GROWTH
             self.ctx.record({"type": "series", "series": self.snapshot()})
 
     # -- events -----------------------------------------------------------------------------------
@@ -326,17 +328,31 @@ class SeriesRecorder(Detector):
                 for param in own:
                     self._layers[id(param)] = (weakref.ref(param), label)
 
-    def _per_layer(self, params: list[torch.Tensor], norms: list[float]) -> dict[str, float]:
-        squares: dict[str, float] = {}
-        for param, norm in zip(params, norms):
-            layer = self._layer(param)
-            squares[layer] = squares.get(layer, 0.0) + norm * norm
-        return {layer: math.sqrt(total) for layer, total in squares.items()}
+    def _per_layer(self, params: list[torch.Tensor], norms: torch.Tensor) -> dict[str, float]:
+        """The norm of each layer's parameters together (the root of the sum of their squared norms)."""
+        labels, index = self._layout(params)
+        totals = [0.0] * len(labels)
+        for layer, norm in zip(index, norms.tolist()):  # a few Python adds cost less than torch calls here
+            totals[layer] += norm * norm
+        return {label: math.sqrt(total) for label, total in zip(labels, totals)}
+
+    def _layout(self, params: list[torch.Tensor]) -> tuple[list[str], list[int]]:
+        """(layer labels, the label index of each parameter), cached per list of parameters."""
+        key = tuple(map(id, params))
+        cached = self._layouts.get(key)
+        if cached is not None and cached[0]() is params[0] and cached[1]() is params[-1]:
+            return cached[2], cached[3]
+        labels: dict[str, int] = {}
+        index = [labels.setdefault(self._layer(p), len(labels)) for p in params]
+        if len(self._layouts) > 64:  # optimizers that change their parameters every step: keep it bounded
+            self._layouts.clear()
+        self._layouts[key] = (weakref.ref(params[0]), weakref.ref(params[-1]), list(labels), index)
+        return list(labels), index
 
     def _grad_norms(self, event: Step, step: int, measured: tuple[list[torch.Tensor], torch.Tensor] | None) -> None:
         if measured is not None:
             params, norms = measured
-            self.grad_norm.add(step, self._per_layer(params, norms.tolist()))
+            self.grad_norm.add(step, self._per_layer(params, norms))
 
     def _before_update(self, optimizer: Optimizer) -> None:
         params = [p for p in params_of(optimizer) if p.grad is not None and p.is_floating_point()]
@@ -346,7 +362,7 @@ class SeriesRecorder(Detector):
     def _after_update(self, optimizer: Optimizer, step: int) -> None:
         params, before = self._before.pop(id(optimizer))
         after = [p.detach() for p in params]
-        updates = torch.stack(torch._foreach_norm(torch._foreach_sub(after, before))).tolist()
-        weights = torch.stack(torch._foreach_norm(after)).tolist()
+        updates = torch.stack(torch._foreach_norm(torch._foreach_sub(after, before))).float()
+        weights = torch.stack(torch._foreach_norm(after)).float()
         update, weight = self._per_layer(params, updates), self._per_layer(params, weights)
         self.update_ratio.add(step, {layer: update[layer] / weight[layer] for layer in update if weight[layer] > 0})
