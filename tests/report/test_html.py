@@ -60,6 +60,15 @@ def test_step_time_is_stacked_and_one_long_step_does_not_flatten_the_rest() -> N
     assert chart.legend[0]["label"].startswith("data: median 10 ms")
 
 
+def test_a_memory_series_is_drawn_by_its_kind_with_bytes_on_the_axis() -> None:
+    """The memory account writes its own table; the report draws it like the others."""
+    memory = table("stacked", ["parameters", "gradients", "activations"], [[4096.0, 4096.0, 2.0 ** 20]] * 3, unit="bytes")
+    (chart,) = charts({"memory": memory})
+    assert chart.kind == "stacked" and chart.y_label == ""
+    assert all(tick.label.endswith((" B", " KiB", " MiB")) for tick in chart.y_ticks) and len(chart.y_ticks) > 2
+    assert chart.legend[0]["label"] == "parameters: median 4 KiB, 0%"
+
+
 def test_every_chart_shares_the_step_axis_and_unknown_kinds_are_left_to_the_json() -> None:
     drawn = charts({
         "loss": table("line", ["loss"], [[1.0]] * 4),

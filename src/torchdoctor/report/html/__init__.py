@@ -30,7 +30,7 @@ from torchdoctor.core.finding import Finding, Severity
 from torchdoctor.core.report import Report
 from torchdoctor.core.wording import counted
 from torchdoctor.report.html import code
-from torchdoctor.report.html.charts import charts
+from torchdoctor.report.html.charts import charts, human_bytes
 
 #: sections drawn by their own part of the page (the rest are shown as JSON)
 DRAWN_SECTIONS = ("series", "distributed")
@@ -65,16 +65,6 @@ def inline(text: str) -> Markup:
     if len(parts) % 2 == 0:  # an odd number of backticks: the last one has no partner
         parts[-2:] = [f"{parts[-2]}`{parts[-1]}"]
     return Markup("".join(escape(part) if i % 2 == 0 else f"<code>{escape(part)}</code>" for i, part in enumerate(parts)))
-
-
-def human_bytes(size: Any) -> str:
-    if not isinstance(size, (int, float)):
-        return "—"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(size) < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.3g} {unit}"
-        size /= 1024
-    return str(size)  # pragma: no cover
 
 
 # -- the page model ---------------------------------------------------------------------------

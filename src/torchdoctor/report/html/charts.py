@@ -99,6 +99,21 @@ def seconds(value: float) -> str:
     return f"{value * 1e3:.3g} ms" if value < 1 else f"{value:.3g} s"
 
 
+def human_bytes(size: Any) -> str:
+    """`512 B`, `4 KiB`, `1.5 GiB` (a dash for anything that is not a number)."""
+    if not isinstance(size, (int, float)):
+        return "—"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(size) < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.3g} {unit}"
+        size /= 1024
+    return str(size)  # pragma: no cover
+
+
+#: how the values of a unit are written on an axis and in a legend
+FORMATS = {"s": seconds, "bytes": human_bytes}
+
+
 class Scale:
     """Data to pixels on one axis, linear or log10 (log only for positive data spanning 100x)."""
 
@@ -158,7 +173,8 @@ def _finite(values: list[Any]) -> list[float]:
 
 def line_chart(name: str, table: dict[str, Any], domain: tuple[float, float]) -> Chart:
     """A curve per column; a log scale when the values are positive and span more than 100x."""
-    chart = Chart(name, table.get("title") or name, "line", y_label=table.get("unit", ""))
+    unit = table.get("unit", "")
+    chart = Chart(name, table.get("title") or name, "line", y_label="" if unit in FORMATS else unit)
     left, right, bottom, top = _frame(chart, HEIGHT)
     steps, rows, columns = table["steps"], table["values"], table["columns"]
     values = _finite([v for row in rows for v in row])
@@ -171,7 +187,8 @@ def line_chart(name: str, table: dict[str, Any], domain: tuple[float, float]) ->
     log = low > 0 and high / low > 100
     y = Scale(low, high, bottom, top, log)
     x, chart.x_ticks = _step_axis(domain, left, right)
-    chart.y_ticks = y.ticks()
+    formatter = FORMATS.get(unit, short)
+    chart.y_ticks = y.ticks(formatter)
     for i, column in enumerate(columns):
         colour = PALETTE[i % len(PALETTE)]
         segments: list[list[str]] = [[]]
@@ -185,7 +202,7 @@ def line_chart(name: str, table: dict[str, Any], domain: tuple[float, float]) ->
             segments[-1].append(f"{x(step)},{y(statistics.fmean(cell))}")
         last = next((rows[j][i] for j in range(len(rows) - 1, -1, -1) if rows[j][i] is not None), None)
         chart.lines.append({"colour": colour, "name": column, "segments": [s for s in segments if s],
-                            "last": short(last) if last is not None else "—"})
+                            "last": formatter(last) if last is not None else "—"})
         chart.legend.append({"colour": colour, "label": column})
     if log:
         chart.note = "log scale"
@@ -242,14 +259,14 @@ def stacked_chart(name: str, table: dict[str, Any], domain: tuple[float, float])
     over merged steps); the scale stops at the 98th percentile of the totals, so one long step
     (a validation pass) does not flatten the rest."""
     unit = table.get("unit", "")
-    chart = Chart(name, table.get("title") or name, "stacked", y_label="" if unit == "s" else unit)
+    chart = Chart(name, table.get("title") or name, "stacked", y_label="" if unit in FORMATS else unit)
     left, right, bottom, top = _frame(chart, HEIGHT)
     steps, rows, columns = table["steps"], table["values"], table["columns"]
     bins = _bins(len(steps), MAX_POINTS)
     means = [[statistics.fmean(_finite([rows[j][c] for j in group]) or [0.0]) for c in range(len(columns))] for group in bins]
     totals = sorted(sum(m) for m in means)
     ceiling = totals[int(0.98 * (len(totals) - 1))] * 1.05 or 1.0
-    formatter = seconds if unit == "s" else short
+    formatter = FORMATS.get(unit, short)
     y = Scale(0.0, ceiling, bottom, top)
     chart.y_ticks = y.ticks(formatter)
     x, chart.x_ticks = _step_axis(domain, left, right)
