@@ -161,3 +161,17 @@ def test_other_sections_are_shown_as_json_and_the_page_stays_offline(source_file
     # nothing is loaded from anywhere: no script, no source, no stylesheet, no font (links in rule docs are links)
     assert "<script" not in page and "src=" not in page and "<link" not in page
     assert "@import" not in page and "url(" not in page
+
+
+def test_a_section_with_a_drawing_shows_it_above_its_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    from torchdoctor.report import html as html_report
+
+    monkeypatch.setitem(html_report.SECTION_DRAWINGS, "memory", lambda section: f"<svg class='memory'><text>{len(section['processes'])}</text></svg>")
+    report = Report(command="run")
+    report.sections["memory"] = {"processes": [{"pid": 7}]}
+    report.sections["environment"] = {"torch": "2.13.0"}
+    page = render(report)
+    memory = page[page.index('<section id="section-memory">'):page.index('<section id="section-environment">')]
+    assert memory.index("<svg class='memory'><text>1</text></svg>") < memory.index("<details>")  # drawn, not escaped
+    assert "&#34;pid&#34;: 7" in memory or '"pid": 7' in html.unescape(memory)
+    assert "<svg" not in page[page.index('<section id="section-environment">'):]  # no drawing: JSON only

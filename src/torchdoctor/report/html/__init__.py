@@ -14,7 +14,7 @@ highlights source; the templates (`templates/`) only lay them out.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from html import escape
 from itertools import groupby
 from pathlib import Path
@@ -34,6 +34,10 @@ from torchdoctor.report.html.charts import charts, human_bytes
 
 #: sections drawn by their own part of the page (the rest are shown as JSON)
 DRAWN_SECTIONS = ("series", "distributed")
+#: pictures of the other sections, shown above their JSON: section name -> a function from the
+#: section's value to HTML it has escaped itself (where a section's own plot plugs in, e.g. the
+#: memory account's timeline: `SECTION_DRAWINGS["memory"] = memory_timeline`)
+SECTION_DRAWINGS: dict[str, Callable[[Any], str]] = {}
 
 
 def write(report: Report, stream: TextIO, **_: Any) -> None:
@@ -83,11 +87,16 @@ def _page(report: Report) -> dict[str, Any]:
         "series_from": report.meta.get("series_from"),
         "checks": _checks(report, cards),
         "bandwidth": (report.sections.get("distributed") or {}).get("bandwidth") or [],
-        "sections": {name: json.dumps(value, indent=2, ensure_ascii=False, default=str)
-                     for name, value in report.sections.items() if name not in DRAWN_SECTIONS},
+        "sections": [_section(name, value) for name, value in report.sections.items() if name not in DRAWN_SECTIONS],
         "notices": report.notices,
         "rules": _rules(findings),
     }
+
+
+def _section(name: str, value: Any) -> dict[str, Any]:
+    draw = SECTION_DRAWINGS.get(name)
+    return {"name": name, "drawing": Markup(draw(value)) if draw else "",
+            "json": json.dumps(value, indent=2, ensure_ascii=False, default=str)}
 
 
 def _card(finding: Finding, number: int) -> dict[str, Any]:

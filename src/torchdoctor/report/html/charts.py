@@ -13,6 +13,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from torchdoctor.env.text import human_bytes as text_bytes
+
 #: curves and stacked charts sit two to a row; a heatmap takes a whole row
 WIDTH, HEIGHT, HEATMAP_WIDTH = 540, 220, 1100
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 12, 30
@@ -100,14 +102,8 @@ def seconds(value: float) -> str:
 
 
 def human_bytes(size: Any) -> str:
-    """`512 B`, `4 KiB`, `1.5 GiB` (a dash for anything that is not a number)."""
-    if not isinstance(size, (int, float)):
-        return "—"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(size) < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.3g} {unit}"
-        size /= 1024
-    return str(size)  # pragma: no cover
+    """`512 B`, `4 KiB`, `1.5 GiB` as the text reports write them (a dash for anything that is not a number)."""
+    return text_bytes(size) if isinstance(size, (int, float)) else "—"
 
 
 #: how the values of a unit are written on an axis and in a legend
