@@ -71,4 +71,45 @@ class LayersInAPlainList(Classifier):
         return self.head(features)
 
 
-BUGGY = [SoftmaxBeforeCrossEntropy, HeadLeftOutOfTheOptimizer, GraphCutInForward, LayersInAPlainList]
+class AccuracyPeekInEvalMode(Classifier):
+    """Measures each batch's accuracy in eval mode after the step, and stays there."""
+
+    def on_train_batch_end(self, outputs: object, batch: tuple[torch.Tensor, torch.Tensor], index: int) -> None:
+        self.eval()  # bug: TD131
+        with torch.no_grad():
+            self.log("train_acc", (self(batch[0]).argmax(1) == batch[1]).float().mean())
+
+
+class AccuracyPeekBackInTrainMode(AccuracyPeekInEvalMode):
+    """Correct twin: back to train mode after the peek."""
+
+    def on_train_batch_end(self, outputs: object, batch: tuple[torch.Tensor, torch.Tensor], index: int) -> None:
+        super().on_train_batch_end(outputs, batch, index)
+        self.train()
+
+
+class PrototypeDistances(Classifier):
+    """Distances to prototypes taken from training samples: sqrt at 0, an infinite gradient."""
+
+    eps = 0.0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Identity()
+        self.prototypes = nn.Parameter(next(iter(loader()))[0][:4].clone())
+        self.head = nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        distance = torch.sqrt(((x[:, None, :] - self.prototypes[None]) ** 2).sum(dim=2) + self.eps)  # bug: TD145
+        return self.head(-distance)
+
+
+class PrototypeDistancesWithEpsilon(PrototypeDistances):
+    """Correct twin: an epsilon under the square root."""
+
+    eps = 1e-12
+
+
+BUGGY = [SoftmaxBeforeCrossEntropy, HeadLeftOutOfTheOptimizer, GraphCutInForward, LayersInAPlainList, AccuracyPeekInEvalMode,
+         PrototypeDistances]
+CORRECT = [Classifier, AccuracyPeekBackInTrainMode, PrototypeDistancesWithEpsilon]

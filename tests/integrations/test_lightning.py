@@ -31,9 +31,10 @@ def fit(module: Any, callback: TorchDoctorCallback, **options: Any) -> Trainer:
     return trainer
 
 
-def test_a_correct_module_gets_no_finding_and_the_fit_is_left_as_it_was() -> None:
+@pytest.mark.parametrize("module", modules.CORRECT, ids=lambda cls: cls.__name__)
+def test_a_correct_module_gets_no_finding_and_the_fit_is_left_as_it_was(module: type) -> None:
     callback = TorchDoctorCallback(print_report=False)
-    fit(modules.Classifier(), callback)
+    fit(module(), callback)
     assert callback.report.findings == []
     assert callback.report.sections["series"]["loss"]["steps"] == list(range(1, 9))
     assert not module_hooks._has_any_global_hook()  # observation ended with the fit
