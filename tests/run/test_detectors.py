@@ -376,7 +376,7 @@ def trained_with_a_closure(eps: float) -> Callable[[], None]:
         model = Prototypes(x[:4], eps)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
         for start in range(0, 32, 8):
-            def closure() -> torch.Tensor:
+            def closure(start: int = start) -> torch.Tensor:
                 optimizer.zero_grad()
                 batch, labels = x[start:start + 8], y[start:start + 8]
                 loss = F.cross_entropy(model(batch), labels)
