@@ -175,3 +175,10 @@ def test_a_section_with_a_drawing_shows_it_above_its_json(monkeypatch: pytest.Mo
     assert memory.index("<svg class='memory'><text>1</text></svg>") < memory.index("<details>")  # drawn, not escaped
     assert "&#34;pid&#34;: 7" in memory or '"pid": 7' in html.unescape(memory)
     assert "<svg" not in page[page.index('<section id="section-environment">'):]  # no drawing: JSON only
+
+
+def test_the_page_says_nothing_it_was_not_given() -> None:
+    """No stray words from the highlighter's CSS (its comments name token types: `Generic.Traceback`),
+    so that a search of the page finds only the report."""
+    page = render(Report(command="run"))
+    assert "Traceback" not in page and "/*" not in page

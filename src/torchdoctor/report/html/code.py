@@ -7,6 +7,7 @@ unreadable simply shows no context.
 
 from __future__ import annotations
 
+import re
 import tokenize
 from dataclasses import dataclass
 from functools import lru_cache
@@ -20,8 +21,9 @@ from pygments.token import STANDARD_TYPES, _TokenType
 
 #: lines shown before and after a finding's lines
 AROUND = 3
-#: the CSS of the highlighted tokens (classes under `.code`)
-STYLE = HtmlFormatter(style="default").get_style_defs(".code")
+#: the CSS of the highlighted tokens (classes under `.code`), without Pygments' comments (token
+#: type names such as `Generic.Traceback` are no text of the report)
+STYLE = re.sub(r"\s*/\*.*?\*/", "", HtmlFormatter(style="default").get_style_defs(".code"))
 
 
 @dataclass(frozen=True)
