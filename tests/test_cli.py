@@ -153,3 +153,17 @@ def test_commands_that_need_torch_say_so_without_it(tmp_path: Path) -> None:
     assert len(checked.stderr.strip().splitlines()) == 1
     linted = children.run([sys.executable, "-c", hide_torch, "lint", str(target)], capture_output=True, text=True)
     assert linted.returncode == 0, linted.stderr
+
+
+def test_html_writes_the_page_whatever_the_suffix_and_is_checked_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "bad.py"
+    source.write_text("import torch.nn.functional as F\n\ndef f(m, x, y):\n    return F.cross_entropy(F.softmax(m(x), dim=1), y)\n")
+    page, data = tmp_path / "page.report", tmp_path / "r.json"
+    assert cli.main(["lint", str(source), "--html", str(page), "--output", str(data), "--output-format", "json"]) == 1
+    assert page.read_text(encoding="utf-8").startswith("<!doctype html>") and "TD101" in page.read_text(encoding="utf-8")
+    assert json.loads(data.read_text(encoding="utf-8"))["findings"][0]["rule"] == "TD101"
+    capsys.readouterr()
+    assert cli.main(["lint", str(source), "--html", str(tmp_path / "missing" / "r.html")]) == 2
+    assert "cannot write --html" in capsys.readouterr().err
+    assert cli.main(["lint", str(source), "--html", str(data), "--output", str(data)]) == 2
+    assert f"--html {str(data)!r} is given twice" in capsys.readouterr().err

@@ -8,7 +8,7 @@ from tests import children
 
 
 def test_public_api() -> None:
-    assert sorted(torchdoctor.__all__) == ["Category", "Finding", "Report", "Severity", "__version__", "check", "watch"]
+    assert sorted(torchdoctor.__all__) == ["Category", "Finding", "Report", "Severity", "__version__", "check", "lint", "watch"]
 
 
 def test_cli_rules_and_renderers_do_not_import_torch() -> None:

@@ -1,6 +1,6 @@
 """torchdoctor: finds what is wrong with PyTorch training code, and says where, why and how to fix it.
 
-`import torchdoctor` does not import torch; `check` and `watch` do, when first used.
+`import torchdoctor` does not import torch; `check` and `watch` do, when first used (`lint` never does).
 """
 
 from __future__ import annotations
@@ -13,11 +13,14 @@ from torchdoctor.core.report import Report
 
 if TYPE_CHECKING:
     from torchdoctor.health.api import check
+    from torchdoctor.lint.python_api import lint
     from torchdoctor.run.watch import watch
 
-__all__ = ["Category", "Finding", "Report", "Severity", "__version__", "check", "watch"]
+__all__ = ["Category", "Finding", "Report", "Severity", "__version__", "check", "lint", "watch"]
 
-_LAZY = {"check": ("torchdoctor.health.api", "check"), "watch": ("torchdoctor.run.watch", "watch")}
+#: name -> (module, attribute); `lint` is the package `torchdoctor.lint` itself, which is callable
+#: (`torchdoctor.lint(paths)`, see lint/__init__.py): a function of that name would hide the package
+_LAZY = {"check": ("torchdoctor.health.api", "check"), "lint": ("torchdoctor.lint", None), "watch": ("torchdoctor.run.watch", "watch")}
 
 
 def __getattr__(name: str) -> Any:
@@ -25,5 +28,6 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         module, attr = _LAZY[name]
-        return getattr(importlib.import_module(module), attr)
+        imported = importlib.import_module(module)
+        return imported if attr is None else getattr(imported, attr)
     raise AttributeError(f"module 'torchdoctor' has no attribute {name!r}")

@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         if not getattr(module, "REPORTS", True):
             return int(module.execute(args, None))
         config = load_config(args)
-        args.outputs = outputs.resolve(args.output, args.output_format)  # before the command runs anything
+        args.outputs = outputs.resolve(args.output, args.output_format, args.html)  # before the command runs anything
         report = module.execute(args, config)
         return finish(report, args, config, sys.stderr if report.stream == "stderr" else sys.stdout)
     except UsageError as exc:

@@ -15,8 +15,9 @@ from torch import nn
 from tests import children
 from tests.lab import LAB
 from torchdoctor import cli
+from torchdoctor.core.errors import UsageError
+from torchdoctor.core.progress import Progress
 from torchdoctor.health.command import CHECK_NAMES
-from torchdoctor.health.progress import Progress
 from torchdoctor.health.runner import NAMES
 
 SOFTMAX = f"{LAB / '01_softmax_before_cross_entropy.py'}:make"
@@ -134,7 +135,7 @@ def test_a_pickle_needs_trust(capsys: pytest.CaptureFixture[str], tmp_path: Path
 
 
 def test_progress_goes_to_a_terminal_only(capsys: pytest.CaptureFixture[str]) -> None:
-    with Progress(3) as progress:  # pytest's stderr is not a terminal
+    with Progress("torchdoctor check", 3) as progress:  # pytest's stderr is not a terminal
         progress.update(1, "something")
     assert capsys.readouterr().err == ""
 
@@ -193,3 +194,18 @@ def test_keys_the_check_does_not_use_are_named_in_the_report(capsys: pytest.Capt
     _, out, _ = run(capsys, f"{tmp_path / 'scheduled.py'}:make", "--skip", "overfit", "--skip", "dataloader",
                     "--format", "json")
     assert sum("ignored" in n for n in json.loads(out)["notices"]) == 2
+
+
+def test_check_of_a_factory_alone() -> None:
+    """`torchdoctor.check(make)`: what the command does with file.py:make, from Python."""
+    import importlib.util
+
+    import torchdoctor
+
+    spec = importlib.util.spec_from_file_location("lab01", SOFTMAX.split(":")[0])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    report = torchdoctor.check(module.make, progress=False, overfit_steps=20)
+    assert "TD101" in {f.rule for f in report.findings} and report.meta["title"] == "torchdoctor check lab01:make"
+    with pytest.raises(UsageError, match="'data' is a NoneType"):
+        torchdoctor.check(module.make()["model"])

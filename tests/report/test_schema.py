@@ -93,3 +93,26 @@ def test_sarif_follows_the_official_2_1_0_schema(tmp_path: Path, paths: list[str
     assert sarif["version"] == "2.1.0"
     assert bool(sarif["runs"][0]["results"]) == bool(paths)
     jsonschema.Draft4Validator(json.loads(SARIF_SCHEMA.read_text(encoding="utf-8"))).validate(sarif)
+
+
+def test_the_series_of_a_watched_run_are_valid_and_a_broken_table_is_not() -> None:
+    import torch
+    from torch import nn
+
+    import torchdoctor
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with torchdoctor.watch() as watched:
+        for _ in range(4):
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(torch.randn(16, 8)), torch.randint(0, 2, (16,))).backward()
+            optimizer.step()
+    data = json.loads(dumps(watched.report))
+    assert {"loss", "lr", "grad_norm", "step_time"} <= set(data["series"])
+    validate(data)
+    for broken in ({"kind": "pie"}, {"values": [["1.0"]]}, {"steps": None}):
+        table = {**data["series"]["loss"], **broken}
+        with pytest.raises(jsonschema.ValidationError):
+            validate({**data, "series": {**data["series"], "loss": table}})

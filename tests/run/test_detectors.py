@@ -356,3 +356,40 @@ def test_non_finite_gradient_is_caught_before_the_step_applies_it() -> None:
 
 def test_finite_training_is_silent() -> None:
     assert codes(loss_case(lambda out, y: F.cross_entropy(out, y))) == {}
+
+
+class Prototypes(nn.Module):
+    """Distances to prototypes initialised from training samples: sqrt at 0 for those samples."""
+
+    def __init__(self, samples: torch.Tensor, eps: float = 0.0) -> None:
+        super().__init__()
+        self.prototypes, self.head, self.eps = nn.Parameter(samples.clone()), nn.Linear(len(samples), 4), eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        distance = torch.sqrt(((x[:, None, :] - self.prototypes[None]) ** 2).sum(dim=2) + self.eps)  # sqrt at 0
+        return self.head(-distance)
+
+
+def trained_with_a_closure(eps: float) -> Callable[[], None]:
+    def train() -> None:
+        x, y = torch.randn(32, 8), torch.randint(0, 4, (32,))
+        model = Prototypes(x[:4], eps)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for start in range(0, 32, 8):
+            def closure(start: int = start) -> torch.Tensor:
+                optimizer.zero_grad()
+                batch, labels = x[start:start + 8], y[start:start + 8]
+                loss = F.cross_entropy(model(batch), labels)
+                loss.backward()
+                return loss
+
+            optimizer.step(closure)  # as LBFGS and Lightning step: the closure makes the gradients
+
+    return train
+
+
+def test_a_closures_non_finite_gradient_is_traced_to_its_op_before_the_step_applies_it() -> None:
+    (finding,) = codes(trained_with_a_closure(eps=0.0))["TD145"]
+    assert "at step 1 " in finding.message and "backward of `sqrt`" in finding.message
+    assert finding.line == Prototypes.forward.__code__.co_firstlineno + 1
+    assert codes(trained_with_a_closure(eps=1e-12)) == {}

@@ -6,8 +6,10 @@ states exactly as they were (bit for bit).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from torch import nn
 from torch.utils.data import DataLoader
 
 from torchdoctor.core.errors import UsageError
@@ -22,15 +24,18 @@ from torchdoctor.health.target import check_parts, describe_exception
 from torchdoctor.introspect.sites import Locator, caller_site
 
 
-def check(model: Any, data: Any, loss_fn: Any = None, optimizer: Any = None, **options: Any) -> Report:
+def check(model: Any, data: Any = None, loss_fn: Any = None, optimizer: Any = None, **options: Any) -> Report:
     """Health-check a model with its data (a DataLoader or one batch `(inputs, targets)`),
-    and optionally its loss function and optimizer.
+    and optionally its loss function and optimizer. `check(make)`, with a factory alone (the
+    function `torchdoctor check file.py:make` calls), checks what it returns.
 
     Options: `overfit_steps` (300), `overfit_samples` (8), `overfit_max_seconds` (120: a safety
     net, said in a notice when it fires), `progress` (None: only on a
     terminal), `skip` (check names to leave out), and, to simulate another machine,
     `cpu_count`, `shm_free_bytes` and `start_method`.
     """
+    if data is None and loss_fn is None and optimizer is None and callable(model) and not isinstance(model, nn.Module):
+        return check_factory(model, **options)
     parts = check_parts(model, data, loss_fn, optimizer)
     subject = Subject(locator=Locator(model, fallback=caller_site(1)), **parts)
     return run(subject, make_options(options))
@@ -40,10 +45,21 @@ def check_target(spec: str, **options: Any) -> Report:
     """The check of a factory named by `spec` ("path/to/file.py:make" or "package.module:make"),
     as `torchdoctor check TARGET` runs it."""
     factory, label = target.load_factory(spec)
+    return _check_made(factory, label, spec, options)
+
+
+def check_factory(factory: Callable[[], Any], **options: Any) -> Report:
+    """The check of what `factory()` returns (the mapping `torchdoctor check` takes: `model`,
+    `data`, and optionally `loss_fn` and `optimizer`), as `torchdoctor check file.py:factory`."""
+    label = f"{getattr(factory, '__module__', '')}:{getattr(factory, '__qualname__', 'factory')}".lstrip(":")
+    return _check_made(factory, label, label, options)
+
+
+def _check_made(factory: Callable[[], Any], label: str, title: str, options: dict[str, Any]) -> Report:
     result, locator = target.call_factory(factory, label)
     parts = target.validate(result, label)
     locator.model = parts["model"]
-    report = run(Subject(locator=locator, label=spec, **parts), make_options(options))
+    report = run(Subject(locator=locator, label=title, **parts), make_options(options))
     report.notices.extend(target.ignored_keys(result, label))
     return report
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from types import ModuleType
 
+from torchdoctor.core.progress import Progress
 from torchdoctor.core.report import CheckResult, Report, Status
 from torchdoctor.health.checks import (
     Outcome,
@@ -28,7 +29,6 @@ from torchdoctor.health.checks import (
     step,
 )
 from torchdoctor.health.context import CheckContext
-from torchdoctor.health.progress import Progress
 
 #: the order of the report (the issue's list, with "the model runs" first)
 CHECKS: tuple[ModuleType, ...] = (
@@ -58,7 +58,7 @@ def detail_of(outcome: Outcome) -> str:
 
 def run_checks(ctx: CheckContext, report: Report) -> None:
     selected = [c for c in CHECKS if c.NAME not in ctx.options.skip]
-    with Progress(len(selected), ctx.options.progress) as progress:
+    with Progress("torchdoctor check", len(selected), ctx.options.progress) as progress:
         for number, check in enumerate(selected, 1):
             progress.update(number, check.TITLE)
             started = time.perf_counter()

@@ -9,4 +9,24 @@ read through `steps`), and calls the registered checks (`checks/`) by node type.
 
 Writing a rule: see docs/lint-rules-dev.md; the API is `torchdoctor.lint.api`
 (`@check(codes, on, names=..., tracks=..., needs_torch=...)`, `Context`, `Kind`, `Event`).
+
+`torchdoctor.lint(paths) -> Report` calls this package: the package is callable (the function
+is `lint.python_api.lint`), because a function named `lint` on `torchdoctor` would hide the
+package from `import torchdoctor.lint.x as y`.
 """
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+
+class _Callable(types.ModuleType):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from torchdoctor.lint.python_api import lint
+
+        return lint(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _Callable

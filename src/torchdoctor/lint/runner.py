@@ -17,6 +17,7 @@ from pathlib import Path
 from torchdoctor.core import registry
 from torchdoctor.core.config import Config
 from torchdoctor.core.errors import UsageError
+from torchdoctor.core.progress import Progress
 from torchdoctor.core.report import ExitStatus, Report
 from torchdoctor.core.suppress import is_suppressed
 from torchdoctor.core.wording import counted
@@ -29,6 +30,8 @@ SYNTAX_ERROR, UNDECODABLE, UNREADABLE, INTERNAL, NOT_LINTED = "TD000", "TD004", 
 FATAL = (SYNTAX_ERROR, UNDECODABLE, UNREADABLE, INTERNAL)
 #: deep enough for any hand-written code; the walk is recursive
 RECURSION_LIMIT = 12000
+#: seconds of linting before the progress line appears (most runs end before it)
+PROGRESS_AFTER = 1.0
 
 
 @dataclass
@@ -43,6 +46,8 @@ class Options:
     max_bytes: int = MAX_BYTES
     stdin_text: str | None = None
     stdin_filename: str = "<stdin>"
+    #: a progress line on a terminal when linting takes a while (None: only on a terminal, not in CI)
+    progress: bool | None = None
 
 
 @dataclass
@@ -67,11 +72,13 @@ def lint_paths(paths: Sequence[str], config: Config, options: Options) -> Outcom
             source = Source(path=options.stdin_filename, text=options.stdin_text)
             _lint_source(engine, source, None, options, outcome, state)
         targets = _targets([p for p in paths if p != "-"], config, options)
-        for item in targets:
-            if isinstance(item, Skipped):
-                _not_linted(report, str(item.path), item.reason)
-                continue
-            _lint_target(engine, item, options, outcome, state)
+        with Progress("torchdoctor lint", len(targets), options.progress, delay=PROGRESS_AFTER) as progress:
+            for number, item in enumerate(targets, 1):
+                progress.update(number, display_path(str(item.path)))
+                if isinstance(item, Skipped):
+                    _not_linted(report, str(item.path), item.reason)
+                    continue
+                _lint_target(engine, item, options, outcome, state)
     finally:
         sys.setrecursionlimit(old_limit)
     report.findings = [f for f in report.findings if f.rule in enabled]

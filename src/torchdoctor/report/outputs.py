@@ -1,4 +1,5 @@
-"""`--output FILE` (repeatable) and `--output-format`: the report files every reporting command writes.
+"""`--output FILE` (repeatable), `--output-format` and `--html FILE`: the report files every
+reporting command writes.
 
 Why apart from `--format`: the report printed to the terminal shares a stream with other
 output (`run`'s script writes to the same stderr), so a report meant for a machine or a
@@ -48,26 +49,30 @@ def add_options(group: argparse._ArgumentGroup) -> None:
     )
     group.add_argument("--output-format", choices=FORMATS, metavar="FORMAT",
                        help=f"the format of every --output file, whatever its suffix ({', '.join(FORMATS)})")
+    group.add_argument("--html", metavar="FILE", type=Path, action="append",
+                       help="also write the HTML report (one offline page: findings with their code, curves) to FILE")
 
 
 def format_for(path: Path, override: str | None = None) -> str:
     return override or SUFFIXES.get(path.suffix.lower(), "json")
 
 
-def resolve(paths: list[Path] | None, override: str | None = None) -> list[Output]:
-    """The files to write, checked now: exit status 2 with one line for a path that cannot be written."""
+def resolve(paths: list[Path] | None, override: str | None = None, html: list[Path] | None = None) -> list[Output]:
+    """The files to write, checked now: exit status 2 with one line for a path that cannot be written.
+    `html` (`--html FILE`) are HTML reports whatever their suffix."""
     outputs: list[Output] = []
     seen: set[Path] = set()
-    for given in paths or []:
+    given_files = [(given, "--output", None) for given in paths or []] + [(given, "--html", "html") for given in html or []]
+    for given, option, fixed in given_files:
         path = Path(os.path.abspath(given))
         if path in seen:
-            raise UsageError(f"--output {str(given)!r} is given twice")
+            raise UsageError(f"{option} {str(given)!r} is given twice")
         seen.add(path)
         problem = _unwritable(path)
         if problem:
-            raise UsageError(f"cannot write --output {str(given)!r}: {problem}")
-        outputs.append(Output(path, format_for(path, override)))
-    if override and not outputs:
+            raise UsageError(f"cannot write {option} {str(given)!r}: {problem}")
+        outputs.append(Output(path, fixed or format_for(path, override)))
+    if override and not paths:
         raise UsageError("--output-format needs an --output FILE to apply to")
     return outputs
 

@@ -15,13 +15,16 @@ import argparse
 import json
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
 from torchdoctor.core import registry
 from torchdoctor.core.config import Config
 from torchdoctor.core.errors import UsageError
+from torchdoctor.core.progress import on_a_terminal
 from torchdoctor.core.report import Report
+from torchdoctor.integrations import tensorboard
 from torchdoctor.run import launcher, ranks, summary
 from torchdoctor.run.records import CONFIG_FILE, read_folder
 
@@ -42,6 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "-m", dest="module", nargs=argparse.REMAINDER, metavar="MODULE",
         help="run a module as `python -m MODULE ARGS...` would (e.g. -m torch.distributed.run)",
     )
+    parser.add_argument(
+        "--tensorboard", metavar="DIR", type=Path,
+        help="also write the per-step series (loss, lr, gradient norms, step time) as TensorBoard scalars "
+        "and the findings as text to DIR, when the run ends (needs `torchdoctor[tensorboard]`)",
+    )
     parser.add_argument("script", nargs="?", metavar="SCRIPT", help="the Python script to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="arguments for the script")
 
@@ -59,6 +67,10 @@ def target_from(args: argparse.Namespace) -> launcher.Target:
 def execute(args: argparse.Namespace, config: Config) -> Report:
     target = target_from(args)
     target.check()
+    if args.tensorboard is not None:
+        tensorboard.available()
+    if on_a_terminal():  # the script owns the terminal while it runs: one line now, the report at the end
+        print(f"torchdoctor: observing {target.display()}; the report follows when it ends", file=sys.stderr, flush=True)
     folder = Path(tempfile.mkdtemp(prefix="torchdoctor-run-"))
     try:
         enabled = [rule.code for rule in registry.all_rules() if config.enabled(rule)]
@@ -70,4 +82,6 @@ def execute(args: argparse.Namespace, config: Config) -> Report:
     finally:
         if not os.environ.get(ENV_KEEP):
             shutil.rmtree(folder, ignore_errors=True)
+    if args.tensorboard is not None:
+        tensorboard.write(report, args.tensorboard)
     return report

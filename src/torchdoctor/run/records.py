@@ -93,6 +93,8 @@ class RunRecords:
     processes: list[dict[str, Any]] = field(default_factory=list)
     #: records the runner compares across ranks (`replicas`, `checksums`; see run/ranks.py)
     shared: list[dict[str, Any]] = field(default_factory=list)
+    #: the last `series` record of each process that wrote one (run/instruments/series.py)
+    series: list[dict[str, Any]] = field(default_factory=list)
 
     def total(self, stat: str, role: str | None = None) -> int:
         """The sum of one statistic (`steps`, `backward`, ...) over the processes (of one role)."""
@@ -104,9 +106,11 @@ def read_folder(folder: Path) -> RunRecords:
     per_process: dict[str, dict[str, Finding]] = {}
     processes: list[dict[str, Any]] = []
     shared: list[dict[str, Any]] = []
+    series: list[dict[str, Any]] = []
     for path in sorted(folder.glob("p*.jsonl")):
         latest: dict[str, Finding] = {}
         summary: dict[str, Any] | None = None
+        last_series: dict[str, Any] | None = None
         before_end: dict[str, Any] = {}  # the "torch" and latest "progress" records
         for record in _records(path):
             if record.get("type") == "finding":
@@ -120,13 +124,17 @@ def read_folder(folder: Path) -> RunRecords:
                 before_end[record["type"]] = record
             elif record.get("type") in SHARED:
                 shared.append(record)
+            elif record.get("type") == "series" and isinstance(record.get("series"), dict):
+                last_series = record
         per_process[path.name] = latest
+        if last_series is not None:
+            series.append(last_series)
         if summary is not None:
             processes.append(summary)
         elif before_end:
             processes.append(lost_summary(before_end))
     findings = merge(f for found in per_process.values() for f in found.values())
-    return RunRecords(findings=findings, processes=processes, shared=shared)
+    return RunRecords(findings=findings, processes=processes, shared=shared, series=series)
 
 
 def lost_summary(before_end: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -45,6 +45,7 @@ from torchdoctor.run.instruments.data import LoaderIndex
 from torchdoctor.run.instruments.loader_sites import LoaderSites
 from torchdoctor.run.instruments.modules import ModuleIndex
 from torchdoctor.run.instruments.optim import OptimizerIndex, params_of
+from torchdoctor.run.instruments.series import SeriesRecorder
 from torchdoctor.run.instruments.trace import OpTrace, Watcher
 from torchdoctor.run.outcome import Outcome
 from torchdoctor.run.patching import Patches
@@ -76,6 +77,7 @@ class Session:
         *,
         record: Record | None = None,
         folder: Path | None = None,
+        series: bool = True,
     ) -> None:
         self._emit = emit
         self._enabled = enabled
@@ -113,6 +115,10 @@ class Session:
         #: the last call of a compiled module: (module, weak args, weak kwargs, its output tensors)
         self._last_compiled: tuple[weakref.ref[nn.Module], Any, Any, list[weakref.ref[torch.Tensor]]] | None = None
         self.detectors = [cls(self) for cls in (detectors if detectors is not None else _builtin()) if self._wanted(cls)]
+        #: the per-step series for the report's curves (instruments/series.py); None when not recorded
+        self.series = SeriesRecorder(self) if series else None
+        if self.series is not None:
+            self.detectors.append(self.series)
         self._wire()
 
     # -- life cycle -------------------------------------------------------------------------
@@ -126,6 +132,7 @@ class Session:
         *,
         record: Record | None = None,
         folder: Path | None = None,
+        series: bool = True,
     ) -> Session:
         """Create the process's session and install it (the previous one, if any, is stopped)."""
         if not hasattr(torch, "compiler") or not hasattr(torch.compiler, "is_compiling"):
@@ -135,7 +142,7 @@ class Session:
         from torchdoctor.run.crash.explain import explainers
 
         explainers()  # imported now rather than at exit (see boot._at_exit)
-        session = cls(emit, enabled, detectors, record=record, folder=folder)
+        session = cls(emit, enabled, detectors, record=record, folder=folder, series=series)
         FAULTS.seen.clear()  # a new session reports its own
         FAULTS.listener = session._fault
         session.install()

@@ -60,11 +60,30 @@ def build(target: Target, finished: Finished, records: RunRecords) -> Report:
             ],
         }
     )
+    chosen = _series(records)
+    if chosen is not None and chosen["series"]:
+        report.sections["series"] = chosen["series"]
+        report.meta["series_from"] = {"pid": chosen.get("pid"), "rank": chosen.get("rank"), "complete": bool(chosen.get("final"))}
     if finished.signal is not None:
         report.meta["signal"] = _signal_name(finished.signal)
     if finished.stopped is not None:
         report.meta["stopped"] = finished.stopped
     return report
+
+
+def _series(records: RunRecords) -> dict[str, Any] | None:
+    """The `series` record of the process that trained: the script itself, else the lowest rank
+    (under torchrun the script is the launcher), else the process that made the most steps."""
+    if not records.series:
+        return None
+    roles = {p.get("pid"): p.get("role") for p in records.processes}
+    steps = {p.get("pid"): int(p.get("stats", {}).get("steps", 0)) for p in records.processes}
+
+    def preference(record: dict[str, Any]) -> tuple[int, int, int]:
+        rank = record.get("rank")
+        return (roles.get(record.get("pid")) != "main", rank if isinstance(rank, int) else 1 << 30, -steps.get(record.get("pid"), 0))
+
+    return min(records.series, key=preference)
 
 
 def _displayed(finding: Finding) -> Finding:

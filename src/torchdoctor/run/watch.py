@@ -68,11 +68,19 @@ class Watch:
             session.remove_listener(self._collect)
         self._session: Session | None = None
         self.report.meta.update({"steps": session.steps, "backward": session.backward.completed})
+        if session.series is not None:
+            self.report.sections["series"] = session.series.snapshot(read_device=True)
         findings = [replace(f, file=display_path(f.file)) if f.file else f for f in self._found.values()]
         self.report.findings = drop_suppressed(f for f in findings if self._enabled is None or f.rule in self._enabled)
 
     def _collect(self, finding: Finding, key: str) -> None:
         self._found[key] = finding
+
+    def so_far(self) -> Report:
+        """A report of what has been found until now, while the block still runs (for logging)."""
+        report = Report(command=self.report.command)
+        report.findings = [f for f in self._found.values() if self._enabled is None or f.rule in self._enabled]
+        return report
 
     @property
     def findings(self) -> list[Finding]:

@@ -50,6 +50,8 @@ class NonFiniteLoss(Detector):
         self._pending: _AsyncCheck | None = None
         #: the last loss call: its function, and weakly its input, target and other arguments
         self._loss: tuple[str, weakref.ref[torch.Tensor], Any, Any] | None = None
+        #: the `step(closure)` under way, whose closure makes the gradients
+        self._closure_step: Step | None = None
 
     def on_loss(self, event: LossCall) -> None:
         if not self._done:
@@ -57,10 +59,22 @@ class NonFiniteLoss(Detector):
 
     def on_step(self, event: Step) -> None:
         """Gradients that are not finite, before this step applies them (CPU parameters: a GPU
-        gradient would have to be read back every step; its NaN shows in the loss a step later)."""
-        if self._done:
-            return
-        measured = self.ctx.instrument(GradNorms).at_step(event.optimizer, event.index)
+        gradient would have to be read back every step; its NaN shows in the loss a step later).
+        A `step(closure)` (LBFGS, Lightning) makes its gradients inside the step: they are
+        checked when each backward() of its closure returns, while its batch is still alive."""
+        if event.closure:
+            self._closure_step = event
+        elif not self._done:
+            self._check_gradients(self.ctx.instrument(GradNorms).at_step(event.optimizer, event.index))
+
+    def on_backward_end(self, event: Backward) -> None:
+        if self._closure_step is not None and not self._done:
+            self._check_gradients(self.ctx.instrument(GradNorms).now(self._closure_step.optimizer))
+
+    def on_step_end(self, event: Step) -> None:
+        self._closure_step = None
+
+    def _check_gradients(self, measured: tuple[list[torch.Tensor], torch.Tensor] | None) -> None:
         if measured is None:
             return
         params, norms = measured

@@ -6,6 +6,7 @@ the loader iterators is installed only when a detector listens to batches.
 
 from __future__ import annotations
 
+import time
 import weakref
 from collections import deque
 from collections.abc import Callable
@@ -41,6 +42,8 @@ class LoaderIndex:
         self.recent: deque[LoaderFacts] = deque(maxlen=16)
         #: where a loader was built (set by the session: LoaderSites.of)
         self.site_of: Callable[[DataLoader[Any]], Location | None] = lambda loader: None
+        #: when the last batch was asked for and when it came (`time.perf_counter`; with on_batch)
+        self.last_fetch: tuple[float, float] | None = None
 
     def install(
         self,
@@ -71,10 +74,13 @@ class LoaderIndex:
         if on_batch is None:
             return
         original_next = _BaseDataLoaderIter.__next__
+        clock = time.perf_counter
 
         @passes_through
         def __next__(self: _BaseDataLoaderIter) -> Any:
+            started = clock()
             batch = original_next(self)
+            index.last_fetch = (started, clock())
             try:
                 ref = vars(self).get(_LOADER)
                 loader = ref() if ref is not None else None

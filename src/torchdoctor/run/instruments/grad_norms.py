@@ -29,6 +29,11 @@ class GradNorms:
             self._key, self._value = key, _norms(optimizer)
         return self._value
 
+    def now(self, optimizer: Optimizer) -> tuple[list[torch.Tensor], torch.Tensor] | None:
+        """Measured afresh, not cached: after a `step(closure)`, whose closure made the gradients
+        inside the step (at `on_step` they were still the previous step's)."""
+        return _norms(optimizer)
+
 
 def _norms(optimizer: Optimizer) -> tuple[list[torch.Tensor], torch.Tensor] | None:
     params = [p for p in params_of(optimizer) if _dense(p.grad)]

@@ -1,0 +1,10 @@
+"""torchdoctor where training already runs: each module is a small, optional adapter over the
+same engine (`torchdoctor.watch()` and the run session), importing its framework only when used.
+
+| module | what | extra |
+| --- | --- | --- |
+| `lightning` | `TorchDoctorCallback` for `lightning.pytorch.Trainer` | `torchdoctor[lightning]` |
+| `huggingface` | `TorchDoctorCallback` for `transformers.Trainer` | `torchdoctor[huggingface]` |
+| `pytest_plugin` | the `torchdoctor` fixture and marker (a `pytest11` entry point) | pytest |
+| `tensorboard` | a report's series as scalars and its findings as text (`run --tensorboard DIR`) | `torchdoctor[tensorboard]` |
+"""

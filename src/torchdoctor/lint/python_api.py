@@ -1,0 +1,43 @@
+"""`torchdoctor.lint(paths) -> Report`: the static checks from Python, as `torchdoctor lint` runs them.
+
+No torch is imported: like the command, this works in a job that has no PyTorch installed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from torchdoctor.core import config as config_module
+from torchdoctor.core.report import Report
+from torchdoctor.core.suppress import drop_suppressed
+
+PathLike = str | os.PathLike[str]
+
+
+def lint(
+    paths: PathLike | Sequence[PathLike] = ".",
+    *,
+    select: Sequence[str] | None = None,
+    ignore: Sequence[str] | None = None,
+    exclude: Sequence[str] = (),
+    config: PathLike | None = None,
+    respect_gitignore: bool = True,
+) -> Report:
+    """Lint files and folders; the findings are in `.findings`, `print(report)` shows them.
+
+    The configuration is read as the command reads it (`[tool.torchdoctor]` in `config`, or in
+    the nearest pyproject.toml above the working directory); `select` / `ignore` take rule
+    codes, code prefixes, names or categories, as on the command line. A missing path raises
+    `torchdoctor.core.errors.UsageError`; a file that cannot be read or parsed is a finding.
+    """
+    from torchdoctor.lint.runner import Options, lint_paths
+
+    given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    settings = config_module.load(Path(config) if config is not None else None, start=Path.cwd())
+    settings = settings.with_overrides(select=list(select or []), ignore=list(ignore or []), exclude=list(exclude))
+    outcome = lint_paths([os.fspath(p) for p in given], settings, Options(respect_gitignore=respect_gitignore, progress=False))
+    report = outcome.report
+    report.findings = drop_suppressed(settings.apply(report.findings))
+    return report
