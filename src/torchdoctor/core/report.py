@@ -132,11 +132,12 @@ class Report:
         write(self, stream, color=False)
         return stream.getvalue().rstrip("\n")  # print() adds the last newline
 
-    def fails(self, fail_on: FailOn) -> bool:
+    def fails(self, fail_on: FailOn | str) -> bool:
         """True when a finding is at or above `fail_on` (`never` never fails)."""
-        return any(fail_on.reached_by(f.severity) for f in self.findings)
+        threshold = FailOn(fail_on)
+        return any(threshold.reached_by(f.severity) for f in self.findings)
 
-    def exit_code(self, fail_on: FailOn) -> ExitStatus | int:
+    def exit_code(self, fail_on: FailOn | str) -> ExitStatus | int:
         """The contract's status: 2 for a fatal finding, 1 for one at or above `fail_on`,
         otherwise the command's own `exit_status`."""
         if any(f.rule in self.fatal_rules for f in self.findings):
