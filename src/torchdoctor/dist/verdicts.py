@@ -6,6 +6,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 
 from torchdoctor.core.finding import Finding
+from torchdoctor.core.wording import ranks_named
+from torchdoctor.core.wording import ranks_text
 from torchdoctor.dist.facts import DistFacts, RankFacts
 from torchdoctor.dist.launch import REQUIRED, integer, is_loopback
 from torchdoctor.rules.distributed.collective_timeout import RULE as COLLECTIVE_TIMEOUT
@@ -24,26 +26,6 @@ from torchdoctor.rules.distributed.socket_interface_missing import RULE as SOCKE
 from torchdoctor.rules.distributed.versions_differ_across_ranks import RULE as VERSIONS_DIFFER
 
 Verdict = Callable[[DistFacts], Iterable[Finding]]
-
-
-def ranks_text(ranks: Iterable[int]) -> str:
-    """[0, 1, 2, 5] -> "0-2, 5"."""
-    numbers = sorted(set(ranks))
-    spans: list[str] = []
-    start = prev = None
-    for n in numbers + [None]:  # type: ignore[list-item]
-        if start is not None and (n is None or n != prev + 1):  # type: ignore[operator]
-            spans.append(f"{start}" if start == prev else f"{start}-{prev}")
-            start = None
-        if n is not None and start is None:
-            start = n
-        prev = n
-    return ", ".join(spans)
-
-
-def _plural(ranks: Iterable[int]) -> str:
-    numbers = sorted(set(ranks))
-    return f"rank{'s' if len(numbers) != 1 else ''} {ranks_text(numbers)}"
 
 
 # -- before any process starts ---------------------------------------------------------------
@@ -117,7 +99,7 @@ def never_arrived(facts: DistFacts) -> Iterator[Finding]:
     master = facts.rank(0).master if facts.rank(0) else facts.launch.get("MASTER_ADDR")
     arrived = (facts.world_size or 0) - len(facts.missing)
     yield NEVER_ARRIVED.finding(
-        which=_plural(missing), arrived=arrived, world=facts.world_size, master=master,
+        which=ranks_named(missing), arrived=arrived, world=facts.world_size, master=master,
         seconds=f"{facts.rendezvous_seconds or facts.rendezvous_timeout or facts.timeout:.0f}",
         evidence={"missing": missing},
     )
@@ -133,7 +115,7 @@ def variables_disagree(facts: DistFacts) -> Iterator[Finding]:
         if field == "local_world_size":
             values = _per_host_disagreement(arrived)
         if len(values) > 1:
-            said = "; ".join(f"{_plural(ranks)}: {value}" for value, ranks in sorted(values.items(), key=lambda kv: kv[1]))
+            said = "; ".join(f"{ranks_named(ranks)}: {value}" for value, ranks in sorted(values.items(), key=lambda kv: kv[1]))
             yield VARIABLES_DISAGREE.finding(what=f"{name} differs between ranks ({said})")
     for r in facts.ranks:
         if r.duplicates > 1:
@@ -157,7 +139,7 @@ def wrong_results(facts: DistFacts) -> Iterator[Finding]:
             if c.problem == "wrong":
                 by_label[c.label].append((r.rank, c.detail or ""))
     for label, wrong in by_label.items():
-        yield WRONG_RESULT.finding(label=label, which=_plural(rank for rank, _ in wrong), detail=wrong[0][1],
+        yield WRONG_RESULT.finding(label=label, which=ranks_named(rank for rank, _ in wrong), detail=wrong[0][1],
                                    rank=wrong[0][0] if len(wrong) == 1 else None)
 
 
@@ -184,7 +166,7 @@ def stuck_collective(facts: DistFacts) -> Finding | None:
         others.append(f"rank {r.rank} {where}")
     elsewhere = "; ".join(others) if others else "every rank was in it"
     return COLLECTIVE_TIMEOUT.finding(
-        label=label, seconds=f"{facts.timeout:g}", inside=_plural(inside), elsewhere=elsewhere,
+        label=label, seconds=f"{facts.timeout:g}", inside=ranks_named(inside), elsewhere=elsewhere,
         evidence={"collective": label, "ranks_in_it": inside, "elsewhere": others},
     )
 
@@ -206,7 +188,7 @@ def rank_failed(facts: DistFacts) -> Iterator[Finding]:
         elif r.exit and not (stuck and r.exit.startswith("stopped")) and not r.connect:
             failures[r.exit].append(r.rank)
     for what, ranks in failures.items():
-        yield RANK_FAILED.finding(what=what, who=_plural(ranks), rank=ranks[0] if len(ranks) == 1 else None)
+        yield RANK_FAILED.finding(what=what, who=ranks_named(ranks), rank=ranks[0] if len(ranks) == 1 else None)
 
 
 # -- consistency -----------------------------------------------------------------------------
@@ -217,7 +199,7 @@ def versions_differ(facts: DistFacts) -> Iterator[Finding]:
             if r.arrived is not False and r.torch is not None:
                 values[str(getattr(r, field))].append(r.rank)
         if len(values) > 1:
-            said = "; ".join(f"{_plural(ranks)}: {value}" for value, ranks in sorted(values.items(), key=lambda kv: kv[1]))
+            said = "; ".join(f"{ranks_named(ranks)}: {value}" for value, ranks in sorted(values.items(), key=lambda kv: kv[1]))
             yield VERSIONS_DIFFER.finding(what=name, said=said)
 
 
@@ -232,10 +214,10 @@ def local_layout(facts: DistFacts) -> Iterator[Finding]:
             seen[r.local_rank].append(r.rank)  # type: ignore[index]
         for local, claimed in sorted(seen.items()):
             if len(claimed) > 1:
-                yield LOCAL_LAYOUT.finding(problem=f"{_plural(claimed)} on {host} all have LOCAL_RANK={local}")
+                yield LOCAL_LAYOUT.finding(problem=f"{ranks_named(claimed)} on {host} all have LOCAL_RANK={local}")
         sizes = {r.local_world_size for r in ranks if r.local_world_size is not None}
         if len(sizes) == 1 and not facts.missing and len(ranks) != next(iter(sizes)):
-            yield LOCAL_LAYOUT.finding(problem=f"{host} runs {len(ranks)} ranks ({_plural(r.rank for r in ranks)}) but they have LOCAL_WORLD_SIZE={next(iter(sizes))}")
+            yield LOCAL_LAYOUT.finding(problem=f"{host} runs {len(ranks)} ranks ({ranks_named(r.rank for r in ranks)}) but they have LOCAL_WORLD_SIZE={next(iter(sizes))}")
 
 
 def gpu_mapping(facts: DistFacts) -> Iterator[Finding]:
@@ -249,7 +231,7 @@ def gpu_mapping(facts: DistFacts) -> Iterator[Finding]:
                 rank=r.rank)
     for (host, device), ranks in sorted(by_device.items()):
         if len(ranks) > 1:
-            yield GPU_SHARED.finding(problem=f"{_plural(ranks)} on {host} would all use the same GPU ({device})")
+            yield GPU_SHARED.finding(problem=f"{ranks_named(ranks)} on {host} would all use the same GPU ({device})")
 
 
 def same_rng(facts: DistFacts) -> Iterator[Finding]:

@@ -57,7 +57,7 @@ def build(target: Target, finished: Finished, records: RunRecords) -> Report:
             "seconds": round(finished.seconds, 3),
             "steps": records.total("steps"),
             "processes": [
-                {k: p.get(k) for k in ("pid", "role", "rank", "torch", "seconds", "stats", "summary") if k in p}
+                {k: p.get(k) for k in ("pid", "role", "rank", "host", "node", "torch", "seconds", "stats", "summary") if k in p}
                 for p in records.processes
             ],
         }
@@ -132,6 +132,8 @@ def _trains(process: dict[str, Any]) -> bool:
 def _lost_note(process: dict[str, Any]) -> str:
     """What is known of a process that ended abruptly, and what was lost, in words."""
     who = "the script" if process.get("role") == "main" else f"rank {process['rank']}" if process.get("rank") is not None else process.get("role") or "a process"
+    if process.get("node") is not None:  # another node's process (run/nodes/)
+        who += f" on {process.get('host') or '?'}"
     steps = process.get("stats", {}).get("steps", 0)
     counted = (f"at least {steps} optimizer step{'s' if steps != 1 else ''} (counted at steps 1, 2, 4, 8, ...)"
                if steps else "no optimizer step before it ended")

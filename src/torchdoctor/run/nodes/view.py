@@ -1,0 +1,121 @@
+"""What the runner knows of the job's other nodes: the files their helpers sent (in
+`<run folder>/nodes/<slot>/`), their cards, and what the report says about them.
+
+No torch here.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from torchdoctor.core.report import Report
+from torchdoctor.core.wording import ranks_named
+from torchdoctor.run.nodes.job import CARD, STATUS, local_states, nodes_folder, read_json
+
+#: seconds without a new card after which a node's view is out of date (its helper publishes
+#: every 0.5 s): the hang watch then decides nothing about its ranks
+STALE = 5.0
+
+
+@dataclass(frozen=True)
+class Node:
+    """Another runner of the job, as its last card said."""
+
+    slot: int
+    host: str | None
+    ranks: tuple[int, ...]
+    final: frozenset[int]  # its ranks whose last records arrived
+    running: frozenset[int]  # pids of its ranks' processes that still ran
+    changed: float  # time.time() (here) when its card last advanced
+    ended: dict[str, Any] | None  # its job's end, if it said so before the report
+    folder: Path
+    stopping: str | None = None  # why its runner (global rank 0's) is stopping the job (a deadlock)
+
+    @property
+    def fresh(self) -> bool:
+        return time.time() - self.changed < STALE
+
+    def label(self) -> str:
+        return f"{self.host or '?'} ({_ranks(self.ranks)})"
+
+
+def status(folder: Path) -> dict[str, Any] | None:
+    """The helper's own status (None: no exchange: a single-node job)."""
+    return read_json(nodes_folder(folder) / STATUS)
+
+
+def remote_nodes(folder: Path) -> list[Node]:
+    found = []
+    base = nodes_folder(folder)
+    if not base.is_dir():
+        return []
+    for path in sorted(base.iterdir(), key=lambda p: (len(p.name), p.name)):
+        card = read_json(path / CARD) if path.is_dir() and path.name.isdigit() else None
+        if card is None:
+            continue
+        found.append(Node(
+            slot=int(path.name), host=card.get("host"), ranks=tuple(card.get("ranks") or ()),
+            final=frozenset(card.get("final") or ()), running=frozenset(card.get("alive") or ()),
+            changed=float(card.get("changed") or 0.0), ended=card.get("ended"), folder=path, stopping=card.get("stopping"),
+        ))
+    return found
+
+
+def on_nodes(report: Report, folder: Path, problem: str | None) -> str | None:
+    """Say in the report what it covers of a multi-node job. Returns the tag of this node's report
+    file when this is not the node of global rank 0 (whose runner writes the merged report)."""
+    states = local_states(folder)
+    if status(folder) is None and not problem:
+        return None
+    own = {int(s["rank"]) for s in states}
+    world = max((int(s["world"]) for s in states), default=None)
+    describe(report, folder, own, world, problem)
+    if not own or 0 in own:
+        return None
+    group = next(((s.get("launch") or {}).get("group_rank") for s in states if (s.get("launch") or {}).get("group_rank") is not None), None)
+    report.meta["title"] = f"{report.meta.get('title', '')} · {_ranks(own)} of {world}: the merged report is rank 0's node's"
+    return f"node{group}" if group is not None else f"rank{min(own)}"
+
+
+def describe(report: Report, folder: Path, own_ranks: set[int], world: int | None, problem: str | None) -> None:
+    """The nodes of a multi-node job in the report: which this report covers, which it could not
+    see, and whose last records did not arrive (meta["nodes"] and notices). A single-node job: nothing."""
+    said = status(folder)
+    if said is None:
+        if problem:
+            report.notices.append(f"the job spans other nodes, but this node could not exchange records with them: {problem}")
+        return
+    others = remote_nodes(folder)
+    host = next((p.get("host") for p in report.meta.get("processes", []) if p.get("host")), None)
+    report.meta["nodes"] = [
+        {"host": host, "ranks": sorted(own_ranks), "this": True, "slot": said.get("slot")},
+        *({"host": n.host, "ranks": list(n.ranks), "this": False, "slot": n.slot, "last_records": sorted(n.final),
+           "ended": n.ended} for n in others),
+    ]
+    seen = set(own_ranks).union(*(set(n.ranks) for n in others))
+    where = said.get("where", "the job's store")
+    if others:
+        listed = "; ".join([f"{host or '?'} ({_ranks(own_ranks)}, this node)", *(n.label() for n in others)])
+        report.notices.append(f"the job ran on {len(others) + 1} nodes: {listed}")
+    elif said.get("error") and not said.get("connected"):
+        report.notices.append(f"this node could not reach {where} to exchange records with the job's other nodes "
+                              f"({said['error']}): this report covers only this node's {_ranks(own_ranks)}")
+    missing = sorted(set(range(world)) - seen) if world else []
+    if missing:
+        report.notices.append(
+            f"{_ranks(missing)} of the job {'was' if len(missing) == 1 else 'were'} not observed: no node published "
+            f"{'its' if len(missing) == 1 else 'their'} records through {where} (a node started without `torchdoctor run`, "
+            "or one whose runner could not reach it); what they did is not in this report")
+    for node in others:
+        late = sorted(set(node.ranks) - node.final)
+        if late:
+            report.notices.append(
+                f"the last records of {_ranks(late)} on {node.host or '?'} did not arrive before this report "
+                "(what they found at exit, their final counts); the findings they made before are in it")
+
+
+def _ranks(ranks: Any) -> str:
+    return ranks_named(ranks) if ranks else "no rank"

@@ -1,0 +1,74 @@
+"""Two nodes on this machine: two runners, each starting a torchrun agent with `--nnodes 2` that
+meets the other through a c10d rendezvous on 127.0.0.1 (gloo ranks on the CPU). Each runner has
+its own run folder, as on two machines; they share only the job's store (or a `--shared-dir`),
+as nodes do."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests import children
+from tests.run.conftest import environment
+from torchdoctor.dist.launch import free_port
+
+#: bounds every two-node job (one of these jobs takes 20-40 s on a loaded 2-core machine)
+LIMIT = 240
+
+
+@dataclass
+class Nodes:
+    """Both runners' exit statuses and output, and the report files they wrote."""
+
+    returncodes: list[int]
+    stderr: list[str]
+    reports: dict[str, dict[str, Any]]  # file name -> JSON report
+
+    @property
+    def merged(self) -> dict[str, Any]:
+        """The report of the node that held global rank 0 (its --output)."""
+        return self.reports["report.json"]
+
+    def codes(self, name: str = "report.json") -> list[str]:
+        return [f["rule"] for f in self.reports[name]["findings"]]
+
+
+def torchrun(port: int, nproc: int, *extra: str) -> list[str]:
+    return ["-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", str(nproc), "--rdzv-backend", "c10d",
+            "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", f"td{port}", *extra]
+
+
+def two_nodes(script: Path, *, nproc: int = 2, observed: tuple[bool, ...] = (True, True), options: tuple[str, ...] = (),
+              extra: tuple[str, ...] = (), env: dict[str, str] | None = None) -> Nodes:
+    """Start the nodes at once (node K under `torchdoctor run` when observed[K], else plain
+    torchrun; a tuple of one starts one node only) and wait for them. The reports are written to
+    one folder, as on a shared file system: rank 0's node's report.json, another's beside it."""
+    port = free_port()
+    reports = Path(tempfile.mkdtemp(prefix="td-nodes-"))
+    started = []
+    for watched in observed:
+        launch = torchrun(port, nproc, *extra)
+        command = [sys.executable, "-m", "torchdoctor", "run", "--output", str(reports / "report.json"), *options] if watched else [sys.executable]
+        command += [*launch, str(script)]
+        process = subprocess.Popen(command, cwd=script.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   env={**environment(), **(env or {})})
+        started.append((command, process))
+    returncodes, errors = [], []
+    for command, process in started:
+        try:
+            stdout, stderr = process.communicate(timeout=LIMIT)
+        except subprocess.TimeoutExpired:
+            for _, other in started:
+                other.kill()
+            stdout, stderr = process.communicate()
+            children.remember(command, None, stdout, stderr)
+            raise
+        children.remember(command, process.returncode, stdout, stderr)
+        returncodes.append(process.returncode)
+        errors.append(stderr)
+    return Nodes(returncodes, errors, {p.name: json.loads(p.read_text()) for p in reports.glob("*.json")})
