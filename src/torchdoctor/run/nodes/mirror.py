@@ -236,17 +236,18 @@ def main(argv: list[str]) -> int:
 
 def run(mirror: Mirror, folder: Path, mode: str, where: str) -> int:
     error = None
+    reached = False  # the board answered at least once
     ended_at: float | None = None
     while alive(mirror.runner):
         ended = read_json(nodes_folder(folder) / ENDED)
         try:
             mirror.publish(ended)
             mirror.pull()
-            error = None
+            error, reached = None, True
         except Exception as exc:  # noqa: BLE001 - the store went away (its node ended): keep what arrived
             error = _said(exc)
         complete = mirror.complete()
-        status(folder, mode=mode, where=where, connected=error is None, error=error, slot=mirror.slot,
+        status(folder, mode=mode, where=where, connected=error is None, reached=reached, error=error, slot=mirror.slot,
                nodes=sorted(mirror.cards), world=mirror.world(), final=sorted(mirror.final_ranks()), complete=complete,
                holds_rank0=mirror.holds_rank0())
         if ended is not None:

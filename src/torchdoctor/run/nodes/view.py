@@ -100,7 +100,7 @@ def describe(report: Report, folder: Path, own_ranks: set[int], world: int | Non
     if others:
         listed = "; ".join([f"{host or '?'} ({_ranks(own_ranks)}, this node)", *(n.label() for n in others)])
         report.notices.append(f"the job ran on {len(others) + 1} nodes: {listed}")
-    elif said.get("error") and not said.get("connected"):
+    elif said.get("error") and not said.get("reached"):
         report.notices.append(f"this node could not reach {where} to exchange records with the job's other nodes "
                               f"({said['error']}): this report covers only this node's {_ranks(own_ranks)}")
     missing = sorted(set(range(world)) - seen) if world else []
