@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from torchdoctor.dist.facts import load
-from torchdoctor.dist.verdicts import RULES, VERDICTS, interface_problem, judge, launch_problems, ranks_text
+from torchdoctor.dist.verdicts import RULES, VERDICTS, interface_problem, judge, launch_problems
 
 LAUNCH = {"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "node-0", "MASTER_PORT": "29500"}
 
@@ -37,11 +37,6 @@ def test_a_healthy_job_has_no_finding() -> None:
 def test_rule_groups_cover_the_range() -> None:
     listed = [code for group in RULES.values() for code in group]
     assert sorted(listed) == [f"TD7{n:02d}" for n in range(14)] and set(RULES) == set(VERDICTS)
-
-
-@pytest.mark.parametrize(("numbers", "text"), [([0], "0"), ([0, 1, 2, 5], "0-2, 5"), ([3, 1], "1, 3"), ([], "")])
-def test_ranks_text(numbers: list[int], text: str) -> None:
-    assert ranks_text(numbers) == text
 
 
 @pytest.mark.parametrize(("launch", "says"), [

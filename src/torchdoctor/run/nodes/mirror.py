@@ -27,7 +27,17 @@ from typing import Any
 
 from torchdoctor.run.launcher import alive
 from torchdoctor.run.nodes.board import Board, FolderBoard, StoreBoard
-from torchdoctor.run.nodes.job import CARD, ENDED, FINAL_WAIT, STATUS, STOPPING, nodes_folder, read_json, split_store, write_json
+from torchdoctor.run.nodes.job import (
+    CARD,
+    ENDED,
+    FINAL_WAIT,
+    STATUS,
+    STOPPING,
+    nodes_folder,
+    read_json,
+    split_store,
+    write_json,
+)
 
 #: seconds between two publications
 TICK = 0.5

@@ -67,20 +67,20 @@ def remote_nodes(folder: Path) -> list[Node]:
 def on_nodes(report: Report, folder: Path, problem: str | None) -> str | None:
     """Say in the report what it covers of a multi-node job. Returns the tag of this node's report
     file when this is not the node of global rank 0 (whose runner writes the merged report)."""
-    states = local_states(folder)
     if status(folder) is None and not problem:
         return None
+    states = local_states(folder)
     own = {int(s["rank"]) for s in states}
     world = max((int(s["world"]) for s in states), default=None)
-    describe(report, folder, own, world, problem)
+    describe(report, folder, problem)
     if not own or 0 in own:
         return None
-    group = next(((s.get("launch") or {}).get("group_rank") for s in states if (s.get("launch") or {}).get("group_rank") is not None), None)
+    group = next((s["launch"]["group_rank"] for s in states if (s.get("launch") or {}).get("group_rank") is not None), None)
     report.meta["title"] = f"{report.meta.get('title', '')} · {_ranks(own)} of {world}: the merged report is rank 0's node's"
     return f"node{group}" if group is not None else f"rank{min(own)}"
 
 
-def describe(report: Report, folder: Path, own_ranks: set[int], world: int | None, problem: str | None) -> None:
+def describe(report: Report, folder: Path, problem: str | None) -> None:
     """The nodes of a multi-node job in the report: which this report covers, which it could not
     see, and whose last records did not arrive (meta["nodes"] and notices). A single-node job: nothing."""
     said = status(folder)
@@ -88,21 +88,25 @@ def describe(report: Report, folder: Path, own_ranks: set[int], world: int | Non
         if problem:
             report.notices.append(f"the job spans other nodes, but this node could not exchange records with them: {problem}")
         return
+    states = local_states(folder)
+    own = {int(s["rank"]) for s in states}
+    worlds = [int(s["world"]) for s in states] + ([said["world"]] if isinstance(said.get("world"), int) else [])
+    world = max(worlds, default=None)
+    host = next(((s.get("launch") or {}).get("host") for s in states if (s.get("launch") or {}).get("host")), None)
     others = remote_nodes(folder)
-    host = next((p.get("host") for p in report.meta.get("processes", []) if p.get("host")), None)
     report.meta["nodes"] = [
-        {"host": host, "ranks": sorted(own_ranks), "this": True, "slot": said.get("slot")},
+        {"host": host, "ranks": sorted(own), "this": True, "slot": said.get("slot")},
         *({"host": n.host, "ranks": list(n.ranks), "this": False, "slot": n.slot, "last_records": sorted(n.final),
            "ended": n.ended} for n in others),
     ]
-    seen = set(own_ranks).union(*(set(n.ranks) for n in others))
+    seen = set(own).union(*(set(n.ranks) for n in others))
     where = said.get("where", "the job's store")
     if others:
-        listed = "; ".join([f"{host or '?'} ({_ranks(own_ranks)}, this node)", *(n.label() for n in others)])
+        listed = "; ".join([f"{host or '?'} ({_ranks(own)}, this node)", *(n.label() for n in others)])
         report.notices.append(f"the job ran on {len(others) + 1} nodes: {listed}")
     elif said.get("error") and not said.get("reached"):
         report.notices.append(f"this node could not reach {where} to exchange records with the job's other nodes "
-                              f"({said['error']}): this report covers only this node's {_ranks(own_ranks)}")
+                              f"({said['error']}): this report covers only this node's {_ranks(own)}")
     missing = sorted(set(range(world)) - seen) if world else []
     if missing:
         report.notices.append(
