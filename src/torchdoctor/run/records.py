@@ -28,7 +28,7 @@ ENV_PARENT = "TORCHDOCTOR_RUN_PARENT"
 CONFIG_FILE = "config.json"
 _NUMBERS = re.compile(r"\d+")
 #: record types (besides findings and process summaries) that the runner compares across ranks
-SHARED = ("replicas", "checksums")
+SHARED = ("replicas", "checksums", "pace")
 
 
 def collectives_path(folder: Path, pid: int) -> Path:

@@ -15,6 +15,7 @@ from torchdoctor.core.report import Report
 from torchdoctor.rules.api.run_internal_error import RULE as INTERNAL_ERROR
 from torchdoctor.rules.env.script_killed_by_signal import RULE as KILLED
 from torchdoctor.run.launcher import Finished, Target
+from torchdoctor.run.pace import table
 from torchdoctor.run.records import RunRecords
 
 #: signals that mean "someone stopped the run", not "the run crashed"
@@ -62,6 +63,9 @@ def build(target: Target, finished: Finished, records: RunRecords) -> Report:
             ],
         }
     )
+    pace = table(records.shared)
+    if pace:  # a job of several ranks: each rank's time per step, and its own part of it (run/pace.py)
+        report.meta["pace"] = pace
     if finished.signal is not None:
         report.meta["signal"] = _signal_name(finished.signal)
     if finished.stopped is not None:

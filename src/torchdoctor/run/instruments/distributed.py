@@ -96,6 +96,8 @@ class DistributedIndex:
         self._groups: dict[int, tuple[int, ...]] = {}
         self._local = threading.local()
         self._waiting: tuple[int, float] | None = None  # (index of the call, monotonic start)
+        #: seconds spent in the recorded collectives so far (waiting for the other ranks, mostly)
+        self.seconds = 0.0
         self._written_waiting: int | None = None
         self._watchdog: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -228,6 +230,8 @@ class DistributedIndex:
         depth = getattr(self._local, "depth", 1) - 1
         self._local.depth = max(depth, 0)
         if depth == 0:
+            if self._waiting is not None:
+                self.seconds += time.monotonic() - self._waiting[1]
             self._waiting = None
 
     def _ddp_built(self, module: nn.Module) -> None:
