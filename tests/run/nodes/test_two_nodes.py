@@ -24,7 +24,7 @@ dist.init_process_group("gloo")
 torch.manual_seed(0)
 model = nn.parallel.DistributedDataParallel(nn.Linear(8, 4))
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-for step in range(4):
+for step in range({steps}):
     x, y = torch.randn(16, 8) + dist.get_rank(), torch.randint(0, 4, (16,))  # each rank its own data
     optimizer.zero_grad()
     F.cross_entropy({forward}(x), y).backward()
@@ -39,7 +39,7 @@ def line_of(path: Path, text: str) -> int:
 
 
 def test_replicas_that_diverge_across_nodes_are_one_finding_in_rank_0s_report(write) -> None:  # type: ignore[no-untyped-def]
-    script = write("train.py", TRAINING.format(forward="model.module"))
+    script = write("train.py", TRAINING.format(forward="model.module", steps=4))
     nodes = two_nodes(script, nproc=1)
     assert sorted(nodes.reports) == ["report.json", "report.node1.json"], nodes.stderr
     merged = nodes.merged
@@ -59,13 +59,14 @@ def test_replicas_that_diverge_across_nodes_are_one_finding_in_rank_0s_report(wr
 def test_the_correct_twin_through_a_shared_folder_gets_an_empty_report(write, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     shared = tmp_path / "shared"
     shared.mkdir()
-    script = write("train.py", TRAINING.format(forward="model"))
+    script = write("train.py", TRAINING.format(forward="model", steps=24))
     nodes = two_nodes(script, nproc=1, options=("--shared-dir", str(shared)))
     assert nodes.returncodes == [0, 0], nodes.stderr
     assert nodes.merged["findings"] == [] and nodes.reports["report.node1.json"]["findings"] == []
     assert sorted(p["rank"] for p in nodes.merged["meta"]["processes"] if p["role"] == "rank") == [0, 1]
     assert not any("did not arrive" in n or "not observed" in n for n in nodes.merged["notices"]), nodes.merged["notices"]
     assert any(shared.iterdir())  # the exchange went through the folder
+    assert [row["rank"] for row in nodes.merged["meta"]["pace"]] == [0, 1]  # each rank's pace, from both nodes
 
 
 HANG = """
@@ -99,7 +100,7 @@ def test_a_hang_caused_by_a_rank_of_the_other_node_is_stopped_on_both_and_explai
 
 
 def test_a_node_that_never_comes_to_torchruns_rendezvous(write) -> None:  # type: ignore[no-untyped-def]
-    script = write("train.py", TRAINING.format(forward="model"))
+    script = write("train.py", TRAINING.format(forward="model", steps=4))
     nodes = two_nodes(script, nproc=1, observed=(True,), extra=("--rdzv-conf", "join_timeout=4"))
     assert nodes.returncodes == [1]
     (finding,) = nodes.merged["findings"]
@@ -108,7 +109,7 @@ def test_a_node_that_never_comes_to_torchruns_rendezvous(write) -> None:  # type
 
 
 def test_a_node_without_torchdoctor_is_named_as_not_observed(write) -> None:  # type: ignore[no-untyped-def]
-    script = write("train.py", TRAINING.format(forward="model"))
+    script = write("train.py", TRAINING.format(forward="model", steps=4))
     nodes = two_nodes(script, nproc=1, observed=(True, False), env={"TORCHDOCTOR_NODES_WAIT": "3"})
     assert nodes.returncodes == [0, 0], nodes.stderr
     (report,) = nodes.reports.values()  # report.json or report.node1.json: torchrun numbers the nodes as they come
