@@ -12,6 +12,7 @@ from torchdoctor.core.wording import listing
 from torchdoctor.dist import slurm
 from torchdoctor.dist.facts import DistFacts, RankFacts
 from torchdoctor.dist.launch import REQUIRED, integer, is_loopback
+from torchdoctor.dist.network import split_address
 from torchdoctor.rules.distributed.collective_timeout import RULE as COLLECTIVE_TIMEOUT
 from torchdoctor.rules.distributed.collective_wrong_result import RULE as WRONG_RESULT
 from torchdoctor.rules.distributed.gpu_shared_by_ranks import RULE as GPU_SHARED
@@ -239,10 +240,11 @@ _KNOCKED = {
 
 
 def nodes_unreachable(facts: DistFacts) -> Iterator[Finding]:
+    explained = {r.rank for f in hostname_loopback(facts) for r in facts.ranks if r.rank in f.evidence["ranks"]}  # type: ignore[index]
     failed: dict[tuple[int, str, str, str], list[int]] = defaultdict(list)
     for r in facts.ranks:
         for attempt in r.reach:
-            if attempt.get("problem"):
+            if attempt.get("problem") and not (int(attempt["to"]) in explained and is_loopback(split_address(attempt["address"])[0])):
                 failed[(int(attempt["to"]), attempt["address"], attempt["via"], attempt["problem"])].append(r.rank)
     for (to, address, via, problem), ranks in sorted(failed.items()):
         target = facts.rank(to)
@@ -323,7 +325,7 @@ def rank_failed(facts: DistFacts) -> Iterator[Finding]:
     for r in facts.ranks:
         if r.error and r.rank not in explained:
             failures[f"failed in {r.error}"].append(r.rank)
-        elif r.exit and not (stuck and r.exit.startswith("stopped")) and not r.connect:
+        elif r.exit and r.rank not in explained and not (stuck and r.exit.startswith("stopped")) and not r.connect:
             failures[r.exit].append(r.rank)
     for what, ranks in failures.items():
         yield RANK_FAILED.finding(what=what, who=ranks_named(ranks), rank=ranks[0] if len(ranks) == 1 else None)

@@ -254,6 +254,7 @@ class Worker:
                 groups["nccl"] = dist.new_group(backend="nccl", timeout=self.timeout)
         except Exception as exc:  # noqa: BLE001
             emit("error", stage="process group", error=one_line(exc))
+            self.publish([])  # rank 0 still gathers what every rank said of itself
             return
         results: list[dict[str, Any]] = []
         for backend, group in groups.items():
