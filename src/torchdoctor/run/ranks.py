@@ -197,6 +197,11 @@ class Divergence:
     def key(self) -> tuple[Any, ...]:
         return (self.group, self.index, tuple(sorted((r, c.site if c else None) for r, c in self.calls.items())))
 
+    def hosts(self) -> dict[int, str]:
+        """Each rank's host, in a job whose ranks ran on several hosts (else none: no need to say)."""
+        hosts = {r: s.host for r, s in self.states.items() if s.host}
+        return hosts if len(set(hosts.values())) > 1 else {}
+
     def location(self) -> tuple[str | None, int | None]:
         calls = {r: c for r, c in (self.origin or self.calls).items() if c is not None}
         ranks = sorted(calls)
@@ -212,10 +217,10 @@ class Divergence:
         if self.origin:
             first = self.origin[min(self.origin)].index + 1
             text = (f"their {_ordinal(first)} collectives{scope} came from different lines and were paired with each other ("
-                    + _calls(self.origin) + "); then ")
+                    + _calls(self.origin, self.hosts()) + "); then ")
         present = {r: c for r, c in self.calls.items() if c is not None}
         absent = sorted(r for r, c in self.calls.items() if c is None)
-        text += f"their {_ordinal(self.index + 1)} collective{scope} differs: " + _calls(present)
+        text += f"their {_ordinal(self.index + 1)} collective{scope} differs: " + _calls(present, self.hosts())
         if absent:
             verb = "never calls" if len(absent) == 1 else "never call"
             text += (", " if present else "") + f"{_ranks(absent)} {verb} one (the script ends there)"
@@ -240,9 +245,13 @@ def _by_call(calls: dict[int, Call]) -> list[tuple[Call, list[int]]]:
     return groups
 
 
-def _calls(calls: dict[int, Call]) -> str:
-    """`rank 0 calls X, ranks 1, 2 call Y`."""
-    return ", ".join(f"{_ranks(ranks)} {'calls' if len(ranks) == 1 else 'call'} {call.text()}" for call, ranks in _by_call(calls))
+def _calls(calls: dict[int, Call], hosts: dict[int, str] | None = None) -> str:
+    """`rank 0 calls X, ranks 1, 2 call Y` (with `on host` for the ranks of a job on several hosts)."""
+    def who(ranks: list[int]) -> str:
+        on = sorted({hosts[r] for r in ranks if r in hosts}) if hosts else []
+        return _ranks(ranks) + (f" on {', '.join(on)}" if on else "")
+
+    return ", ".join(f"{who(ranks)} {'calls' if len(ranks) == 1 else 'call'} {call.text()}" for call, ranks in _by_call(calls))
 
 
 def _ranks(ranks: list[int]) -> str:

@@ -128,3 +128,10 @@ def test_a_node_that_reached_nobody_says_so(tmp_path: Path) -> None:
     assert report.notices[0] == ("this node could not reach the job's store at node-0:29500 to exchange records with the job's "
                                  "other nodes (DistNetworkError: Connection refused): this report covers only this node's ranks 2-3")
     assert report.notices[1].startswith("ranks 0-1 of the job were not observed")
+
+
+def test_collectives_out_of_order_across_hosts_name_the_hosts(tmp_path: Path) -> None:
+    folder = stuck(tmp_path)
+    (divergence,) = ranks.divergences(ranks.read_states(folder))
+    assert divergence.difference() == (f"their 1st collective differs: rank 0 on {HERE.host} calls `all_reduce` (float32[4]) at "
+                                       "/job/train.py:5, rank 1 on node-b calls `barrier` at /job/train.py:6")
