@@ -132,6 +132,10 @@ def test_version_skew_by_pin_and_by_build_tag() -> None:
     assert codes(torch=torch, packages=fine) == []
     assert codes(torch={"importable": True, "version": "2.6.0.dev20241112+cu124"},
                  packages={"torch_pins": {"torchvision": "==2.6.0.dev20241112"}}) == []
+    assert codes(torch=torch, packages={"torch_pins": {"torchvision": "==2.5.*"}}) == []
+    assert codes(torch=torch, packages={"torch_pins": {"torchvision": "==2.4.*"}}) == ["TD605"]
+    assert codes(torch={"importable": True, "version": "2.6.0a0+git1234"},
+                 packages={"torch_pins": {"torchvision": "==2.6.0"}}) == ["TD605"]  # a pre-release is not the release
 
 
 def test_multiple_installs_names_the_one_imported() -> None:

@@ -155,6 +155,18 @@ def test_dist_folders_are_skipped_unless_they_are_packages(project: Path, capsys
     assert {f["file"] for f in json.loads(out)["findings"]} == {os.path.join("lib", "dist", "comm.py")}
 
 
+def test_a_project_inside_a_folder_named_like_an_excluded_one_is_linted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "build" / "venv" / "work"
+    write(root / "src" / "train.py", BAD)
+    write(root / "src" / "build" / "gen.py", BAD)  # a build output inside the project: skipped
+    monkeypatch.chdir(root)
+    _, out, _ = run(["--format", "json", "--fail-on", "never", "src"], capsys)
+    assert {f["file"] for f in json.loads(out)["findings"]} == {os.path.join("src", "train.py")}
+    _, out, _ = run(["--format", "json", "--fail-on", "never", str(root)], capsys)
+    assert [f["file"].endswith(os.path.join("src", "train.py")) for f in json.loads(out)["findings"]] == [True]
+
+
 def test_noqa_and_ignore_comments_silence_one_line(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source = BAD.replace("return F.cross_entropy(probs, y)", "return F.cross_entropy(probs, y)  # noqa: TD101")
     write(project / "a.py", source)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
 
 def public(version: str) -> str:
     """`2.5.1+cu121` -> `2.5.1`."""
@@ -24,16 +27,13 @@ def numbers(version: str | None) -> tuple[int, ...]:
 
 
 def matches_pin(installed: str, pinned: str) -> bool:
-    """Does `installed` satisfy `==pinned` (PEP 440 `.*` wildcards, local tags ignored)?"""
-    pinned = public(pinned.strip())
-    installed = public(installed)
-    if pinned.endswith(".*"):
-        return installed == pinned[:-2] or installed.startswith(pinned[:-1])
-    return numbers(installed) == numbers(pinned) and _suffix(installed) == _suffix(pinned)
-
-
-def _suffix(version: str) -> str:
-    return re.sub(r"^\d+(?:\.\d+)*", "", version)
+    """Does `installed` satisfy `==pinned` (PEP 440, through packaging: `.*` wildcards; local build
+    tags such as `+cu121` ignored on both sides, the build is compared apart)? A version PEP 440
+    cannot read is not called a mismatch."""
+    try:
+        return SpecifierSet(f"=={public(pinned.strip())}").contains(Version(installed), prereleases=True)
+    except (InvalidSpecifier, InvalidVersion):
+        return True
 
 
 def cudnn(version: int | None) -> str | None:

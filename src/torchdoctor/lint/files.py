@@ -13,17 +13,19 @@ walk.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-DEFAULT_EXCLUDE = (
+import pathspec
+
+#: folders never linted inside a walk (matched by the folder's own name, wherever it lies)
+DEFAULT_EXCLUDE = frozenset({
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
     ".nox", ".pants.d", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv", ".vscode",
     "__pycache__", "__pypackages__", "_build", "buck-out", "build", "dist", "node_modules",
     "site-packages", "venv",
-)
+})
 
 
 #: default excludes that are also common names of real packages: excluded only when not a package
@@ -47,28 +49,16 @@ class Skipped:
 
 
 class Patterns:
-    """Gitignore-style patterns relative to `base`: `*`, `**`, `?`, `[...]`, `/` anchors,
-    a trailing `/` for folders only, `!` to re-include. The last matching pattern wins."""
+    """Gitignore-style patterns relative to `base` (git's own rules, through pathspec):
+    `*`, `**`, `?`, `[...]`, `/` anchors, a trailing `/` for folders only, `!` to re-include.
+    The last matching pattern wins."""
 
     def __init__(self, patterns: Iterable[str], base: Path) -> None:
         self.base = base
-        self.rules: list[tuple[re.Pattern[str], bool, bool]] = []
-        for raw in patterns:
-            line = raw.rstrip("\n").rstrip()
-            if not line or line.startswith("#"):
-                continue
-            negate = line.startswith("!")
-            if negate:
-                line = line[1:]
-            dir_only = line.endswith("/")
-            line = line.rstrip("/")
-            if not line:
-                continue
-            anchored = "/" in line
-            line = line.lstrip("/")
-            regex = _translate(line)
-            prefix = "" if anchored else r"(?:.*/)?"
-            self.rules.append((re.compile(rf"^{prefix}{regex}$"), negate, dir_only))
+        self.spec = pathspec.GitIgnoreSpec.from_lines(patterns)
+
+    def __bool__(self) -> bool:
+        return bool(self.spec.patterns)
 
     @classmethod
     def from_file(cls, path: Path) -> Patterns | None:
@@ -79,64 +69,19 @@ class Patterns:
 
     def decide(self, path: Path, is_dir: bool) -> bool | None:
         """True excluded, False re-included, None when no pattern speaks about `path`."""
-        if not self.rules:
+        if not self:
             return None
         try:
             rel = path.relative_to(self.base).as_posix()
         except ValueError:
             rel = path.name
-        verdict: bool | None = None
-        for regex, negate, dir_only in self.rules:
-            if dir_only and not is_dir:
-                continue
-            if regex.match(rel):
-                verdict = not negate
-        return verdict
-
-
-def _translate(pattern: str) -> str:
-    out = []
-    i = 0
-    while i < len(pattern):
-        char = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append(r"(?:.*/)?")
-            i += 3
-        elif pattern.startswith("/**", i) and i + 3 == len(pattern):
-            out.append(r"/.*")
-            i += 3
-        elif char == "*":
-            if pattern.startswith("**", i):
-                out.append(r".*")
-                i += 2
-            else:
-                out.append(r"[^/]*")
-                i += 1
-        elif char == "?":
-            out.append(r"[^/]")
-            i += 1
-        elif char == "[":
-            end = pattern.find("]", i + 1)
-            if end == -1:
-                out.append(re.escape(char))
-                i += 1
-            else:
-                body = pattern[i + 1:end].replace("\\", "\\\\")
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append(f"[{body}]")
-                i = end + 1
-        else:
-            out.append(re.escape(char))
-            i += 1
-    return "".join(out)
+        return self.spec.check_file(rel + "/" if is_dir else rel).include
 
 
 class Excluder:
     """All exclude sources together; `.gitignore` files are added as the walk meets them."""
 
     def __init__(self, user: Patterns | None, respect_gitignore: bool = True) -> None:
-        self.default = Patterns(DEFAULT_EXCLUDE, Path("/"))
         self.user = user
         self.respect_gitignore = respect_gitignore
 
@@ -147,9 +92,9 @@ class Excluder:
             verdict = patterns.decide(path, is_dir)
             if verdict is not None:
                 return verdict
-        if not self.default.decide(path, is_dir):
+        if not is_dir or path.name not in DEFAULT_EXCLUDE:
             return False
-        return not (is_dir and path.name in BUILD_OUTPUTS and (path / "__init__.py").is_file())
+        return not (path.name in BUILD_OUTPUTS and (path / "__init__.py").is_file())
 
     def parent_gitignores(self, folder: Path) -> list[Patterns]:
         """`.gitignore` files above `folder` up to the repository root (outermost first)."""
@@ -187,7 +132,7 @@ def discover(paths: Sequence[Path], excluder: Excluder) -> Iterator[Target | Ski
 
 def _walk(folder: Path, excluder: Excluder, gitignores: list[Patterns], seen: set[Path]) -> Iterator[Target | Skipped]:
     own = Patterns.from_file(folder / ".gitignore") if excluder.respect_gitignore else None
-    active = [*gitignores, own] if own is not None and own.rules else gitignores
+    active = [*gitignores, own] if own else gitignores
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError as exc:

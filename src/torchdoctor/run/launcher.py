@@ -26,6 +26,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Protocol
 
+import psutil
+
 from torchdoctor.core.errors import UsageError
 from torchdoctor.lint.source import Unreadable, read_source
 from torchdoctor.run.records import ENV_DIR, ENV_PARENT
@@ -181,39 +183,21 @@ def _stop_tree(process: subprocess.Popen[bytes]) -> None:
 
 
 def _descendants(root: int) -> list[int]:
-    """Every process below `root` (Linux: from /proc; elsewhere none, and only the script is stopped)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").glob("[0-9]*"):
-        fields = _stat(int(entry.name))
-        if fields is not None:
-            children.setdefault(int(fields[1]), []).append(int(entry.name))
-    found, queue = [], [root]
-    while queue:
-        for child in children.get(queue.pop(), []):
-            found.append(child)
-            queue.append(child)
-    return found
+    """Every process below `root`, children first (psutil reads the process table on every OS)."""
+    try:
+        return [child.pid for child in psutil.Process(root).children(recursive=True)]
+    except psutil.Error:
+        return []
 
 
 def alive(pid: int) -> bool:
     """Whether a process still runs (a zombie, ended but not yet reaped by its parent, does not)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
-    except OSError:
-        return True  # it exists, owned by someone else
-    fields = _stat(pid)
-    return fields is None or fields[0] != "Z"
-
-
-def _stat(pid: int) -> list[str] | None:
-    """The fields of /proc/PID/stat after the command name (state, ppid, ...); None without /proc."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
-            return handle.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
+    except psutil.Error:
+        return True  # it exists, but we may not look at it
 
 
 @contextmanager
