@@ -408,9 +408,10 @@ class HangWatch:
     """Polled by the launcher while the script runs: a deadlock is confirmed when every rank of a
     group is stuck (or gone) and their collectives cannot match, unchanged for STOP_AFTER seconds.
 
-    In a job on several nodes (run/nodes/) every node sees every rank, but only the node of
-    global rank 0 decides: it stops its part of the job and says so on its card; the others stop
-    theirs when they read it, with the same reason, so that no node's ranks are cut off first."""
+    In a job on several nodes (run/nodes/) only the node of global rank 0 sees every rank (the
+    others read only its card), and only it decides: it stops its part of the job and says so on
+    its card; the others stop theirs when they read it, with the same reason, so that no node's
+    ranks are cut off first."""
 
     def __init__(self, folder: Path, stop_after: float = STOP_AFTER) -> None:
         self.folder = folder

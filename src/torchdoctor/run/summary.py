@@ -18,6 +18,8 @@ from torchdoctor.run.launcher import Finished, Target
 from torchdoctor.run.pace import table
 from torchdoctor.run.records import RunRecords
 
+#: the notice of a job torchdoctor stopped (another node's report says it otherwise: run/nodes/view.py)
+STOPPED = "torchdoctor stopped the job: every rank was waiting in a collective that the others will never call (see TD461)"
 #: signals that mean "someone stopped the run", not "the run crashed"
 STOPPED = {getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, n)}
 KILL_HINTS = {
@@ -100,7 +102,7 @@ def _title(target: Target, finished: Finished, records: RunRecords) -> str:
 def _notices(finished: Finished, records: RunRecords) -> list[str]:
     notes: list[str] = []
     if finished.stopped is not None:
-        notes.append("torchdoctor stopped the job: every rank was waiting in a collective that the others will never call (see TD461)")
+        notes.append(STOPPED)
     elif finished.signal == signal.SIGINT:
         notes.append("the script was interrupted (Ctrl-C); the report covers what ran until then")
     elif finished.signal in STOPPED:

@@ -1,7 +1,14 @@
 """Two nodes on this machine: two runners, each starting a torchrun agent with `--nnodes 2` that
 meets the other through a c10d rendezvous on 127.0.0.1 (gloo ranks on the CPU). Each runner has
 its own run folder, as on two machines; they share only the job's store (or a `--shared-dir`),
-as nodes do."""
+as nodes do.
+
+The first node hosts the rendezvous store and holds global rank 0, as the node named by the
+endpoint usually does on a cluster: on one machine both agents match 127.0.0.1 and either could
+bind the store, and torchrun numbers the nodes by their sorted descriptors (address_pid), so the
+tests say which (`is_host`, `--local-addr`; checked on torch 2.13). Otherwise a test where the
+second node's rank dies could see its agent take the store down with it, and rank 0 killed by
+its own agent before it says why its collective failed."""
 
 from __future__ import annotations
 
@@ -38,21 +45,28 @@ class Nodes:
         return [f["rule"] for f in self.reports[name]["findings"]]
 
 
-def torchrun(port: int, nproc: int, *extra: str) -> list[str]:
+#: each node's address in its rendezvous descriptor: sorted, the first node's comes first (global rank 0)
+ADDRESSES = ("127.0.0.1", "localhost")
+
+
+def torchrun(port: int, nproc: int, node: int, conf: tuple[str, ...] = ()) -> list[str]:
+    settings = ",".join((f"is_host={int(node == 0)}", *conf))
     return ["-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", str(nproc), "--rdzv-backend", "c10d",
-            "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", f"td{port}", *extra]
+            "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", f"td{port}", "--rdzv-conf", settings,
+            "--local-addr", ADDRESSES[node]]
 
 
 def two_nodes(script: Path, *, nproc: int = 2, observed: tuple[bool, ...] = (True, True), options: tuple[str, ...] = (),
-              extra: tuple[str, ...] = (), env: dict[str, str] | None = None) -> Nodes:
+              conf: tuple[str, ...] = (), env: dict[str, str] | None = None) -> Nodes:
     """Start the nodes at once (node K under `torchdoctor run` when observed[K], else plain
-    torchrun; a tuple of one starts one node only) and wait for them. The reports are written to
-    one folder, as on a shared file system: rank 0's node's report.json, another's beside it."""
+    torchrun; a tuple of one starts one node only; `conf`: more --rdzv-conf settings) and wait for
+    them. The reports are written to one folder, as on a shared file system: rank 0's node's
+    report.json, another's beside it."""
     port = free_port()
     reports = Path(tempfile.mkdtemp(prefix="td-nodes-"))
     started = []
-    for watched in observed:
-        launch = torchrun(port, nproc, *extra)
+    for node, watched in enumerate(observed):
+        launch = torchrun(port, nproc, node, conf)
         command = [sys.executable, "-m", "torchdoctor", "run", "--output", str(reports / "report.json"), *options] if watched else [sys.executable]
         command += [*launch, str(script)]
         process = subprocess.Popen(command, cwd=script.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

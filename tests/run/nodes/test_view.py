@@ -18,6 +18,7 @@ from torchdoctor.run.nodes.job import CARD, STOPPING, Launch, launch_facts, read
 from torchdoctor.run.nodes.mirror import Mirror, status
 from torchdoctor.run.nodes.view import describe
 from torchdoctor.run.records import read_folder
+from torchdoctor.run.summary import STOPPED
 
 HERE = launch_facts({"MASTER_ADDR": "h", "MASTER_PORT": "1", "LOCAL_WORLD_SIZE": "1"})
 THERE = Launch.from_dict({**HERE.to_dict(), "host": "node-b"})
@@ -117,17 +118,22 @@ def test_the_report_names_the_nodes_and_the_ranks_nobody_sent(tmp_path: Path) ->
     assert [n["ranks"] for n in report.meta["nodes"]] == [[0], [1]]
 
 
-def test_a_node_that_reached_nobody_says_so(tmp_path: Path) -> None:
-    for rank in (2, 3):
+@pytest.mark.parametrize("mine", [(0, 1), (2, 3)])
+def test_a_node_that_reached_nobody_says_so(tmp_path: Path, mine: tuple[int, int]) -> None:
+    for rank in mine:
         rank_state(tmp_path, rank, [], world=4, launch=HERE)
     (tmp_path / "nodes").mkdir()
     status(tmp_path, mode="store", where="the job's store at node-0:29500", connected=False, reached=False,
            error="DistNetworkError: Connection refused", complete=False)
     report = Report(command="run")
     describe(report, tmp_path, None)
-    assert report.notices[0] == ("this node could not reach the job's store at node-0:29500 to exchange records with the job's "
-                                 "other nodes (DistNetworkError: Connection refused): this report covers only this node's ranks 2-3")
-    assert report.notices[1].startswith("ranks 0-1 of the job were not observed")
+    if 0 in mine:
+        assert report.notices[0] == ("this node could not reach the job's store at node-0:29500 to exchange records with the job's "
+                                     "other nodes (DistNetworkError: Connection refused): this report covers only this node's ranks 0-1")
+        assert report.notices[1].startswith("ranks 2-3 of the job were not observed")
+    else:
+        assert report.notices == ["this node never saw rank 0's node through the job's store at node-0:29500 (DistNetworkError: "
+                                  "Connection refused): this report covers only this node's ranks 2-3, and rank 0's node may lack them"]
 
 
 def test_collectives_out_of_order_across_hosts_name_the_hosts(tmp_path: Path) -> None:
@@ -135,3 +141,24 @@ def test_collectives_out_of_order_across_hosts_name_the_hosts(tmp_path: Path) ->
     (divergence,) = ranks.divergences(ranks.read_states(folder))
     assert divergence.difference() == (f"their 1st collective differs: rank 0 on {HERE.host} calls `all_reduce` (float32[4]) at "
                                        "/job/train.py:5, rank 1 on node-b calls `barrier` at /job/train.py:6")
+
+
+def test_another_nodes_report_points_at_rank_0s(tmp_path: Path) -> None:
+    folder = job(tmp_path, {"rank": 1, "pid": DEAD + 1}, {"rank": 0, "pid": DEAD})
+    assert not (folder / "nodes" / "2" / f"c{DEAD}.json").exists()  # only rank 0's node copies the others' files
+    report = Report(command="run")
+    describe(report, folder, None)
+    assert report.notices == [f"this report covers this node's rank 1 ({HERE.host}); the merged report, with every rank of the job, "
+                              "is written by rank 0's node (node-b)"]
+
+
+def test_another_node_that_followed_rank_0s_stop_says_who_decided(tmp_path: Path) -> None:
+    folder = stuck(tmp_path, here_rank=1)
+    card = read_json(folder / "nodes" / "2" / CARD)
+    write_json(folder / "nodes" / "2" / CARD, {**card, "stopping": "every rank waited there until ..."})  # type: ignore[dict-item]
+    report = Report(command="run", meta={"stopped": "every rank waited there until ..."},
+                    notices=[STOPPED])
+    describe(report, folder, None)
+    assert report.notices[0] == ("torchdoctor stopped the job: rank 0's node (node-b) found every rank waiting in a collective that "
+                                 "the others will never call, and this node stopped its ranks with it; TD461 in the merged report says where")
+    assert report.notices[1].startswith("this report covers this node's rank 1 (")

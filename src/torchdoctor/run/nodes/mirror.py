@@ -4,7 +4,8 @@ runner once its job turns out to span other runners (exchange.py).
 Every TICK it publishes what this node's processes wrote since the last time (the new lines of
 each record file, the collectives' state files that changed) with a card that says who this node
 is (host, ranks, which of its ranks' processes still run, which have written their last
-records), and copies every other node's into `<run folder>/nodes/<slot>/`. Its own status
+records); the helper of global rank 0's node copies every other node's into
+`<run folder>/nodes/<slot>/`, another node's only rank 0's node's card. Its own status
 (reached or not, why, which ranks' last records it has) goes to `<run folder>/nodes/status.json`
 for the runner and for global rank 0, which waits for it at exit (final.py).
 
@@ -79,6 +80,7 @@ class Mirror:
         self.mine = Published()
         self.theirs: dict[int, Pulled] = {}
         self.cards: dict[int, dict[str, Any]] = {}
+        self._leader: int | None = None  # the slot of global rank 0's node, once seen (another node's helper)
         (nodes_folder(folder)).mkdir(exist_ok=True)
 
     # -- this node's files ---------------------------------------------------------------------
@@ -146,7 +148,11 @@ class Mirror:
 
     # -- the other nodes' files ----------------------------------------------------------------
     def pull(self) -> None:
-        for slot in range(1, self.board.count() + 1):
+        """The node of global rank 0 copies every other node's files (it writes the merged report
+        and decides when the job is deadlocked); another node reads only rank 0's node's card (to
+        follow it when it stops the job), so the exchange costs the store O(nodes), not O(nodes²)."""
+        leader = None if self.holds_rank0() else self._leader
+        for slot in [leader] if leader is not None else range(1, self.board.count() + 1):
             if slot == self.slot:
                 continue
             raw = self.board.get(f"card/{slot}")
@@ -156,20 +162,26 @@ class Mirror:
             pulled = self.theirs.setdefault(slot, Pulled())
             target = nodes_folder(self.folder) / str(slot)
             target.mkdir(exist_ok=True)
-            for name, count in card.get("chunks", {}).items():
-                self._pull_lines(slot, name, count, pulled, target)
-            for name, version in card.get("states", {}).items():
-                if version > pulled.states.get(name, 0):
-                    content = self.board.get(f"file/{slot}/{name}")
-                    if content is not None:
-                        (target / f".{name}.tmp").write_bytes(content)
-                        os.replace(target / f".{name}.tmp", target / name)
-                        pulled.states[name] = version
+            if self.holds_rank0():
+                self._pull_files(slot, card, pulled, target)
+            elif 0 in card.get("ranks", ()):
+                self._leader = slot
             if card.get("seq", 0) != pulled.seq:
                 pulled.seq, pulled.changed = card.get("seq", 0), time.time()
             card["changed"] = pulled.changed
             self.cards[slot] = card
             write_json(target / CARD, card)
+
+    def _pull_files(self, slot: int, card: dict[str, Any], pulled: Pulled, target: Path) -> None:
+        for name, count in card.get("chunks", {}).items():
+            self._pull_lines(slot, name, count, pulled, target)
+        for name, version in card.get("states", {}).items():
+            if version > pulled.states.get(name, 0):
+                content = self.board.get(f"file/{slot}/{name}")
+                if content is not None:
+                    (target / f".{name}.tmp").write_bytes(content)
+                    os.replace(target / f".{name}.tmp", target / name)
+                    pulled.states[name] = version
 
     def _pull_lines(self, slot: int, name: str, count: int, pulled: Pulled, target: Path) -> None:
         have = pulled.chunks.get(name, 0)

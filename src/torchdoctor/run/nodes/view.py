@@ -14,6 +14,11 @@ from typing import Any
 from torchdoctor.core.report import Report
 from torchdoctor.core.wording import ranks_named
 from torchdoctor.run.nodes.job import CARD, STATUS, local_states, nodes_folder, read_json
+from torchdoctor.run.summary import STOPPED
+
+#: what another node's report says instead of the summary's STOPPED
+FOLLOWED = ("torchdoctor stopped the job: rank 0's node ({host}) found every rank waiting in a collective that the others "
+            "will never call, and this node stopped its ranks with it; TD461 in the merged report says where")
 
 #: seconds without a new card after which a node's view is out of date (its helper publishes
 #: every 0.5 s): the hang watch then decides nothing about its ranks
@@ -101,6 +106,18 @@ def describe(report: Report, folder: Path, problem: str | None) -> None:
     ]
     seen = set(own).union(*(set(n.ranks) for n in others))
     where = said.get("where", "the job's store")
+    if own and 0 not in own:  # another node's report: its own ranks; the merged one is rank 0's node's
+        zero = next((n for n in others if 0 in n.ranks), None)
+        if zero is not None:
+            report.notices.append(f"this report covers this node's {_ranks(own)} ({host or '?'}); the merged report, with every "
+                                  f"rank of the job, is written by rank 0's node ({zero.host or '?'})")
+            if report.meta.get("stopped") and zero.stopping:  # rank 0's node decided, and only it sees every rank's collectives
+                report.notices[:] = [FOLLOWED.format(host=zero.host or "?") if n == STOPPED else n for n in report.notices]
+        else:
+            why = f" ({said['error']})" if said.get("error") and not said.get("reached") else ""
+            report.notices.append(f"this node never saw rank 0's node through {where}{why}: this report covers only this "
+                                  f"node's {_ranks(own)}, and rank 0's node may lack them")
+        return
     if others:
         listed = "; ".join([f"{host or '?'} ({_ranks(own)}, this node)", *(n.label() for n in others)])
         report.notices.append(f"the job ran on {len(others) + 1} nodes: {listed}")
