@@ -64,14 +64,32 @@ def two_nodes(script: Path, *, nproc: int = 2, observed: tuple[bool, ...] = (Tru
     report.json, another's beside it."""
     port = free_port()
     reports = Path(tempfile.mkdtemp(prefix="td-nodes-"))
-    started = []
+    commands = []
     for node, watched in enumerate(observed):
         launch = torchrun(port, nproc, node, conf)
         command = [sys.executable, "-m", "torchdoctor", "run", "--output", str(reports / "report.json"), *options] if watched else [sys.executable]
-        command += [*launch, str(script)]
-        process = subprocess.Popen(command, cwd=script.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                   env={**environment(), **(env or {})})
-        started.append((command, process))
+        commands.append(([*command, *launch, str(script)], env or {}))
+    return run_all(script.parent, commands, reports)
+
+
+def srun_tasks(script: Path, count: int = 2) -> Nodes:
+    """`srun torchdoctor run train.py` on `count` nodes, one task each: a runner per rank, whose
+    script reads the variables an sbatch file sets from SLURM's (RANK from SLURM_PROCID, ...) and
+    whose rank 0 hosts the store itself (`init_process_group` with env://)."""
+    port = free_port()
+    reports = Path(tempfile.mkdtemp(prefix="td-tasks-"))
+    slurm = {"SLURM_JOB_ID": str(port), "SLURM_STEP_ID": "0", "SLURM_NTASKS": str(count), "SLURM_STEP_NUM_TASKS": str(count),
+             "SLURM_NNODES": str(count), "SLURM_STEP_TASKS_PER_NODE": f"1(x{count})", "SLURM_LOCALID": "0",
+             "WORLD_SIZE": str(count), "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+    command = [sys.executable, "-m", "torchdoctor", "run", "--output", str(reports / "report.json"), str(script)]
+    tasks = [(command, {**slurm, "SLURM_PROCID": str(k), "SLURM_NODEID": str(k), "RANK": str(k)}) for k in range(count)]
+    return run_all(script.parent, tasks, reports)
+
+
+def run_all(folder: Path, commands: list[tuple[list[str], dict[str, str]]], reports: Path) -> Nodes:
+    """Start every command at once (each with its own variables), wait for all, read the reports."""
+    started = [(command, subprocess.Popen(command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                          env={**environment(), **env})) for command, env in commands]
     returncodes, errors = [], []
     for command, process in started:
         try:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.run.nodes.conftest import two_nodes
+from tests.run.nodes.conftest import srun_tasks, two_nodes
 
 pytestmark = pytest.mark.slow
 
@@ -55,6 +55,18 @@ def test_replicas_that_diverge_across_nodes_are_one_finding_in_rank_0s_report(wr
     assert other["findings"] == [] and "the merged report is rank 0's node's" in other["meta"]["title"]
     assert any(n.startswith("this report covers this node's rank 1 (") for n in other["notices"]), other["notices"]
     assert sorted(nodes.returncodes) == [0, 1]
+
+
+def test_srun_tasks_a_runner_per_rank_give_one_merged_report(write) -> None:  # type: ignore[no-untyped-def]
+    """`srun torchdoctor run train.py`: no torchrun; rank 0's own process hosts the store."""
+    script = write("train.py", TRAINING.format(forward="model.module", steps=4))
+    tasks = srun_tasks(script)
+    assert sorted(tasks.reports) == ["report.json", "report.rank1.json"], tasks.stderr
+    (finding,) = tasks.merged["findings"]
+    assert finding["rule"] == "TD460" and finding["evidence"]["ranks"] == [0, 1]
+    assert [n["ranks"] for n in tasks.merged["meta"]["nodes"]] == [[0], [1]]
+    assert not any("did not arrive" in n or "not observed" in n for n in tasks.merged["notices"]), tasks.merged["notices"]
+    assert tasks.returncodes == [1, 0]  # the other task's report: its own rank, and where the merged one is
 
 
 def test_the_correct_twin_through_a_shared_folder_gets_an_empty_report(write, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
