@@ -39,6 +39,8 @@ def test_a_slow_node_is_named_whole() -> None:
     [pace(0, 0.2, step_ms=40), pace(1, 1.5, step_ms=40)],  # 7x, but 1.3 ms of a 40 ms step
     [pace(0, 5, steps=16), pace(1, 30, steps=16)],  # 12 steps counted: too few
     [pace(0, 5)],  # one rank
+    [pace(0, 30, step_ms=34), pace(1, 4, step_ms=8), pace(2, 4, step_ms=8)],  # the others go on without waiting for it
+    [pace(0, 30), pace(1, 31)],  # every rank as slow as the other
 ])
 def test_no_straggler(records: list[dict[str, Any]]) -> None:
     assert straggler_findings(records) == []
@@ -82,3 +84,33 @@ def test_a_slow_rank_is_found_and_its_twin_is_silent_on_a_busy_machine(write) ->
         ran = torchdoctor_run(*torchrun, str(even), cwd=even.parent)
     assert ran.report["findings"] == [], ran.report["findings"]
     assert len(ran.report["meta"]["pace"]) == 3
+
+
+SAVES_AT_THE_END = """
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+
+dist.init_process_group("gloo")
+model = nn.parallel.DistributedDataParallel(nn.Linear(16, 4))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(24):
+    x, y = torch.randn(32, 16), torch.randint(0, 4, (32,))
+    optimizer.zero_grad()
+    F.cross_entropy(model(x), y).backward()
+    optimizer.step()
+if dist.get_rank() == 0:
+    time.sleep(2)                  # rank 0 saves the checkpoint once training is over
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.slow
+def test_what_a_rank_does_after_its_last_step_is_not_its_pace(write) -> None:  # type: ignore[no-untyped-def]
+    script = write("saves.py", SAVES_AT_THE_END)
+    ran = torchdoctor_run("-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(script), cwd=script.parent)
+    assert ran.report["findings"] == [], ran.report["findings"]
+    assert [row["steps"] for row in ran.report["meta"]["pace"]] == [[4, 24], [4, 24]]

@@ -6,7 +6,9 @@ wrote), at least MIN_STEPS of them. A rank is a straggler when its own work per 
 least RATIO times as long as that of the fastest half of the ranks, and longer by at least SHARE
 of a step and FLOOR seconds: a margin that the noise of a busy machine (ranks descheduled now and
 then, on every rank alike) does not reach, and a slow rank that costs the job little is not
-worth a warning.
+worth a warning. And the others must wait for it: their steps take at least WAITED of its own
+(ranks that never synchronise, such as replicas whose gradients are not averaged, each go at their
+own pace and hold nobody back).
 
 No torch here.
 """
@@ -24,6 +26,7 @@ MIN_STEPS = 16
 RATIO = 3.0
 SHARE = 0.2
 FLOOR = 0.002
+WAITED = 0.5
 
 
 def table(shared: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -54,7 +57,8 @@ def straggler_findings(shared: list[dict[str, Any]]) -> list[Finding]:
     fast = max(statistics.median(own[: max(1, len(own) // 2)]), 1e-6)
     step = statistics.median(row["step_seconds"] for row in rows)
     slow = [row for row in rows if row["own_seconds"] >= RATIO * fast and row["own_seconds"] - fast >= max(SHARE * step, FLOOR)]
-    if not slow:
+    others = [row["step_seconds"] for row in rows if row not in slow]
+    if not slow or not others or statistics.median(others) < WAITED * min(row["step_seconds"] for row in slow):
         return []
     ranks = [row["rank"] for row in slow]
     hosts = sorted({row["host"] for row in slow if row["host"]})

@@ -17,7 +17,9 @@ Compares, rank by rank, the time a training step spends outside `backward()` and
 collectives (loading data, the forward pass, the optimizer, the script's own work), measured on
 every rank from the 4th optimizer step on and compared over at least 16 steps. Ranks that spend
 at least 3 times as long as the fastest half of the ranks, by at least a fifth of a step and 2 ms
-each step, are reported, with their hosts in a job on several nodes.
+each step, are reported, with their hosts in a job on several nodes, when the other ranks wait
+for them (their steps take at least half as long). The steps end at the last optimizer step:
+what a rank does after training (saving a checkpoint) is not counted.
 
 ## Why is this bad?
 In data-parallel training every rank waits for the slowest at each gradient all-reduce: one

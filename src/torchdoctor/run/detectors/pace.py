@@ -4,8 +4,10 @@ In a job of two or more ranks, every optimizer step adds the time since the prev
 the time spent in `backward()` (where DDP waits for the other ranks' gradients) and in the
 recorded collectives (instruments/distributed.py): what is left is the work no rank waits for
 another in (data, forward, optimizer, the script's own code). The running totals are written
-at optimizer steps 4, 8, 16, ... and at exit; the runner compares the ranks (run/pace.py).
-Cost per step: two clock reads and an addition; nothing at all without a process group of two.
+at optimizer steps 4, 8, 16, ... and at exit, as they stood at the end of the last step: what
+a rank does after training (rank 0 saving a checkpoint, or waiting at exit for the other nodes'
+records) is not its pace. The runner compares the ranks (run/pace.py).
+Cost per step: three clock reads and a few additions; nothing at all without a process group of two.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class StepPace(Detector):
         self._collectives = 0.0  # the index's collective seconds then
         self._backward = 0.0  # seconds in backward() since then
         self._in_backward: float | None = None
+        self._last: tuple[int, float, float] | None = None  # (steps, wall, own) at the end of the latest step
 
     def on_backward(self, event: Backward) -> None:
         if self._started is not None:
@@ -49,15 +52,17 @@ class StepPace(Detector):
         steps = self.ctx.steps
         if steps == FIRST:
             self._started, self._collectives, self._backward = time.perf_counter(), self.index.seconds, 0.0
-        elif self._started is not None and steps & (steps - 1) == 0:
-            self._write(steps)
+        elif self._started is not None:
+            wall = time.perf_counter() - self._started
+            self._last = (steps, wall, wall - self._backward - (self.index.seconds - self._collectives))
+            if steps & (steps - 1) == 0:
+                self._write()
 
     def on_finish(self, outcome: Outcome) -> None:
-        if self._started is not None and self.ctx.steps > FIRST:
-            self._write(self.ctx.steps)
+        if self._last is not None and self._last[0] & (self._last[0] - 1) != 0:  # not written at that step already
+            self._write()
 
-    def _write(self, steps: int) -> None:
-        assert self._started is not None
-        wall = time.perf_counter() - self._started
-        own = wall - self._backward - (self.index.seconds - self._collectives)
+    def _write(self) -> None:
+        assert self._last is not None
+        steps, wall, own = self._last
         self.ctx.record({"type": "pace", "host": self._host, "first": FIRST, "steps": steps, "wall": wall, "own": own})
