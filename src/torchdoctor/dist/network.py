@@ -9,56 +9,33 @@ peer on another host fails with "Gloo connectFullMesh failed ... Connection refu
 remote=[127.0.1.1]"); NCCL the first interface NCCL_SOCKET_IFNAME matches. A preflight rank
 listens on those addresses and the other nodes connect to them (`knock`).
 
-Linux: interface addresses come from the kernel (SIOCGIFADDR, /proc/net); elsewhere the lists are
-empty and the checks that need them are skipped.
+Interface addresses come from psutil (the OS's own list: getifaddrs); a host without any gives
+empty lists, and the checks that need them are skipped.
 """
 
 from __future__ import annotations
 
 import errno
 import socket
-import struct
 import threading
-from pathlib import Path
 
-#: ioctl to read an interface's IPv4 address
-_SIOCGIFADDR = 0x8915
+import psutil
 
 
 def interface_ips() -> dict[str, str]:
-    """Each interface's (primary) IPv4 address, as gloo's GLOO_SOCKET_IFNAME would pick it."""
-    try:
-        import fcntl
-    except ImportError:  # not Unix
-        return {}
+    """Each interface's (first) IPv4 address, as gloo's GLOO_SOCKET_IFNAME would pick it."""
     found: dict[str, str] = {}
-    for _, name in socket.if_nameindex() if hasattr(socket, "if_nameindex") else []:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-            try:
-                packed = fcntl.ioctl(probe.fileno(), _SIOCGIFADDR, struct.pack("256s", name.encode()[:15]))
-            except OSError:
-                continue  # no IPv4 address (down, or IPv6 only)
-            found[name] = socket.inet_ntoa(packed[20:24])
+    for name, addresses in psutil.net_if_addrs().items():
+        first = next((a.address for a in addresses if a.family == socket.AF_INET), None)
+        if first is not None:
+            found[name] = first
     return found
 
 
 def local_ips() -> list[str]:
-    """Every address of this host, IPv4 (the kernel's LOCAL routes) and IPv6."""
-    found: set[str] = set()
-    try:
-        lines = Path("/proc/net/fib_trie").read_text().splitlines()
-    except OSError:
-        lines = []
-    for previous, line in zip(lines, lines[1:]):
-        if line.strip() == "/32 host LOCAL" and previous.strip().startswith("|--"):
-            found.add(previous.strip()[3:].strip())
-    try:
-        for line in Path("/proc/net/if_inet6").read_text().splitlines():
-            raw = line.split()[0]
-            found.add(socket.inet_ntop(socket.AF_INET6, bytes.fromhex(raw)))
-    except (OSError, ValueError, IndexError):
-        pass
-    return sorted(found)
+    """Every address of this host, IPv4 and IPv6 (without an IPv6 address's `%interface`)."""
+    return sorted({a.address.split("%", 1)[0] for addresses in psutil.net_if_addrs().values() for a in addresses
+                   if a.family in (socket.AF_INET, socket.AF_INET6)})
 
 
 def backend_address(variable: str, value: str | None, interfaces: dict[str, str], host_ips: list[str]) -> tuple[str, str] | None:
@@ -118,7 +95,7 @@ def knock(host: str, port: int, timeout: float) -> str | None:
             return None
     except socket.gaierror:
         return "unresolvable"
-    except (socket.timeout, TimeoutError):
+    except TimeoutError:
         return "timeout"
     except ConnectionRefusedError:
         return "refused"
