@@ -13,7 +13,8 @@ from tests import children
 from torchdoctor import cli
 from torchdoctor.core import registry
 from torchdoctor.core.config import Config
-from torchdoctor.core.report import Report
+from torchdoctor.core.finding import Category, Finding, Severity
+from torchdoctor.core.report import ExitStatus, FailOn, Report
 from torchdoctor.report.outputs import Output
 
 
@@ -74,8 +75,19 @@ def test_finish_exit_status_follows_fail_on(tmp_path: Path) -> None:
 
 
 def test_finish_passes_the_commands_own_exit_status_when_clean(tmp_path: Path) -> None:
-    report = Report(command="run", meta={"exit_status": 3})
+    report = Report(command="run", exit_status=3)
     assert cli.finish(report, _args(tmp_path), Config(), io.StringIO()) == 3
+    report.fatal_rules = frozenset({"TD006"})
+    report.add(Finding(rule="TD006", name="run-internal-error", category=Category.API, severity=Severity.INFO,
+                       message="torchdoctor failed", hint=""))
+    assert cli.finish(report, _args(tmp_path), Config(fail_on="never"), io.StringIO()) == 2
+
+
+def test_exit_statuses_and_fail_on_are_the_contracts() -> None:
+    assert [int(s) for s in ExitStatus] == [0, 1, 2, 130]
+    assert [f.value for f in FailOn] == ["error", "warning", "info", "never"]
+    assert FailOn.WARNING.reached_by(Severity.ERROR) and not FailOn.WARNING.reached_by(Severity.INFO)
+    assert not any(FailOn.NEVER.reached_by(s) for s in Severity)
 
 
 def test_a_bad_output_path_is_refused_before_the_command_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -21,7 +21,7 @@ from typing import TextIO
 from torchdoctor._version import __version__
 from torchdoctor.core import config as config_module
 from torchdoctor.core.errors import UsageError
-from torchdoctor.core.report import Report
+from torchdoctor.core.report import ExitStatus, Report
 from torchdoctor.core.suppress import drop_suppressed
 from torchdoctor.report import FORMATS, outputs, render
 
@@ -95,20 +95,13 @@ def finish(report: Report, args: argparse.Namespace, config: config_module.Confi
     """Filter, render and write the report (and `args.outputs`, checked by `outputs.resolve`);
     return the exit status the contract asks for.
 
-    `report.meta["fatal_rules"]` (not rendered) lists rules that mean the tool could not do
-    its whole job (lint: a file it could not read or parse): any of them left after filtering
-    makes the exit status 2.
+    `report.fatal_rules` are rules that mean the tool could not do its whole job (lint: a file
+    it could not read or parse): any of them left after filtering makes the exit status 2.
     """
-    fatal = set(report.meta.pop("fatal_rules", ()))
     report.findings = drop_suppressed(config.apply(report.findings))
     render(report, args.format, stream, fail_on=config.fail_on, color=args.color)
     outputs.write(report, args.outputs, config.fail_on)
-    if fatal and any(f.rule in fatal for f in report.findings):
-        return 2
-    status = report.exit_code(config.fail_on)
-    if status == 0:
-        status = int(report.meta.get("exit_status", 0))
-    return status
+    return int(report.exit_code(config.fail_on))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -123,16 +116,15 @@ def main(argv: list[str] | None = None) -> int:
         config = load_config(args)
         args.outputs = outputs.resolve(args.output, args.output_format)  # before the command runs anything
         report = module.execute(args, config)
-        stream = sys.stderr if report.meta.get("stream") == "stderr" else sys.stdout
-        return finish(report, args, config, stream)
+        return finish(report, args, config, sys.stderr if report.stream == "stderr" else sys.stdout)
     except UsageError as exc:
         print(f"torchdoctor: error: {exc}", file=sys.stderr)
-        return 2
+        return ExitStatus.TOOL_ERROR
     except KeyboardInterrupt:
         print("torchdoctor: interrupted", file=sys.stderr)
-        return 130
+        return ExitStatus.INTERRUPTED
     except BrokenPipeError:
-        return 0
+        return ExitStatus.CLEAN
     except ModuleNotFoundError as exc:
         if exc.name != "torch":
             return _internal_error(exc)
@@ -141,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{sys.executable}: install it first (`{sys.executable} -m pip install torch`)",
             file=sys.stderr,
         )
-        return 2
+        return ExitStatus.TOOL_ERROR
     except Exception as exc:
         return _internal_error(exc)
 
@@ -155,7 +147,7 @@ def _internal_error(exc: BaseException) -> int:
         "(set TORCHDOCTOR_DEBUG=1 for the traceback and report it)",
         file=sys.stderr,
     )
-    return 2
+    return ExitStatus.TOOL_ERROR
 
 
 if __name__ == "__main__":  # pragma: no cover

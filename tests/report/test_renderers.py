@@ -42,7 +42,7 @@ def test_text_groups_by_severity_with_checks_and_summary(report: Report) -> None
 
 
 def test_text_flat_layout_is_one_line_per_finding(report: Report) -> None:
-    report.meta["layout"] = "flat"
+    report.layout = "flat"
     report.checks = []
     lines = rendered(report, "text", color=False).splitlines()
     assert lines[0].startswith("TD146 [warning]")  # no location sorts first

@@ -22,6 +22,7 @@ from typing import Any
 from torchdoctor.core import registry
 from torchdoctor.core.errors import UsageError
 from torchdoctor.core.finding import Category, Finding, Severity
+from torchdoctor.core.report import FailOn
 from torchdoctor.core.rule import Rule
 
 if sys.version_info >= (3, 11):
@@ -29,7 +30,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-FAIL_ON = ("error", "warning", "info", "never")
+FAIL_ON = tuple(choice.value for choice in FailOn)
 
 
 @dataclass(frozen=True)
@@ -40,8 +41,11 @@ class Config:
     ignore: tuple[str, ...] = ()
     severity: Mapping[str, Severity] = field(default_factory=dict)
     exclude: tuple[str, ...] = ()
-    fail_on: str = "error"
+    fail_on: FailOn = FailOn.ERROR
     source: Path | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fail_on", FailOn(self.fail_on))  # `Config(fail_on="warning")` reads as the enum
 
     def enabled(self, rule: Rule) -> bool:
         """Selected and not ignored; the more specific selector wins, as in Ruff."""
@@ -140,10 +144,10 @@ def _severities(table: Mapping[str, Any], where: str) -> dict[str, Severity]:
     return out
 
 
-def _fail_on(value: str, where: str) -> str:
+def _fail_on(value: str, where: str) -> FailOn:
     if value not in FAIL_ON:
         raise UsageError(f"{where}: {value!r} is not one of {', '.join(FAIL_ON)}")
-    return value
+    return FailOn(value)
 
 
 def find_pyproject(start: Path) -> Path | None:

@@ -5,13 +5,34 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from torchdoctor._version import __version__
 from torchdoctor.core.finding import Finding, Severity
 from torchdoctor.core.wording import counted
 
 SCHEMA = "torchdoctor.report/1"
+
+
+class ExitStatus(enum.IntEnum):
+    """The contract's exit statuses (CONTRACT.md)."""
+
+    CLEAN = 0  # no finding at or above --fail-on
+    FINDINGS = 1  # a finding at or above --fail-on
+    TOOL_ERROR = 2  # bad input, or torchdoctor could not do its whole job
+    INTERRUPTED = 130  # Ctrl-C, as a shell reports SIGINT
+
+
+class FailOn(str, enum.Enum):
+    """`--fail-on`: the least severe finding that makes the exit status 1."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+    NEVER = "never"
+
+    def reached_by(self, severity: Severity) -> bool:
+        return self is not FailOn.NEVER and severity.rank >= Severity(self.value).rank
 
 
 class Status(str, enum.Enum):
@@ -62,7 +83,10 @@ class CheckResult:
 
 @dataclass
 class Report:
-    """What one command found. `checks` is empty for commands that only list findings (lint)."""
+    """What one command found. `checks` is empty for commands that only list findings (lint).
+
+    `meta` and `sections` are data written to the JSON report; the typed fields after them tell
+    the CLI how to show the report and which exit status to give (only `title` is also written)."""
 
     command: str
     findings: list[Finding] = field(default_factory=list)
@@ -70,6 +94,16 @@ class Report:
     notices: list[str] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
     sections: dict[str, Any] = field(default_factory=dict)
+    #: the text report's first line (check, env, dist, run)
+    title: str = ""
+    #: "checks": the numbered ✅/❌ list with findings under their check; "flat": one line per finding (lint)
+    layout: Literal["checks", "flat"] = "checks"
+    #: where the report goes when no --output is given: run and `lint --diff` keep stdout for the user's output
+    stream: Literal["stdout", "stderr"] = "stdout"
+    #: the exit status when no finding reaches --fail-on (run: the script's own; `lint --diff` with fixes: 1)
+    exit_status: int = ExitStatus.CLEAN
+    #: rules that mean the tool could not do its whole job: any of them left after filtering exits 2
+    fatal_rules: frozenset[str] = frozenset()
 
     def add(self, finding: Finding) -> None:
         self.findings.append(finding)
@@ -98,15 +132,18 @@ class Report:
         write(self, stream, color=False)
         return stream.getvalue().rstrip("\n")  # print() adds the last newline
 
-    def fails(self, fail_on: str) -> bool:
+    def fails(self, fail_on: FailOn) -> bool:
         """True when a finding is at or above `fail_on` (`never` never fails)."""
-        if fail_on == "never":
-            return False
-        threshold = Severity(fail_on).rank
-        return any(f.severity.rank >= threshold for f in self.findings)
+        return any(fail_on.reached_by(f.severity) for f in self.findings)
 
-    def exit_code(self, fail_on: str) -> int:
-        return 1 if self.fails(fail_on) else 0
+    def exit_code(self, fail_on: FailOn) -> ExitStatus | int:
+        """The contract's status: 2 for a fatal finding, 1 for one at or above `fail_on`,
+        otherwise the command's own `exit_status`."""
+        if any(f.rule in self.fatal_rules for f in self.findings):
+            return ExitStatus.TOOL_ERROR
+        if self.fails(fail_on):
+            return ExitStatus.FINDINGS
+        return self.exit_status
 
     def to_dict(self) -> dict[str, Any]:
         """The contract's JSON report (`torchdoctor.report/1`), with extra sections after it."""
@@ -121,7 +158,8 @@ class Report:
             data["checks"] = [c.to_dict() for c in self.checks]
         if self.notices:
             data["notices"] = list(self.notices)
-        if self.meta:
-            data["meta"] = self.meta
+        meta = {"title": self.title, **self.meta} if self.title else self.meta
+        if meta:
+            data["meta"] = meta
         data.update(self.sections)
         return data

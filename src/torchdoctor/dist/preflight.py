@@ -82,6 +82,6 @@ def _report(facts: DistFacts) -> Report:
     world = facts.world_size or len(facts.ranks)
     how = {"standalone": "standalone", "nodes": f"node {facts.launch.get('GROUP_RANK', '?')} of a job on several nodes"}.get(
         facts.mode, f"rank {facts.launch.get('RANK', '?')} of a launched job")
-    report.meta["title"] = f"torchdoctor dist: {world} rank{'s' if world != 1 else ''}, {how}"
+    report.title = f"torchdoctor dist: {world} rank{'s' if world != 1 else ''}, {how}"
     report.sections["distributed"] = {**facts.to_dict(), "bandwidth": bandwidth_table(facts)}
     return report

@@ -38,7 +38,7 @@ def execute(args: argparse.Namespace, config: Config) -> Report:
     report = Report(command="env")
     report.findings = [finding for found in by_group.values() for finding in found]
     report.checks = checks(facts, by_group, RULES)
-    report.meta["title"] = "torchdoctor env" + (f" (facts from {args.facts})" if args.facts else "")
+    report.title = "torchdoctor env" + (f" (facts from {args.facts})" if args.facts else "")
     if not facts.nvidia.gpus and not facts.torch.gpus:
         report.notices.append("no NVIDIA GPU on this machine: the GPU, driver and CUDA library checks had nothing to check")
     report.sections["environment"] = facts.to_dict()

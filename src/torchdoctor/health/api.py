@@ -62,7 +62,7 @@ def make_options(options: dict[str, Any]) -> Options:
 
 def run(subject: Subject, options: Options) -> Report:
     report = Report("check")
-    report.meta["title"] = f"torchdoctor check {subject.label}".rstrip()
+    report.title = f"torchdoctor check {subject.label}".rstrip()
     data = subject.data
     owners = (data, data.dataset) if isinstance(data, DataLoader) else ()
     with Isolation(*owners):

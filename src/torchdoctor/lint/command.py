@@ -55,5 +55,5 @@ def execute(args: argparse.Namespace, config: Config) -> Report:
         sys.stdout.write("".join(outcome.stdout))
         sys.stdout.flush()
     if options.diff or (options.fix and stdin_text is not None):
-        outcome.report.meta["stream"] = "stderr"  # stdout carries the diff / the fixed source
+        outcome.report.stream = "stderr"  # stdout carries the diff / the fixed source
     return outcome.report

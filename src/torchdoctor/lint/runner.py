@@ -17,7 +17,7 @@ from pathlib import Path
 from torchdoctor.core import registry
 from torchdoctor.core.config import Config
 from torchdoctor.core.errors import UsageError
-from torchdoctor.core.report import Report
+from torchdoctor.core.report import ExitStatus, Report
 from torchdoctor.core.suppress import is_suppressed
 from torchdoctor.core.wording import counted
 from torchdoctor.lint.engine import Engine, describe, fixable, parse
@@ -57,7 +57,7 @@ def lint_paths(paths: Sequence[str], config: Config, options: Options) -> Outcom
     """Lint `paths` (files and folders; "-" reads stdin) with the rules `config` enables."""
     enabled = {rule.code for rule in registry.all_rules() if config.enabled(rule)}
     engine = Engine(enabled)
-    report = Report(command="lint", meta={"layout": "flat", "fatal_rules": list(FATAL)})
+    report = Report(command="lint", layout="flat", fatal_rules=frozenset(FATAL))
     outcome = Outcome(report)
     state = _Counts()
     old_limit = sys.getrecursionlimit()
@@ -194,7 +194,7 @@ def _summarise(report: Report, options: Options, state: _Counts, paths: Sequence
     if options.fix and state.fixed and not options.diff:
         report.notices.append(f"fixed {fixed}")
     if options.diff and state.fixed:
-        report.meta["exit_status"] = 1
+        report.exit_status = ExitStatus.FINDINGS
         report.notices.append(f"the diff fixes {fixed}; the findings listed are those it leaves")
     if state.fixable and not options.fix and not options.diff:
         safe = state.fixable - state.unsafe

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TextIO
 
-from torchdoctor.core.report import Report
+from torchdoctor.core.report import FailOn, Report
 
 FORMATS = ("text", "json", "junit", "sarif", "github", "html")
 
 
-def render(report: Report, fmt: str, stream: TextIO, *, fail_on: str = "error", color: bool | None = None) -> None:
+def render(report: Report, fmt: str, stream: TextIO, *, fail_on: FailOn = FailOn.ERROR, color: bool | None = None) -> None:
     """Write `report` to `stream` in `fmt` (one of FORMATS)."""
     renderer = _renderers()[fmt]
     renderer(report, stream, fail_on=fail_on, color=color)

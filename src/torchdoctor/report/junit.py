@@ -10,12 +10,12 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from typing import Any, TextIO
 
-from torchdoctor.core.finding import Finding, Severity
-from torchdoctor.core.report import Report, Status
+from torchdoctor.core.finding import Finding
+from torchdoctor.core.report import FailOn, Report, Status
 
 
-def _failing(finding: Finding, fail_on: str) -> bool:
-    return fail_on != "never" and finding.severity.rank >= Severity(fail_on).rank
+def _failing(finding: Finding, fail_on: FailOn) -> bool:
+    return FailOn(fail_on).reached_by(finding.severity)
 
 
 def _describe(finding: Finding) -> str:
@@ -44,7 +44,7 @@ def _cases(report: Report) -> list[tuple[str, Status | None, float, list[Finding
     return [(name, None, 0.0, found) for name, found in sorted(by_rule.items())]
 
 
-def write(report: Report, stream: TextIO, *, fail_on: str = "error", **_: Any) -> None:
+def write(report: Report, stream: TextIO, *, fail_on: FailOn = FailOn.ERROR, **_: Any) -> None:
     suite_name = f"torchdoctor.{report.command}"
     suite = ET.Element("testsuite", name=suite_name)
     tests = failures = skipped = 0

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from torchdoctor.core.errors import UsageError
-from torchdoctor.core.report import Report
+from torchdoctor.core.report import FailOn, Report
 from torchdoctor.report import FORMATS, render
 
 #: file suffix -> report format (any other suffix: the JSON report)
@@ -88,7 +88,7 @@ def _unwritable(path: Path) -> str | None:
     return None
 
 
-def write(report: Report, outputs: list[Output], fail_on: str) -> None:
+def write(report: Report, outputs: list[Output], fail_on: FailOn) -> None:
     """Render the report into each file (rendered in full first, so a renderer's failure leaves no half file)."""
     for output in outputs:
         buffer = io.StringIO()

@@ -33,7 +33,7 @@ def console_for(stream: TextIO, color: bool | None = None) -> Console:
 
 def write(report: Report, stream: TextIO, *, color: bool | None = None, **_: Any) -> None:
     console = console_for(stream, color)
-    if report.meta.get("layout") == "flat":
+    if report.layout == "flat":
         _flat(report, console)
     else:
         _grouped(report, console)
@@ -73,9 +73,8 @@ def _flat(report: Report, console: Console) -> None:
 
 
 def _grouped(report: Report, console: Console) -> None:
-    title = report.meta.get("title")
-    if title:
-        console.print(Text(title, style="bold"))
+    if report.title:
+        console.print(Text(report.title, style="bold"))
     for number, check in enumerate(report.checks, 1):
         line = Text(f"{check.status.icon} ")
         line.append(f"{number:>2}. {check.title}", style=STATUS_STYLE[check.status])

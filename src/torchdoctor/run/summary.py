@@ -44,19 +44,17 @@ DEFAULT_KILL_HINT = (
 
 
 def build(target: Target, finished: Finished, records: RunRecords) -> Report:
-    report = Report(command="run")
+    report = Report(command="run", stream="stderr", exit_status=finished.exit_status,
+                    title=_title(target, finished, records), fatal_rules=frozenset({INTERNAL_ERROR.code}))
     report.findings = [_displayed(f) for f in records.findings]
     report.notices.extend(_notices(finished, records))
-    report.meta["fatal_rules"] = [INTERNAL_ERROR.code]  # torchdoctor failed: exit status 2
     killed = _killed_finding(finished)
     if killed is not None:
         report.add(killed)
     report.meta.update(
         {
-            "stream": "stderr",
-            "exit_status": finished.exit_status,
+            "exit_status": finished.exit_status,  # the script's own, as data
             "target": target.display(),
-            "title": _title(target, finished, records),
             "seconds": round(finished.seconds, 3),
             "steps": records.total("steps"),
             "processes": [

@@ -81,7 +81,7 @@ def on_nodes(report: Report, folder: Path, problem: str | None) -> str | None:
     if not own or 0 in own:
         return None
     group = next((s["launch"]["group_rank"] for s in states if (s.get("launch") or {}).get("group_rank") is not None), None)
-    report.meta["title"] = f"{report.meta.get('title', '')} · {_ranks(own)} of {world}: the merged report is rank 0's node's"
+    report.title = f"{report.title} · {_ranks(own)} of {world}: the merged report is rank 0's node's"
     return f"node{group}" if group is not None else f"rank{min(own)}"
 
 

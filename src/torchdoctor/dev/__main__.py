@@ -1,0 +1,43 @@
+"""`python -m torchdoctor.dev new-rule --code TD149 --name ... --category ... --lint --run`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from torchdoctor.core.errors import UsageError
+from torchdoctor.core.finding import Category, Severity
+from torchdoctor.dev.scaffold import DETECTOR_KINDS, NewRule, checkout_root, write_rule
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m torchdoctor.dev", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    new = commands.add_parser("new-rule", help="write a rule, stubs for its detectors and its two-sided tests")
+    new.add_argument("--code", required=True, help="the new rule's code, in its family's range (CONTRIBUTING.md)")
+    new.add_argument("--name", required=True, help="kebab-case name of the bad pattern, e.g. softmax-before-cross-entropy")
+    new.add_argument("--category", required=True, choices=[c.value for c in Category])
+    new.add_argument("--severity", default="warning", choices=[s.value for s in Severity])
+    for kind, what in DETECTOR_KINDS.items():
+        new.add_argument(f"--{kind}", action="store_true", help=f"add a {what}")
+    new.add_argument("--root", type=Path, default=None, help="the source checkout to write into (default: this one)")
+    args = parser.parse_args(argv)
+    kinds = tuple(kind for kind in DETECTOR_KINDS if getattr(args, kind))
+    try:
+        rule = NewRule(args.code, args.name, Category(args.category), Severity(args.severity), kinds)
+        root = (args.root or checkout_root()).resolve()
+        written = write_rule(rule, root)
+    except UsageError as exc:
+        print(f"torchdoctor.dev: error: {exc}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(f"wrote {path.relative_to(root)}")
+    print(f"Next: fill in the doc and templates of {rule.code}, make its detectors find the flagged side "
+          "(the new tests fail until they do), then regenerate docs/rules.md "
+          "(`torchdoctor rules --format markdown > docs/rules.md`).")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""`python -m torchdoctor.dev new-rule`: a copy of this checkout gets a rule, registered
+detector stubs and two-sided tests; the flagged side's tests fail until the detectors are
+written, the correct side's pass, and the rule is in the catalogue at once."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def checkout(tmp_path: Path) -> Path:
+    root = tmp_path / "checkout"
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    for part in ("src", "tests"):
+        shutil.copytree(ROOT / part, root / part, ignore=ignore)
+    shutil.copy(ROOT / "pyproject.toml", root)
+    return root
+
+
+def python(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": f"{root / 'src'}{os.pathsep}{root}", "OMP_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, *args], cwd=root, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_a_lint_run_and_check_rule_is_scaffolded_with_failing_tests_for_the_flagged_side(tmp_path: Path) -> None:
+    root = checkout(tmp_path)
+    made = python(root, "-m", "torchdoctor.dev", "new-rule", "--code", "TD149", "--name", "widget-misused",
+                  "--category", "optimizer", "--lint", "--run", "--check", "--root", str(root))
+    assert made.returncode == 0, made.stderr
+    written = {line.removeprefix("wrote ") for line in made.stdout.splitlines() if line.startswith("wrote ")}
+    assert written == {
+        os.path.join(*p.split("/")) for p in (
+            "src/torchdoctor/rules/optimizer/widget_misused.py", "src/torchdoctor/lint/checks/widget_misused.py",
+            "tests/lint/fixtures/widget_misused.py", "src/torchdoctor/run/detectors/widget_misused.py",
+            "tests/run/detectors/test_widget_misused.py", "src/torchdoctor/health/checks/widget_misused.py",
+            "tests/health/test_widget_misused.py", "src/torchdoctor/run/detectors/__init__.py",
+            "src/torchdoctor/health/runner.py")}
+    shown = python(root, "-m", "torchdoctor", "rule", "TD149")
+    assert shown.returncode == 0 and "# widget-misused (TD149)" in shown.stdout
+    registered = python(root, "-c", "from torchdoctor.run.detectors import DETECTORS; from torchdoctor.health.runner import NAMES;"
+                                    "print([d.__name__ for d in DETECTORS].count('WidgetMisused'), NAMES.count('widget_misused'))")
+    assert registered.stdout.split() == ["1", "1"], registered.stderr
+    tests = python(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", "--rootdir", str(root),
+                   "tests/run/detectors/test_widget_misused.py", "tests/health/test_widget_misused.py",
+                   "tests/lint/test_fixtures.py", "-k", "widget")
+    outcomes = {line.split(" ", 1)[0] + " " + line.split("::")[-1].split(" ")[0]
+                for line in tests.stdout.splitlines() if line.startswith(("PASSED ", "FAILED "))}
+    assert outcomes == {
+        "FAILED test_the_bug_is_flagged", "PASSED test_similar_correct_code_is_not_flagged",
+        "FAILED test_fixture_findings_are_exactly_the_marked_ones[widget_misused]",
+    }, tests.stdout[-3000:]
+    assert sum(line.startswith("FAILED ") for line in tests.stdout.splitlines()) == 3  # run and check alike
+
+
+def test_a_taken_code_or_name_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    root = tmp_path / "empty"
+    for code, name, said in (("TD101", "brand-new", "TD101 is taken by softmax-before-cross-entropy"),
+                             ("TD149", "softmax-before-cross-entropy", "a rule is named softmax-before-cross-entropy"),
+                             ("TD1", "brand-new", "is not a rule code"), ("TD149", "Brand_New", "is not a kebab-case name")):
+        made = python(ROOT, "-m", "torchdoctor.dev", "new-rule", "--code", code, "--name", name,
+                      "--category", "loss", "--lint", "--root", str(root))
+        assert made.returncode == 2 and said in made.stderr, made.stderr
+    made = python(ROOT, "-m", "torchdoctor.dev", "new-rule", "--code", "TD149", "--name", "brand-new",
+                  "--category", "loss", "--root", str(root))
+    assert made.returncode == 2 and "--lint, --run or --check" in made.stderr
+    assert not root.exists()
