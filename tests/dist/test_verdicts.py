@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from torchdoctor.dist.facts import load
-from torchdoctor.dist.verdicts import RULES, VERDICTS, interface_problem, judge, launch_problems, ranks_text
+from torchdoctor.dist.verdicts import RULES, VERDICTS, interface_problem, judge, launch_problems
 
 LAUNCH = {"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "node-0", "MASTER_PORT": "29500"}
 
@@ -36,12 +36,7 @@ def test_a_healthy_job_has_no_finding() -> None:
 
 def test_rule_groups_cover_the_range() -> None:
     listed = [code for group in RULES.values() for code in group]
-    assert sorted(listed) == [f"TD7{n:02d}" for n in range(14)] and set(RULES) == set(VERDICTS)
-
-
-@pytest.mark.parametrize(("numbers", "text"), [([0], "0"), ([0, 1, 2, 5], "0-2, 5"), ([3, 1], "1, 3"), ([], "")])
-def test_ranks_text(numbers: list[int], text: str) -> None:
-    assert ranks_text(numbers) == text
+    assert sorted(listed) == [f"TD7{n:02d}" for n in range(19)] and set(RULES) == set(VERDICTS)
 
 
 @pytest.mark.parametrize(("launch", "says"), [
@@ -151,3 +146,69 @@ def test_a_process_group_failure_explained_by_the_interface_is_reported_once() -
     ranks = [rank(r, interfaces=["lo", "eth0"], socket_ifname={"GLOO_SOCKET_IFNAME": "eth9"}, error=error) for r in (0, 1)]
     found = judge(facts(world_size=2, ranks=ranks))
     assert [f.rule for f in found] == ["TD713"] and found[0].rank is None
+
+
+# -- several nodes --------------------------------------------------------------------------------
+def lone(number: int, **data: Any) -> dict[str, Any]:
+    """A rank alone on its node."""
+    return rank(number, local_rank=0, local_world_size=1, **data)
+
+
+SLURM = {"SLURM_JOB_NODELIST": "gpu[01-02]", "SLURM_PROCID": "0", "SLURM_STEP_NUM_TASKS": "2", "SLURM_NODEID": "0",
+         "SLURM_LOCALID": "0", "SLURM_STEP_TASKS_PER_NODE": "1(x2)"}
+
+
+def test_several_nodes_simulated_on_one_host_are_one_host() -> None:
+    """Two nodes on one machine (a test, a VM): loopback addresses are fine there."""
+    launch = {**LAUNCH, "MASTER_ADDR": "127.0.0.1", "LOCAL_WORLD_SIZE": "1"}
+    ranks = [rank(0, node="0", host_ips=["127.0.0.1"], local_rank=0, local_world_size=1),
+             rank(1, node="1", host_ips=["127.0.0.1"], local_rank=0, local_world_size=1)]
+    assert codes(mode="nodes", launch=launch, master_ips=["127.0.0.1"], master_resolves=True, world_size=2, ranks=ranks) == []
+    ranks[1]["hostname"] = "node-1"  # now on two hosts: both a loopback MASTER_ADDR and gloo on loopback break the job
+    ranks[0]["host_ips"] = ["10.0.0.1"]
+    assert codes(mode="nodes", launch=launch, master_ips=["127.0.0.1"], master_resolves=True, world_size=2, ranks=ranks) == ["TD701", "TD716"]
+
+
+def test_master_addr_outside_the_slurm_job() -> None:
+    base = {"mode": "launcher", "master_resolves": True, "world_size": 2, "slurm_nodes": ["gpu01", "gpu02"],
+            "slurm_node_ips": ["10.0.1.1", "10.0.1.2"]}
+    login = {**LAUNCH, **SLURM, "MASTER_ADDR": "login01"}
+    (finding,) = judge(facts(**base, launch=login, master_ips=["10.0.0.3"]))
+    assert finding.rule == "TD714" and finding.message.startswith("MASTER_ADDR=login01 is not a node of this SLURM job (gpu01, gpu02) (it resolves to 10.0.0.3)")
+    for addr, ips in (("gpu01", ["10.0.1.1"]), ("gpu01.cluster", ["10.0.1.1"]), ("gpu01-ib", ["10.0.9.1"]), ("10.0.1.1", ["10.0.1.1"])):
+        zero = lone(0, local_ips=["10.0.1.1", "10.0.9.1"])  # gpu01-ib: another network's name of the first node
+        assert codes(**base, launch={**login, "MASTER_ADDR": addr}, master_ips=ips, ranks=[zero]) == [], addr
+    assert codes(**{**base, "slurm_node_ips": []}, launch=login, master_ips=["10.0.0.3"]) == []  # nodes not resolved: no verdict
+    assert codes(**base, launch=login, master_ips=["10.0.0.3"], derived=["MASTER_ADDR"]) == []  # filled in by the preflight
+
+
+def test_task_counts_that_disagree_with_srun() -> None:
+    (finding,) = judge(facts(mode="launcher", launch={**LAUNCH, **SLURM, "WORLD_SIZE": "16"}))
+    assert finding.rule == "TD715" and finding.message.endswith("WORLD_SIZE=16 but the step's tasks (SLURM_STEP_NUM_TASKS) is 2")
+    torchrun = {**LAUNCH, **SLURM, "TORCHELASTIC_RUN_ID": "7", "LOCAL_WORLD_SIZE": "8", "WORLD_SIZE": "16", "RANK": "3",
+                "SLURM_STEP_TASKS_PER_NODE": "8(x2)", "SLURM_STEP_NUM_TASKS": "16"}
+    (finding,) = judge(facts(mode="launcher", launch=torchrun))
+    assert "srun started 8 tasks on this node and each runs its own torchrun of 8 ranks each: 64 processes" in finding.message
+    assert "--ntasks-per-node=1" in finding.hint
+    assert codes(mode="launcher", launch={**torchrun, "SLURM_STEP_TASKS_PER_NODE": "1(x2)", "SLURM_STEP_NUM_TASKS": "2"}) == []
+    assert codes(mode="launcher", launch={**LAUNCH, **SLURM}) == []
+    assert codes(mode="launcher", launch={**LAUNCH, **SLURM, "WORLD_SIZE": "16"}, derived=["WORLD_SIZE"]) == []
+
+
+def test_master_addr_that_is_not_rank_0s_host() -> None:
+    zero = lone(0, master_resolved=["10.0.0.9"], local_ips=["10.0.0.1", "127.0.0.1"])
+    (finding,) = judge(facts(mode="launcher", launch=LAUNCH, world_size=2, ranks=[zero]))
+    assert finding.rule == "TD717" and finding.message.startswith("MASTER_ADDR=node-0 resolves to 10.0.0.9 on node-0, where rank 0 runs")
+    for resolved in (["10.0.0.1"], ["127.0.1.1"]):  # its own address; any loopback address is this host
+        assert codes(mode="launcher", launch=LAUNCH, world_size=2, ranks=[{**zero, "master_resolved": resolved}]) == []
+
+
+def test_a_node_address_the_others_cannot_reach() -> None:
+    probe = {"via": "GLOO_SOCKET_IFNAME=eth1", "address": "10.99.0.2:41200"}
+    failed = {"to": 1, "via": probe["via"], "address": probe["address"], "problem": "unreachable"}
+    ranks = [lone(0, reach=[failed]), lone(1, hostname="node-1", probes=[probe], error="process group: Gloo connectFullMesh failed")]
+    (finding,) = judge(facts(mode="launcher", launch=LAUNCH, world_size=2, ranks=ranks))  # the process group's failure is explained
+    assert finding.rule == "TD718" and finding.message == (
+        "rank 0 on node-0 could not reach rank 1's node (node-1) at 10.99.0.2:41200, the address GLOO_SOCKET_IFNAME=eth1 picks there: "
+        "there is no route to it from there")
+    assert codes(mode="launcher", launch=LAUNCH, world_size=2, ranks=[lone(0, reach=[{**failed, "problem": None}]), lone(1, hostname="node-1")]) == []

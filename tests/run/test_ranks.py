@@ -14,6 +14,7 @@ from torchdoctor.core.finding import Category, Finding, Severity
 from torchdoctor.run import ranks
 from torchdoctor.run.instruments import distributed
 from torchdoctor.run.instruments.distributed import DistributedIndex
+from torchdoctor.run.nodes.job import Launch
 from torchdoctor.run.records import merge
 
 DEAD = 2**22 + 4321  # above Linux's pid_max: no such process
@@ -21,11 +22,11 @@ SCRIPT = "/job/train.py"
 
 
 def rank_state(folder: Path, rank: int, calls: list[tuple[Any, ...]], *, waiting: bool = False, running: bool = False,
-               completed: bool | None = True, pid: int | None = None, world: int = 2) -> None:
+               completed: bool | None = True, pid: int | None = None, world: int = 2, launch: Launch | None = None) -> None:
     """Write one rank's state file with the real writer. `calls`: (op, line) or (op, line, shape, group)."""
     index = DistributedIndex()
     index.attach(folder)
-    index.rank, index.world, index.timeout = rank, world, 1800.0
+    index.rank, index.world, index.timeout, index.launch = rank, world, 1800.0, launch
     for call in calls:
         op, line = call[0], call[1]
         shape = call[2] if len(call) > 2 else ((4,) if op == "all_reduce" else None)

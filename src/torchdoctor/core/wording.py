@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 
 def listing(items: Sequence[str], limit: int = 5) -> str:
@@ -22,3 +22,20 @@ def article(word: str) -> str:
     """`an int`, `a str`, `an nn.Linear`, `an Upsample`: the article for a type or module name
     (a leading vowel letter, or `nn.` said "en-en")."""
     return f"{'an' if word[:1].lower() in 'aeiou' or word.startswith('nn.') else 'a'} {word}"
+
+
+def ranks_text(ranks: Iterable[int]) -> str:
+    """[0, 1, 2, 5] -> "0-2, 5"."""
+    spans: list[list[int]] = []
+    for n in sorted(set(ranks)):
+        if spans and spans[-1][1] == n - 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans)
+
+
+def ranks_named(ranks: Iterable[int]) -> str:
+    """`rank 3`, `ranks 0-2, 5`."""
+    numbers = sorted(set(ranks))
+    return f"rank{'s' if len(numbers) != 1 else ''} {ranks_text(numbers)}"

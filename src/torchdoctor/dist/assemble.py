@@ -28,11 +28,13 @@ def own_view(proc: RankProcess) -> dict[str, Any]:
         elif kind == "enter":
             facts["position"] = event["label"]
         elif kind == "collective":
-            result = {k: event[k] for k in ("op", "backend", "bytes", "ok", "problem", "detail", "seconds")}
+            result = {k: event[k] for k in ("op", "backend", "bytes", "ok", "problem", "detail", "seconds", "scope", "group") if k in event}
             facts["collectives"].append(result)
             facts["position"] = None if result["problem"] is None else facts.get("position")
             if result["problem"] is None:
                 facts["last_completed"] = from_dict(Collective, result).label
+        elif kind == "reach":
+            facts["reach"] = event["reach"]
         elif kind == "error":
             facts["error"] = f"{event['stage']}: {event['error']}"
     if proc.killed is not None and not proc.done:

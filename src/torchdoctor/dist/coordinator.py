@@ -138,3 +138,13 @@ def standalone_environments(nproc: int, port: int, base: Mapping[str, str] | Non
          "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "OMP_NUM_THREADS": base.get("OMP_NUM_THREADS", "1")}
         for rank in range(nproc)
     ]
+
+
+def node_environments(nodes: int, node: int, host: str, port: int, *, nproc: int, base: Mapping[str, str] | None = None) -> list[dict[str, str]]:
+    """The variables of this node's ranks in a job of `nodes` nodes of `nproc` ranks each (as
+    torchrun's static rendezvous numbers them: node K holds ranks K*nproc to K*nproc+nproc-1)."""
+    local = standalone_environments(nproc, port, base)
+    for env in local:
+        rank = node * nproc + int(env["LOCAL_RANK"])
+        env.update(RANK=str(rank), WORLD_SIZE=str(nodes * nproc), MASTER_ADDR=host, GROUP_RANK=str(node))
+    return local

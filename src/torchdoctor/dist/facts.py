@@ -25,10 +25,13 @@ class Collective:
     problem: str | None = None  # "timeout", "wrong" or "error"
     detail: str | None = None
     seconds: float | None = None  # median time of one call
+    scope: str = "world"  # or "inter-node" (one rank per node), "intra-node" (the ranks of one node)
+    group: list[int] | None = None  # the ranks of the group (None: the whole world)
 
     @property
     def label(self) -> str:
-        return f"{self.op} {human_bytes(self.bytes)} ({self.backend})" if self.op != "barrier" else f"barrier ({self.backend})"
+        where = self.backend if self.scope == "world" else f"{self.backend}, {self.scope}"
+        return f"{self.op} {human_bytes(self.bytes)} ({where})" if self.op != "barrier" else f"barrier ({where})"
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,15 @@ class RankFacts:
     rng: str | None = None  # fingerprint of the default torch generator's state
     interfaces: list[str] = field(default_factory=list)
     socket_ifname: dict[str, str] = field(default_factory=dict)  # GLOO_/NCCL_SOCKET_IFNAME as set
+    interface_ips: dict[str, str] = field(default_factory=dict)  # interface -> its IPv4 address
+    local_ips: list[str] = field(default_factory=list)  # every address of its host
+    host_ips: list[str] = field(default_factory=list)  # what its host name resolves to there
+    master_resolved: list[str] | None = None  # what MASTER_ADDR resolves to there (None: it does not)
+    #: the addresses it listened on for the other nodes: {"via": what picked it, "address": "ip:port"}
+    probes: list[dict[str, Any]] = field(default_factory=list)
+    #: its attempts to reach the other nodes' probes: {"to": rank, "via", "address", "problem": None or why}
+    reach: list[dict[str, Any]] = field(default_factory=list)
+    node: str | None = None  # GROUP_RANK, SLURM_NODEID or --node-rank: its node, when the launcher says
     ready_seconds: float | None = None  # from the start of the preflight to this rank's torch being imported
     duplicates: int = 1  # processes that claimed this RANK
     connect: str | None = None  # why the store could not be reached: refused, timeout, unresolvable, in use, no answer
@@ -80,6 +92,11 @@ class DistFacts:
     #: torch import when that came later (a slow start on a busy machine is not a missing rank)
     rendezvous_deadline: float | None = None
     ranks: list[RankFacts] = field(default_factory=list)
+    #: launch variables the preflight filled in from SLURM's (an srun task; see slurm.py)
+    derived: list[str] = field(default_factory=list)
+    slurm_nodes: list[str] = field(default_factory=list)  # the step's nodes, expanded
+    slurm_node_ips: list[str] = field(default_factory=list)  # their addresses (resolved when MASTER_ADDR is not a node's name)
+    local_ips: list[str] = field(default_factory=list)  # the addresses of the host the preflight started on
 
     def rank(self, number: int) -> RankFacts | None:
         return next((r for r in self.ranks if r.rank == number), None)

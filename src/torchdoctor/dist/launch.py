@@ -12,14 +12,16 @@ import socket
 import threading
 from collections.abc import Mapping
 
+from torchdoctor.dist import slurm
+
 REQUIRED = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 OPTIONAL = ("LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE",
             "TORCHELASTIC_RESTART_COUNT")
 
 
 def launch_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The launch variables that are set."""
-    return {name: environ[name] for name in (*REQUIRED, *OPTIONAL) if name in environ}
+    """The launch variables that are set (SLURM's too)."""
+    return {name: environ[name] for name in (*REQUIRED, *OPTIONAL, *slurm.VARIABLES) if name in environ}
 
 
 def is_launched(environ: Mapping[str, str]) -> bool:
@@ -34,14 +36,16 @@ def integer(value: str | None) -> int | None:
         return None
 
 
-def resolve(host: str, timeout: float = 3.0) -> list[str] | None:
-    """The addresses `host` resolves to; None when it does not resolve within `timeout` seconds."""
+def resolve(host: str, timeout: float = 3.0, ordered: bool = False) -> list[str] | None:
+    """The addresses `host` resolves to (sorted, or in the resolver's order, which is the order a
+    backend tries them in); None when it does not resolve within `timeout` seconds."""
     found: list[list[str] | None] = [None]
 
     def lookup() -> None:
         try:
             infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
-            found[0] = sorted({str(info[4][0]) for info in infos})
+            addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
+            found[0] = addresses if ordered else sorted(addresses)
         except (OSError, UnicodeError):
             found[0] = None
 

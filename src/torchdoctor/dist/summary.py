@@ -14,26 +14,31 @@ from torchdoctor.dist.verdicts import RULES, ranks_text
 from torchdoctor.dist.worker import MIN_WAIT_AFTER_READY
 
 TITLES = {"launch": "Launch environment", "rendezvous": "Rendezvous", "consistency": "Consistency across ranks",
-          "gpus": "GPU mapping"}
+          "gpus": "GPU mapping", "network": "Node addresses"}
 #: bus bandwidth factor (as nccl-tests reports it): comparable with the link speed
 BUS_FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n, "broadcast": lambda n: 1.0}
 
 
 def bandwidth_table(facts: DistFacts) -> list[dict[str, Any]]:
     """One row per backend, op and size: the slowest rank's median time, and the bandwidth."""
-    times: dict[tuple[str, str, int], list[float]] = defaultdict(list)
+    times: dict[tuple[str, str, int, str], list[float]] = defaultdict(list)
+    members: dict[str, int] = {}  # scope -> ranks in one of its groups
     for rank in facts.ranks:
         for c in rank.collectives:
             if c.ok and c.seconds is not None:
-                times[(c.backend, c.op, c.bytes)].append(c.seconds)
+                times[(c.backend, c.op, c.bytes, c.scope)].append(c.seconds)
+                if c.group:
+                    members[c.scope] = len(c.group)
     world = facts.world_size or len(facts.ranks) or 1
     rows = []
-    for (backend, op, size), seen in times.items():
+    for (backend, op, size, scope), seen in times.items():
         seconds = max(seen)
         row: dict[str, Any] = {"backend": backend, "op": op, "bytes": size, "seconds": seconds, "ranks": len(seen)}
+        if scope != "world":  # one rank per node (inter-node), or the ranks of one node (intra-node: the slowest node)
+            row["scope"] = scope
         if op in BUS_FACTOR and size and seconds > 0:
             row["algbw_gbps"] = size / seconds / 1e9
-            row["busbw_gbps"] = row["algbw_gbps"] * BUS_FACTOR[op](world)
+            row["busbw_gbps"] = row["algbw_gbps"] * BUS_FACTOR[op](members.get(scope, world))
         rows.append(row)
     return rows
 
@@ -45,21 +50,23 @@ def checks(facts: DistFacts, by_group: dict[str, list[Finding]]) -> list[CheckRe
         _check("consistency", _consistency(facts), by_group, len([r for r in facts.ranks if r.torch]) > 1),
         _check("gpus", _gpus(facts), by_group, any(r.gpu_count for r in facts.ranks)),
     ]
+    if any(r.reach for r in facts.ranks) or by_group.get("network"):  # a job on several nodes
+        out.append(_check("network", _network(facts), by_group, True))
     found = by_group.get("collectives", [])
     table = bandwidth_table(facts)
     seen = []
     for rank in facts.ranks:
         for c in rank.collectives:
-            if (c.backend, c.op) not in seen:
-                seen.append((c.backend, c.op))
-    for backend, op in seen:
-        failed = [c for r in facts.ranks for c in r.collectives if (c.backend, c.op) == (backend, op) and not c.ok]
-        rows = sorted((r for r in table if (r["backend"], r["op"]) == (backend, op)), key=lambda r: r["bytes"])
+            if (c.backend, c.op, c.scope) not in seen:
+                seen.append((c.backend, c.op, c.scope))
+    for backend, op, scope in seen:
+        failed = [c for r in facts.ranks for c in r.collectives if (c.backend, c.op, c.scope) == (backend, op, scope) and not c.ok]
+        rows = sorted((r for r in table if (r["backend"], r["op"], r.get("scope", "world")) == (backend, op, scope)), key=lambda r: r["bytes"])
         status = Status.FAILED if failed else Status.PASSED
-        verdict = f"{failed[0].problem} at {human_bytes(failed[0].bytes)}" if failed else f"correct on {_ranks_with(facts, backend, op)} ranks"
+        verdict = f"{failed[0].problem} at {human_bytes(failed[0].bytes)}" if failed else f"correct on {_ranks_with(facts, backend, op, scope)} ranks"
         cells = [_cell(row) for row in rows]
-        out.append(CheckResult(name=f"{backend}.{op}", title=f"{op} · {backend}", status=status,
-                               detail=" · ".join([verdict, *cells]), rules=("TD706", "TD707")))
+        name, title = (f"{backend}.{op}", f"{op} · {backend}") if scope == "world" else (f"{backend}.{op}.{scope}", f"{op} · {backend} · {scope}")
+        out.append(CheckResult(name=name, title=title, status=status, detail=" · ".join([verdict, *cells]), rules=("TD706", "TD707")))
     if not seen and not found:
         reason = "not run: the ranks never formed a group" if not any(r.arrived for r in facts.ranks) else "not run"
         out.append(CheckResult(name="collectives", title="Collectives", status=Status.SKIPPED, detail=reason, rules=RULES["collectives"]))
@@ -70,8 +77,8 @@ def checks(facts: DistFacts, by_group: dict[str, list[Finding]]) -> list[CheckRe
     return out
 
 
-def _ranks_with(facts: DistFacts, backend: str, op: str) -> int:
-    return sum(any((c.backend, c.op) == (backend, op) and c.ok for c in r.collectives) for r in facts.ranks)
+def _ranks_with(facts: DistFacts, backend: str, op: str, scope: str = "world") -> int:
+    return sum(any((c.backend, c.op, c.scope) == (backend, op, scope) and c.ok for c in r.collectives) for r in facts.ranks)
 
 
 def _cell(row: dict[str, Any]) -> str:
@@ -90,13 +97,27 @@ def _check(group: str, detail: str, by_group: dict[str, list[Finding]], applicab
 
 def _launch(facts: DistFacts) -> str:
     env = facts.launch
-    how = "standalone" if facts.mode == "standalone" else "torchrun" if "TORCHELASTIC_RUN_ID" in env else "launcher"
+    how = {"standalone": "standalone", "nodes": f"node {env.get('GROUP_RANK', '?')} of a job on several nodes"}.get(facts.mode) or (
+        "torchrun" if "TORCHELASTIC_RUN_ID" in env else "srun" if "SLURM_PROCID" in env else "launcher")
     hosts = len({r.hostname for r in facts.ranks if r.hostname})
+    if facts.derived:
+        how += f" (from SLURM: {', '.join(facts.derived)})"
     parts = [f"{how}, world size {facts.world_size or env.get('WORLD_SIZE', '?')}",
              f"MASTER_ADDR:PORT {env.get('MASTER_ADDR', '?')}:{env.get('MASTER_PORT', '?')}"]
     if hosts:
         parts.append(f"{hosts} host{'s' if hosts != 1 else ''}")
     return " · ".join(parts)
+
+
+def _network(facts: DistFacts) -> str:
+    """The address each node listened on for the others, and how many connections went through."""
+    listening = [f"{r.hostname or '?'} {probe['address']} ({probe['via']})" for r in facts.ranks for probe in r.probes]
+    attempts = [a for r in facts.ranks for a in r.reach]
+    reached = sum(1 for a in attempts if not a.get("problem"))
+    parts = ["; ".join(listening)] if listening else []
+    if attempts:
+        parts.append(f"{reached}/{len(attempts)} connections between nodes")
+    return " · ".join(parts) or "no address to check"
 
 
 def _rendezvous(facts: DistFacts) -> str:

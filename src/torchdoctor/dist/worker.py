@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import errno
 import hashlib
 import json
 import math
@@ -26,10 +25,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from torchdoctor.dist import launch
+from torchdoctor.dist import launch, network
 from torchdoctor.dist.facts import Collective
+from torchdoctor.dist.network import Listeners, knock, split_address
 from torchdoctor.env.text import one_line
 
 PREFIX = "TDEV "
@@ -40,6 +41,10 @@ FOLLOWER_MARGIN = 2.0
 #: every rank waits at least this long once it is ready, however long importing torch took
 #: (a cold import on a network file system can take longer than the whole rendezvous timeout)
 MIN_WAIT_AFTER_READY = 3.0
+#: seconds one attempt to reach another node's listening address may take
+KNOCK_TIMEOUT = 2.0
+#: other nodes' addresses one node tries at most (rank 0's node first, then the next ones in order)
+KNOCKS = 64
 
 
 def emit(event: str, **data: Any) -> None:
@@ -61,6 +66,9 @@ class Worker:
         self.prefix = f"torchdoctor/{run}/"
         self.environ = environ
         self.store: Any = None
+        self.listeners = Listeners()  # open until the process ends: the other nodes knock on them
+        #: GROUP_RANK (torchrun), SLURM_NODEID or --node-rank: which node this rank is on
+        self.node = environ.get("GROUP_RANK") or environ.get("SLURM_NODEID")
         self.timeout = datetime.timedelta(seconds=args.timeout)
         self.hosts_store = self.rank == 0 and not self.agent_store
         self._probe: str | None = "refused"
@@ -87,6 +95,7 @@ class Worker:
             "rng": hashlib.sha1(torch.get_rng_state().numpy().tobytes()).hexdigest()[:16],
             "interfaces": sorted(name for _, name in socket.if_nameindex()) if hasattr(socket, "if_nameindex") else [],
             "socket_ifname": {k: self.environ[k] for k in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME") if k in self.environ},
+            "node": self.node, **self.network(),
         }
         if torch.cuda.is_available():
             count = torch.cuda.device_count()
@@ -104,6 +113,25 @@ class Worker:
         else:
             facts["gpu_count"] = 0
         return facts
+
+    def network(self) -> dict[str, Any]:
+        """This host's addresses, and (one rank per node) listeners on the addresses the backends
+        would pick, for the other nodes to reach (see network.py)."""
+        interfaces = network.interface_ips()
+        host_ips = launch.resolve(socket.gethostname(), ordered=True) or []
+        said: dict[str, Any] = {"interface_ips": interfaces, "local_ips": network.local_ips(), "host_ips": host_ips,
+                                "master_resolved": launch.resolve(self.addr)}
+        if self.local_rank in (None, 0):
+            probes: list[dict[str, str]] = []
+            for variable in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"):
+                picked = network.backend_address(variable, self.environ.get(variable), interfaces, host_ips)
+                if picked is None or any(p["address"].startswith(picked[1] + ":") for p in probes):
+                    continue
+                address = self.listeners.listen(picked[1])
+                if address is not None:
+                    probes.append({"via": picked[0], "address": address})
+            said["probes"] = probes
+        return said
 
     # -- store ------------------------------------------------------------------------------
     def ready(self, facts: dict[str, Any]) -> None:
@@ -171,6 +199,10 @@ class Worker:
             if all(gpus) and facts.get("nccl") or self.args.backend == "nccl":
                 backends.append("nccl")
         go = {"ok": not waiting, "missing": sorted(waiting), "backends": backends}
+        if not waiting:  # where every rank is, and what each node listens on (see `knock`)
+            peers = [facts if r == 0 else self.peer_facts(r) for r in range(self.world)]
+            go["nodes"] = {str(p["rank"]): [p.get("hostname"), p.get("node")] for p in peers}
+            go["probes"] = {str(p["rank"]): p["probes"] for p in peers if p.get("probes")}
         self.store.set(self.key("go"), json.dumps(go))
         start = self.args.deadline - self.args.rendezvous
         emit("rendezvous", missing=sorted(waiting), seconds=round(time.time() - start, 3), backends=backends,
@@ -185,8 +217,29 @@ class Worker:
         facts.update(arrived=True, duplicates=count)
         return facts
 
+    # -- the other nodes' addresses ---------------------------------------------------------
+    def knock(self, go: dict[str, Any]) -> None:
+        """One rank per node: connect to the addresses every other node listens on."""
+        if self.local_rank not in (None, 0):
+            return
+        targets = [(int(rank), probe) for rank, probes in sorted(go.get("probes", {}).items(), key=lambda kv: int(kv[0]))
+                   if int(rank) != self.rank for probe in probes]
+        targets = sorted(targets, key=lambda t: (t[0] != 0, (t[0] - self.rank) % self.world))[:KNOCKS]
+        if not targets:
+            return
+
+        def attempt(target: tuple[int, dict[str, str]]) -> dict[str, Any]:
+            rank, probe = target
+            host, port = split_address(probe["address"])
+            return {"to": rank, "via": probe["via"], "address": probe["address"], "problem": knock(host, port, KNOCK_TIMEOUT)}
+
+        with ThreadPoolExecutor(max_workers=min(16, len(targets))) as pool:
+            reach = list(pool.map(attempt, targets))
+        self.store.set(self.key("reach", self.rank), json.dumps(reach))
+        emit("reach", reach=reach)
+
     # -- collectives --------------------------------------------------------------------------
-    def run_collectives(self, backends: list[str]) -> None:
+    def run_collectives(self, backends: list[str], nodes: dict[str, Any] | None = None) -> None:
         import torch.distributed as dist
 
         groups: dict[str, Any] = {}
@@ -201,6 +254,7 @@ class Worker:
                 groups["nccl"] = dist.new_group(backend="nccl", timeout=self.timeout)
         except Exception as exc:  # noqa: BLE001
             emit("error", stage="process group", error=one_line(exc))
+            self.publish([])  # rank 0 still gathers what every rank said of itself
             return
         results: list[dict[str, Any]] = []
         for backend, group in groups.items():
@@ -214,10 +268,23 @@ class Worker:
                     if result["problem"] in ("timeout", "error"):
                         self.publish(results)
                         return
+        for backend in groups:
+            for scope, ranks in scopes(nodes or {}):
+                group = dist.new_group(ranks, backend=backend, timeout=self.timeout)  # every rank, member or not
+                if self.rank not in ranks:
+                    continue
+                for size in self.args.sizes:
+                    result = self.measure("all_reduce", backend, group, size, scope, ranks)
+                    results.append(result)
+                    if result["problem"] in ("timeout", "error"):
+                        self.publish(results)
+                        return
         self.publish(results)
 
-    def measure(self, op: str, backend: str, group: Any, size: int) -> dict[str, Any]:
-        label = Collective(op=op, backend=backend, bytes=size).label
+    def measure(self, op: str, backend: str, group: Any, size: int, scope: str = "world", ranks: list[int] | None = None) -> dict[str, Any]:
+        label = Collective(op=op, backend=backend, bytes=size, scope=scope, group=ranks).label
+        world = len(ranks) if ranks else self.world
+        rank = ranks.index(self.rank) if ranks else self.rank
         self.store.set(self.key("pos", self.rank), json.dumps({"in": label}))
         emit("enter", label=label)
         times: list[float] = []
@@ -225,7 +292,7 @@ class Worker:
         started = time.perf_counter()
         try:
             for iteration in range(self.args.iterations + 1):
-                seconds, wrong = run_once(op, backend, group, size, self.rank, self.world)
+                seconds, wrong = run_once(op, backend, group, size, rank, world)
                 if wrong:
                     problem, detail = "wrong", wrong
                     break
@@ -239,6 +306,8 @@ class Worker:
             problem, detail = ("timeout" if timed_out else "error"), one_line(exc)
         result = {"op": op, "backend": backend, "bytes": size, "ok": problem is None, "problem": problem,
                   "detail": detail, "seconds": statistics.median(times) if times else None}
+        if ranks:
+            result.update(scope=scope, group=ranks)
         self.store.set(self.key("pos", self.rank), json.dumps({"done": label}))
         emit("collective", **result)
         return result
@@ -261,12 +330,26 @@ class Worker:
             facts = self.peer_facts(rank)
             if self.store.check([self.key("result", rank)]):
                 facts["collectives"] = json.loads(self.store.get(self.key("result", rank)))
+            if self.store.check([self.key("reach", rank)]):
+                facts["reach"] = json.loads(self.store.get(self.key("reach", rank)))
             if self.store.check([self.key("pos", rank)]):
                 position = json.loads(self.store.get(self.key("pos", rank)))
                 facts["position"] = position.get("in") if rank in pending else None
                 facts["last_completed"] = position.get("done")
             peers.append(facts)
         emit("peers", ranks=peers)
+
+
+def scopes(nodes: dict[str, Any]) -> list[tuple[str, list[int]]]:
+    """The groups that tell inter-node from intra-node bandwidth: one rank of every node, and the
+    ranks of each node that has several (none on a single node)."""
+    by_node: dict[tuple[Any, ...], list[int]] = {}
+    for rank, where in nodes.items():
+        by_node.setdefault(tuple(where), []).append(int(rank))
+    if len(by_node) < 2:
+        return []
+    members = [sorted(ranks) for _, ranks in sorted(by_node.items(), key=lambda kv: min(kv[1]))]
+    return [("inter-node", [ranks[0] for ranks in members]), *(("intra-node", ranks) for ranks in members if len(ranks) > 1)]
 
 
 def run_once(op: str, backend: str, group: Any, size: int, rank: int, world: int) -> tuple[float, str | None]:
@@ -340,17 +423,9 @@ def wait_for_port(addr: str, port: int, deadline: float | Callable[[], float]) -
         left = until() - time.time()
         if left <= 0:
             return kind
-        try:
-            with socket.create_connection((addr, port), timeout=min(1.0, left)):
-                return None
-        except socket.gaierror:
-            return "unresolvable"
-        except (socket.timeout, TimeoutError):
-            kind = "timeout"
-        except ConnectionRefusedError:
-            kind = "refused"
-        except OSError as exc:
-            kind = "unreachable" if exc.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH) else "refused"
+        kind = knock(addr, port, min(1.0, left)) or ""
+        if not kind or kind == "unresolvable":
+            return kind or None
         time.sleep(min(0.2, max(0.0, until() - time.time())))
 
 
@@ -390,7 +465,8 @@ def main(argv: list[str]) -> None:
         go = worker.arrive(facts)
         if go is None or not go["ok"]:
             return
-        worker.run_collectives(go["backends"])
+        worker.knock(go)
+        worker.run_collectives(go["backends"], go.get("nodes"))
     except Exception as exc:  # noqa: BLE001 - reported, never a traceback
         emit("error", stage="preflight", error=one_line(exc))
     finally:

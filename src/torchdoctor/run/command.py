@@ -26,6 +26,8 @@ from torchdoctor.core.progress import on_a_terminal
 from torchdoctor.core.report import Report
 from torchdoctor.integrations import tensorboard
 from torchdoctor.run import launcher, ranks, summary
+from torchdoctor.run.nodes.exchange import Exchange
+from torchdoctor.run.nodes.view import on_nodes
 from torchdoctor.run.records import CONFIG_FILE, read_folder
 
 HELP = "run a training script as `python SCRIPT ARGS...` would, watch it, and report what went wrong"
@@ -50,6 +52,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also write the per-step series (loss, lr, gradient norms, step time) as TensorBoard scalars "
         "and the findings as text to DIR, when the run ends (needs `torchdoctor[tensorboard]`)",
     )
+    parser.add_argument(
+        "--shared-dir", type=Path, metavar="DIR",
+        help="a job on several nodes: exchange the nodes' records through this folder on a file system every node "
+        "shares, instead of the job's own store (see docs/run-distributed.md)",
+    )
     parser.add_argument("script", nargs="?", metavar="SCRIPT", help="the Python script to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="arguments for the script")
 
@@ -71,17 +78,38 @@ def execute(args: argparse.Namespace, config: Config) -> Report:
         tensorboard.available()
     if on_a_terminal():  # the script owns the terminal while it runs: one line now, the report at the end
         print(f"torchdoctor: observing {target.display()}; the report follows when it ends", file=sys.stderr, flush=True)
+    shared_dir = _shared_dir(getattr(args, "shared_dir", None))
     folder = Path(tempfile.mkdtemp(prefix="torchdoctor-run-"))
     try:
         enabled = [rule.code for rule in registry.all_rules() if config.enabled(rule)]
-        (folder / CONFIG_FILE).write_text(json.dumps({"enabled": enabled}), encoding="utf-8")
-        finished = launcher.run(target, folder, monitor=ranks.HangWatch(folder).check)
+        settings = {"enabled": enabled, **({"shared_dir": str(shared_dir)} if shared_dir else {})}
+        (folder / CONFIG_FILE).write_text(json.dumps(settings), encoding="utf-8")
+        exchange = Exchange(folder, shared_dir)
+        watch = ranks.HangWatch(folder)
+
+        def monitor() -> ranks.Deadlock | None:
+            exchange.poll()
+            return watch.check()
+
+        finished = launcher.run(target, folder, monitor=monitor)
+        exchange.end(finished)
         records = read_folder(folder)
         records.findings = ranks.job_findings(folder, records.findings, records.shared, finished.stopped)
         report = summary.build(target, finished, records)
+        node = on_nodes(report, folder, exchange.problem)
+        if node is not None:  # another node than rank 0's: its report goes beside the merged one
+            args.outputs = [output.beside(node) for output in getattr(args, "outputs", [])]
     finally:
         if not os.environ.get(ENV_KEEP):
             shutil.rmtree(folder, ignore_errors=True)
     if args.tensorboard is not None:
         tensorboard.write(report, args.tensorboard)
     return report
+
+
+def _shared_dir(path: Path | None) -> Path | None:
+    if path is None:
+        return None
+    if not path.is_dir():
+        raise UsageError(f"--shared-dir {str(path)!r}: no such folder (it must exist, on a file system every node shares)")
+    return path.resolve()

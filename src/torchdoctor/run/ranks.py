@@ -31,11 +31,17 @@ from torchdoctor.rules.distributed.collectives_out_of_order import RULE as OUT_O
 from torchdoctor.rules.distributed.ddp_unused_parameters import RULE as UNUSED
 from torchdoctor.rules.distributed.parameters_differ_across_ranks import RULE as DIVERGED
 from torchdoctor.run.launcher import alive
+from torchdoctor.run.nodes.job import STOPPING, nodes_folder, write_json
+from torchdoctor.run.nodes.view import Node, remote_nodes
+from torchdoctor.run.pace import straggler_findings
 
 #: seconds every rank must have been stuck in mismatched collectives before the job is stopped
 #: (a rank writes where it waits after 2 s; the job's own timeout, if shorter, fires first).
 #: The environment variable is for tests, which stop sooner.
 STOP_AFTER = float(os.environ.get("TORCHDOCTOR_STOP_DEADLOCK_AFTER", "8"))
+#: seconds the node of global rank 0 gives the other nodes to stop their part of a deadlocked job
+#: before it stops its own (the exchange carries its word to them in about a second)
+LEAD = 1.5
 
 
 # -- the sequences of collectives ---------------------------------------------------------------
@@ -86,6 +92,12 @@ class RankState:
     finished: bool
     completed: bool | None  # None: not known (a rank started by fork)
     alive: bool
+    #: the host it ran on, in a job that spans nodes (None on a single node)
+    host: str | None = None
+    #: False for a rank of another node whose news stopped coming (its alive/waiting may be old)
+    known: bool = True
+    #: a rank of this node (not one another node's runner sent)
+    here: bool = True
 
     @property
     def stuck(self) -> bool:
@@ -104,12 +116,13 @@ class RankState:
 
 
 def read_states(folder: Path) -> list[RankState]:
-    """The latest state of every rank that initialised a process group (one per rank)."""
+    """The latest state of every rank that initialised a process group (one per rank): this
+    node's, and in a multi-node job the other nodes' (sent by their runners, see run/nodes/)."""
     by_rank: dict[tuple[int, int], tuple[float, RankState]] = {}
-    for path in folder.glob("c*.json"):
+    for path, where in _state_files(folder):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            state = _state(data)
+            state = _state(data, where)
             modified = path.stat().st_mtime
         except (OSError, ValueError, KeyError, TypeError):
             continue
@@ -119,7 +132,28 @@ def read_states(folder: Path) -> list[RankState]:
     return sorted((state for _, state in by_rank.values()), key=lambda s: s.rank)
 
 
-def _state(data: dict[str, Any]) -> RankState:
+@dataclass(frozen=True)
+class _Where:
+    """Where a state file comes from: this node (None) or another node's last card."""
+
+    node: Node | None = None
+    multi_node: bool = False
+
+    def alive(self, pid: int) -> bool:
+        return alive(pid) if self.node is None else pid in self.node.running
+
+
+def _state_files(folder: Path) -> list[tuple[Path, _Where]]:
+    local = list(folder.glob("c*.json"))
+    if not nodes_folder(folder).is_dir():
+        return [(path, _Where()) for path in local]
+    found = [(path, _Where(multi_node=True)) for path in local]
+    for node in remote_nodes(folder):
+        found += [(path, _Where(node, True)) for path in node.folder.glob("c*.json")]
+    return found
+
+
+def _state(data: dict[str, Any], where: _Where) -> RankState:
     descriptors = {int(k): v for k, v in data["descriptors"].items()}
     counts = {_group(k): int(v) for k, v in (data.get("before") or {}).items()}
     calls: dict[tuple[int, ...] | None, list[Call]] = {}
@@ -138,7 +172,8 @@ def _state(data: dict[str, Any]) -> RankState:
         pid=int(data["pid"]), rank=int(data["rank"]), world=int(data["world"]), timeout=data.get("timeout"),
         calls=calls, waiting=by_absolute.get(int(waiting["index"])) if waiting and not finished else None,
         waited=float(waiting["seconds"]) if waiting else 0.0, finished=finished, completed=data.get("completed"),
-        alive=alive(int(data["pid"])),
+        alive=where.alive(int(data["pid"])), host=(data.get("launch") or {}).get("host") if where.multi_node else None,
+        known=where.node is None or where.node.fresh, here=where.node is None,
     )
 
 
@@ -162,6 +197,11 @@ class Divergence:
     def key(self) -> tuple[Any, ...]:
         return (self.group, self.index, tuple(sorted((r, c.site if c else None) for r, c in self.calls.items())))
 
+    def hosts(self) -> dict[int, str]:
+        """Each rank's host, in a job whose ranks ran on several hosts (else none: no need to say)."""
+        hosts = {r: s.host for r, s in self.states.items() if s.host}
+        return hosts if len(set(hosts.values())) > 1 else {}
+
     def location(self) -> tuple[str | None, int | None]:
         calls = {r: c for r, c in (self.origin or self.calls).items() if c is not None}
         ranks = sorted(calls)
@@ -177,10 +217,10 @@ class Divergence:
         if self.origin:
             first = self.origin[min(self.origin)].index + 1
             text = (f"their {_ordinal(first)} collectives{scope} came from different lines and were paired with each other ("
-                    + _calls(self.origin) + "); then ")
+                    + _calls(self.origin, self.hosts()) + "); then ")
         present = {r: c for r, c in self.calls.items() if c is not None}
         absent = sorted(r for r, c in self.calls.items() if c is None)
-        text += f"their {_ordinal(self.index + 1)} collective{scope} differs: " + _calls(present)
+        text += f"their {_ordinal(self.index + 1)} collective{scope} differs: " + _calls(present, self.hosts())
         if absent:
             verb = "never calls" if len(absent) == 1 else "never call"
             text += (", " if present else "") + f"{_ranks(absent)} {verb} one (the script ends there)"
@@ -205,9 +245,13 @@ def _by_call(calls: dict[int, Call]) -> list[tuple[Call, list[int]]]:
     return groups
 
 
-def _calls(calls: dict[int, Call]) -> str:
-    """`rank 0 calls X, ranks 1, 2 call Y`."""
-    return ", ".join(f"{_ranks(ranks)} {'calls' if len(ranks) == 1 else 'call'} {call.text()}" for call, ranks in _by_call(calls))
+def _calls(calls: dict[int, Call], hosts: dict[int, str] | None = None) -> str:
+    """`rank 0 calls X, ranks 1, 2 call Y` (with `on host` for the ranks of a job on several hosts)."""
+    def who(ranks: list[int]) -> str:
+        on = sorted({hosts[r] for r in ranks if r in hosts}) if hosts else []
+        return _ranks(ranks) + (f" on {', '.join(on)}" if on else "")
+
+    return ", ".join(f"{who(ranks)} {'calls' if len(ranks) == 1 else 'call'} {call.text()}" for call, ranks in _by_call(calls))
 
 
 def _ranks(ranks: list[int]) -> str:
@@ -261,11 +305,12 @@ def _first_difference(states: dict[int, RankState], group: tuple[int, ...] | Non
 
 
 def job_findings(folder: Path, findings: list[Finding], shared: list[dict[str, Any]], stopped: str | None) -> list[Finding]:
-    """The run's findings with what only a comparison of the ranks shows (TD460, TD461, TD462).
+    """The run's findings with what only a comparison of the ranks shows (TD460, TD461, TD462,
+    and the stragglers of TD465: run/pace.py).
     Gradients that DDP did not average because some parameters got none are TD463's story."""
     unused_at = {(f.file, f.line) for f in findings if f.rule == UNUSED.code}  # the DDP wrapper's line
     replicas = [f for f in replica_findings(shared) if not ((f.file, f.line) in unused_at and (f.evidence or {}).get("phase") == "grad")]
-    return collective_findings(folder, [*replicas, *findings], stopped)
+    return collective_findings(folder, [*replicas, *straggler_findings(shared), *findings], stopped)
 
 
 def collective_findings(folder: Path, findings: list[Finding], stopped: str | None) -> list[Finding]:
@@ -280,6 +325,8 @@ def collective_findings(folder: Path, findings: list[Finding], stopped: str | No
             state.completed = state.rank not in crashed
     failed = [f for f in findings if f.rule == TIMED_OUT.code]
     kept = [f for f in findings if f.rule != TIMED_OUT.code]
+    if stopped:  # torchdoctor stopped the job: collectives that lost a peer then were cut off by the stop
+        failed = [f for f in failed if not (f.evidence or {}).get("peer_gone")]
     added: list[Finding] = []
     explained: set[int] = set()
     for divergence in divergences(states):
@@ -316,6 +363,9 @@ def _out_of_order(divergence: Divergence, failed: list[Finding], stopped: str | 
         "calls": {str(r): c.text() if c else None for r, c in divergence.calls.items()},
         "ranks": sorted(divergence.calls),
     }
+    hosts = {str(r): s.host for r, s in divergence.states.items() if s.host}
+    if hosts:
+        evidence["hosts"] = hosts
     return OUT_OF_ORDER.finding(file=file, line=line, difference=divergence.difference(), outcome=outcome, evidence=evidence)
 
 
@@ -334,11 +384,14 @@ def _told_where_others_were(finding: Finding, states: list[RankState]) -> Findin
 def _where(state: RankState) -> str:
     calls = state.calls.get(None, [])
     last = f"its last collective was {calls[-1].text()}" if calls else "it had called no collective"
+    who = f"rank {state.rank}" + (f" on {state.host}" if state.host else "")
     if state.waiting is not None:
-        return f"rank {state.rank} was waiting in {state.waiting.text()}"
+        return f"{who} was waiting in {state.waiting.text()}"
     if state.ended_normally:
-        return f"rank {state.rank} finished without joining it ({last})"
-    return f"rank {state.rank} never joined it ({last})"
+        return f"{who} finished without joining it ({last})"
+    if state.host and not state.alive and not state.finished:  # another node tells whether its process lived
+        return f"{who} never joined it: its process had ended without its exit handlers (killed, or died in native code; {last})"
+    return f"{who} never joined it ({last})"
 
 
 # -- while the job runs ---------------------------------------------------------------------------
@@ -353,16 +406,40 @@ class Deadlock:
 
 class HangWatch:
     """Polled by the launcher while the script runs: a deadlock is confirmed when every rank of a
-    group is stuck (or gone) and their collectives cannot match, unchanged for STOP_AFTER seconds."""
+    group is stuck (or gone) and their collectives cannot match, unchanged for STOP_AFTER seconds.
+
+    In a job on several nodes (run/nodes/) only the node of global rank 0 sees every rank (the
+    others read only its card), and only it decides: it stops its part of the job and says so on
+    its card; the others stop theirs when they read it, with the same reason, so that no node's
+    ranks are cut off first."""
 
     def __init__(self, folder: Path, stop_after: float = STOP_AFTER) -> None:
         self.folder = folder
         self.stop_after = stop_after
         self._seen: tuple[Any, ...] | None = None
         self._since = 0.0
+        self._leading: tuple[float, Deadlock] | None = None
 
     def check(self) -> Deadlock | None:
         states = read_states(self.folder) if any(True for _ in self.folder.glob("c*.json")) else []
+        deadlock = self._decide(states)
+        if not nodes_folder(self.folder).is_dir():
+            return deadlock
+        leader = next((node.stopping for node in remote_nodes(self.folder) if node.stopping), None)
+        if leader is not None:
+            return Deadlock(leader)
+        if deadlock is not None and any(s.rank == 0 and s.here for s in states):
+            if self._leading is None:  # the other nodes read it within a second or so, and stop theirs too
+                write_json(nodes_folder(self.folder) / STOPPING, {"reason": deadlock.reason})
+                self._leading = (time.monotonic(), deadlock)
+        if self._leading is not None and time.monotonic() - self._leading[0] >= LEAD:
+            return self._leading[1]
+        return None
+
+    def _decide(self, states: list[RankState]) -> Deadlock | None:
+        if any(not s.known for s in states):  # another node's news stopped: decide nothing on old news
+            self._seen = None
+            return None
         if not any(s.stuck for s in states) or any(s.alive and not s.stuck and not s.finished for s in states):
             self._seen = None
             return None

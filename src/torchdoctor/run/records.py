@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -27,7 +28,7 @@ ENV_PARENT = "TORCHDOCTOR_RUN_PARENT"
 CONFIG_FILE = "config.json"
 _NUMBERS = re.compile(r"\d+")
 #: record types (besides findings and process summaries) that the runner compares across ranks
-SHARED = ("replicas", "checksums")
+SHARED = ("replicas", "checksums", "pace")
 
 
 def collectives_path(folder: Path, pid: int) -> Path:
@@ -102,12 +103,13 @@ class RunRecords:
 
 
 def read_folder(folder: Path) -> RunRecords:
-    """Read and merge every process's records (unreadable lines are skipped, never fatal)."""
+    """Read and merge every process's records (unreadable lines are skipped, never fatal): this
+    node's, and in a multi-node job those the other nodes' runners sent (run/nodes/)."""
     per_process: dict[str, dict[str, Finding]] = {}
     processes: list[dict[str, Any]] = []
     shared: list[dict[str, Any]] = []
     series: list[dict[str, Any]] = []
-    for path in sorted(folder.glob("p*.jsonl")):
+    for path, where in record_files(folder):
         latest: dict[str, Finding] = {}
         summary: dict[str, Any] | None = None
         last_series: dict[str, Any] | None = None
@@ -126,15 +128,33 @@ def read_folder(folder: Path) -> RunRecords:
                 shared.append(record)
             elif record.get("type") == "series" and isinstance(record.get("series"), dict):
                 last_series = record
-        per_process[path.name] = latest
+        per_process[str(path)] = latest
         if last_series is not None:
             series.append(last_series)
+        if summary is None and before_end:
+            summary = lost_summary(before_end)
+            if "node" in where:  # another node's: its summary did not come before the report, not lost
+                summary["summary"] = "not arrived"
         if summary is not None:
-            processes.append(summary)
-        elif before_end:
-            processes.append(lost_summary(before_end))
+            processes.append({**summary, **where})
     findings = merge(f for found in per_process.values() for f in found.values())
     return RunRecords(findings=findings, processes=processes, shared=shared, series=series)
+
+
+def record_files(folder: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """Every record file with where its process ran: nothing more on a single node; in a
+    multi-node job the host (and the other nodes' slot in the exchange) of each."""
+    from torchdoctor.run.nodes.view import remote_nodes, status
+
+    local = sorted(folder.glob("p*.jsonl"))
+    said = status(folder)
+    if said is None:
+        return [(path, {}) for path in local]
+    here = {"host": socket.gethostname()}
+    found = [(path, here) for path in local]
+    for node in remote_nodes(folder):
+        found += [(path, {"host": node.host, "node": node.slot}) for path in sorted(node.folder.glob("p*.jsonl"))]
+    return found
 
 
 def lost_summary(before_end: dict[str, dict[str, Any]]) -> dict[str, Any]:

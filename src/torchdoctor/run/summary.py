@@ -15,8 +15,11 @@ from torchdoctor.core.report import Report
 from torchdoctor.rules.api.run_internal_error import RULE as INTERNAL_ERROR
 from torchdoctor.rules.env.script_killed_by_signal import RULE as KILLED
 from torchdoctor.run.launcher import Finished, Target
+from torchdoctor.run.pace import table
 from torchdoctor.run.records import RunRecords
 
+#: the notice of a job torchdoctor stopped (another node's report says it otherwise: run/nodes/view.py)
+STOPPED = "torchdoctor stopped the job: every rank was waiting in a collective that the others will never call (see TD461)"
 #: signals that mean "someone stopped the run", not "the run crashed"
 STOPPED = {getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, n)}
 KILL_HINTS = {
@@ -55,7 +58,7 @@ def build(target: Target, finished: Finished, records: RunRecords) -> Report:
             "seconds": round(finished.seconds, 3),
             "steps": records.total("steps"),
             "processes": [
-                {k: p.get(k) for k in ("pid", "role", "rank", "torch", "seconds", "stats", "summary") if k in p}
+                {k: p.get(k) for k in ("pid", "role", "rank", "host", "node", "torch", "seconds", "stats", "summary") if k in p}
                 for p in records.processes
             ],
         }
@@ -64,6 +67,9 @@ def build(target: Target, finished: Finished, records: RunRecords) -> Report:
     if chosen is not None and chosen["series"]:
         report.sections["series"] = chosen["series"]
         report.meta["series_from"] = {"pid": chosen.get("pid"), "rank": chosen.get("rank"), "complete": bool(chosen.get("final"))}
+    pace = table(records.shared)
+    if pace:  # a job of several ranks: each rank's time per step, and its own part of it (run/pace.py)
+        report.meta["pace"] = pace
     if finished.signal is not None:
         report.meta["signal"] = _signal_name(finished.signal)
     if finished.stopped is not None:
@@ -113,7 +119,7 @@ def _title(target: Target, finished: Finished, records: RunRecords) -> str:
 def _notices(finished: Finished, records: RunRecords) -> list[str]:
     notes: list[str] = []
     if finished.stopped is not None:
-        notes.append("torchdoctor stopped the job: every rank was waiting in a collective that the others will never call (see TD461)")
+        notes.append(STOPPED)
     elif finished.signal == signal.SIGINT:
         notes.append("the script was interrupted (Ctrl-C); the report covers what ran until then")
     elif finished.signal in STOPPED:
@@ -149,6 +155,8 @@ def _trains(process: dict[str, Any]) -> bool:
 def _lost_note(process: dict[str, Any]) -> str:
     """What is known of a process that ended abruptly, and what was lost, in words."""
     who = "the script" if process.get("role") == "main" else f"rank {process['rank']}" if process.get("rank") is not None else process.get("role") or "a process"
+    if process.get("node") is not None:  # another node's process (run/nodes/)
+        who += f" on {process.get('host') or '?'}"
     steps = process.get("stats", {}).get("steps", 0)
     counted = (f"at least {steps} optimizer step{'s' if steps != 1 else ''} (counted at steps 1, 2, 4, 8, ...)"
                if steps else "no optimizer step before it ended")

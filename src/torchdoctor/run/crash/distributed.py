@@ -1,5 +1,6 @@
-"""Crashes of torch.distributed: DDP's unused-parameter error (TD463), and a collective that
-failed because the other ranks never joined it (TD462).
+"""Crashes of torch.distributed: DDP's unused-parameter error (TD463), a collective that
+failed because the other ranks never joined it (TD462), and torchrun's rendezvous that timed out
+waiting for the other nodes (TD464).
 
 No torch import here: what is read comes from the crash's live frames and the session.
 """
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from torchdoctor.core.wording import listing
 from torchdoctor.rules.distributed.collective_timed_out import RULE as TIMED_OUT
 from torchdoctor.rules.distributed.ddp_unused_parameters import RULE as UNUSED
+from torchdoctor.rules.distributed.nodes_missing_at_rendezvous import RULE as RENDEZVOUS
 from torchdoctor.run.crash.describe import torch_module
 from torchdoctor.run.crash.explain import Explanation
 from torchdoctor.run.crash.model import Crash
@@ -79,11 +81,35 @@ def collective_failed(crash: Crash, session: Session | None) -> Explanation | No
         how = f"after waiting {int(timeout['ms']) / 1000:g} s for the other ranks (the process group's timeout)"
     else:
         how = "because another rank closed its connection (it exited or crashed) while this one waited in it"
-    evidence: dict[str, Any] = {"op": op, "how": how}
+    evidence: dict[str, Any] = {"op": op, "how": how, "peer_gone": timeout is None}
     index = _index(session)
     if index is not None and len(index.calls):
         evidence["call"] = len(index.calls) - 1
     return Explanation(TIMED_OUT, {"op": op, "how": how, "others": ""}, evidence=evidence)
+
+
+def rendezvous_timed_out(crash: Crash, session: Session | None) -> Explanation | None:
+    """torchrun's launcher (this process) gave up waiting for the other nodes at its rendezvous.
+    What it waited for is read off the launcher's own live frames: its launch configuration and
+    its rendezvous settings (what torch prints is the exception's bare name)."""
+    if crash.exc_type != "RendezvousTimeoutError":
+        return None
+    config = settings = node = None
+    for frame in crash.deepest():
+        scope = frame.locals
+        owner = scope.get("self")
+        if settings is None and hasattr(owner, "_settings") and hasattr(owner, "_node"):
+            settings, node = owner._settings, owner._node
+        if config is None and hasattr(scope.get("config"), "rdzv_endpoint"):
+            config = scope["config"]
+    low, high = getattr(config, "min_nodes", None), getattr(config, "max_nodes", None)
+    nodes = f"{low} nodes (--nnodes {low})" if low == high and low else f"{low} to {high} nodes (--nnodes {low}:{high})" if low else "the other nodes"
+    join = getattr(getattr(settings, "timeout", None), "join", None)
+    fields = {
+        "endpoint": getattr(config, "rdzv_endpoint", None) or "its endpoint", "run_id": getattr(settings, "run_id", None) or getattr(config, "run_id", "?"),
+        "seconds": f"{join.total_seconds():g}" if join is not None else "its join timeout", "host": getattr(node, "addr", None) or "?", "nodes": nodes,
+    }
+    return Explanation(RENDEZVOUS, fields, evidence={"endpoint": fields["endpoint"], "min_nodes": low, "max_nodes": high})
 
 
 def _index(session: Session | None) -> Any:
@@ -95,4 +121,4 @@ def _index(session: Session | None) -> Any:
     return session.installed(DistributedIndex)
 
 
-EXPLAINERS = (ddp_unused_parameters, collective_failed)
+EXPLAINERS = (ddp_unused_parameters, collective_failed, rendezvous_timed_out)

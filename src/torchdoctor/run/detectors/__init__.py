@@ -21,6 +21,7 @@ from torchdoctor.run.detectors.optimizer import (
     OptimizerCoverage,
     StepsWithoutGradients,
 )
+from torchdoctor.run.detectors.pace import StepPace
 from torchdoctor.run.detectors.registration import UnregisteredTrainables
 from torchdoctor.run.detectors.replicas import ReplicaChecksums
 from torchdoctor.run.detectors.silent_bugs import SILENT_BUG_DETECTORS
@@ -40,6 +41,7 @@ DETECTORS: tuple[type[Detector], ...] = (
     LowPrecisionLoss,
     WorkerFunctionsPicklable,
     CollectiveSequence,
+    StepPace,
     ReplicaChecksums,
     DDPUnusedParameters,
     CompileDoctor,

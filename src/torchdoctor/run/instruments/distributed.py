@@ -13,10 +13,17 @@ The sequence reaches the runner through a state file per process in the run fold
 more than `WAITING_AFTER` seconds (so a rank that hangs, or is killed while hanging, has already
 said where it was). The watchdog only reads Python state and writes a file: it never touches
 torch or the process group.
+
+The state file also says where the rank stands in its job (its host, the store it rendezvoused
+through, its launcher's variables: run/nodes/job.py), so that the runner knows when the job spans
+other nodes. In such a job, global rank 0 waits at its exit until the other nodes' last records
+have come through the store (run/nodes/final.py); when the store is its own (no torchrun), it
+keeps it open until then, past `destroy_process_group`.
 """
 
 from __future__ import annotations
 
+import atexit
 import inspect
 import json
 import os
@@ -35,8 +42,10 @@ from torch import nn
 from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.run.events import Location
 from torchdoctor.run.instruments.compiled import traced
+from torchdoctor.run.nodes.final import await_peers
+from torchdoctor.run.nodes.job import Launch, launch_facts, read_json, surely_spans
 from torchdoctor.run.patching import Patches, observed, observed_init
-from torchdoctor.run.records import collectives_path
+from torchdoctor.run.records import CONFIG_FILE, collectives_path
 
 #: collective -> the argument whose shape every rank must agree on (None: no tensor to compare)
 COLLECTIVES: dict[str, str | None] = {
@@ -87,6 +96,8 @@ class DistributedIndex:
         self._groups: dict[int, tuple[int, ...]] = {}
         self._local = threading.local()
         self._waiting: tuple[int, float] | None = None  # (index of the call, monotonic start)
+        #: seconds spent in the recorded collectives so far (waiting for the other ranks, mostly)
+        self.seconds = 0.0
         self._written_waiting: int | None = None
         self._watchdog: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -95,6 +106,12 @@ class DistributedIndex:
         #: (None: not known, for a rank started by fork)
         self.completed: bool | None = False
         self._forked = False
+        #: where this rank stands in its job (see run/nodes/job.py)
+        self.launch: Launch | None = None
+        self._init_method: str | None = None
+        #: rank 0's own store in a multi-node job, kept open until the other nodes' last records came
+        self._held_store: Any = None
+        self._awaiting = False
 
     # -- installation ---------------------------------------------------------------------------
 
@@ -127,6 +144,9 @@ class DistributedIndex:
     # -- events ---------------------------------------------------------------------------------
 
     def _initialising(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self._held_store = None  # a new process group may want the port of the store kept open
+        init_method = kwargs.get("init_method", args[1] if len(args) > 1 else None)
+        self._init_method = init_method if isinstance(init_method, str) else None
         timeout = kwargs.get("timeout", args[2] if len(args) > 2 else None)
         if timeout is None:  # torch's defaults: 10 minutes for nccl, 30 for the others
             backend = str(kwargs.get("backend", args[0] if args else "") or "")
@@ -138,7 +158,10 @@ class DistributedIndex:
         if not dist.is_initialized():
             return
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
+        self.launch = launch_facts(os.environ, self._init_method)
         self.write()
+        if self.rank == 0 and self.world > 1 and self.folder is not None:
+            self._await_other_nodes()
         if self.world > 1:
             self._start_watchdog()
             if self._forked:
@@ -147,6 +170,27 @@ class DistributedIndex:
                 from multiprocessing import util
 
                 util.Finalize(None, self.finish, args=(None,), exitpriority=10)
+
+    def _await_other_nodes(self) -> None:
+        """Rank 0 of a job that may span nodes: wait at exit for their last records (bounded)."""
+        assert self.launch is not None
+        if surely_spans(self.launch, self.world) and not self.launch.agent_store and not self._shared_dir():
+            try:  # the store lives in this process: keep it open past destroy_process_group
+                self._held_store = dist.distributed_c10d._get_default_store()
+            except Exception:  # noqa: BLE001 - a process group made from a store object: nothing to keep
+                self._held_store = None
+        if not self._awaiting:
+            self._awaiting = True
+            atexit.register(self._at_exit)
+
+    def _shared_dir(self) -> bool:
+        config = read_json(self.folder / CONFIG_FILE) if self.folder is not None else None
+        return bool((config or {}).get("shared_dir"))
+
+    def _at_exit(self) -> None:
+        if self.folder is not None and self.launch is not None and self.rank == 0 and not self._forked:
+            await_peers(self.folder, self.launch, self.world)
+        self._held_store = None
 
     def _before(self, op: str, original: Callable[..., Any], shaped: str | None) -> Callable[[tuple[Any, ...], dict[str, Any]], None]:
         names = list(inspect.signature(original).parameters)
@@ -186,6 +230,8 @@ class DistributedIndex:
         depth = getattr(self._local, "depth", 1) - 1
         self._local.depth = max(depth, 0)
         if depth == 0:
+            if self._waiting is not None:
+                self.seconds += time.monotonic() - self._waiting[1]
             self._waiting = None
 
     def _ddp_built(self, module: nn.Module) -> None:
@@ -242,6 +288,7 @@ class DistributedIndex:
             "waiting": {"index": waiting[0], "seconds": round(time.monotonic() - waiting[1], 1)} if waiting else None,
             "finished": self.finished,
             "completed": self.completed,
+            "launch": self.launch.to_dict() if self.launch is not None else None,
         }
 
     def write(self) -> None:
@@ -286,6 +333,7 @@ class DistributedIndex:
         afresh: it is no rank until it initialises a process group of its own."""
         self.rank, self.world = None, 1
         self._forked = True
+        self.launch = self._held_store = None
         self.calls = array("I")
         self._waiting = self._written_waiting = None
         self._watchdog = None
