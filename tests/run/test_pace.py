@@ -114,3 +114,35 @@ def test_what_a_rank_does_after_its_last_step_is_not_its_pace(write) -> None:  #
     ran = torchdoctor_run("-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(script), cwd=script.parent)
     assert ran.report["findings"] == [], ran.report["findings"]
     assert [row["steps"] for row in ran.report["meta"]["pace"]] == [[4, 24], [4, 24]]
+
+
+VALIDATES_NOW_AND_THEN = """
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+
+dist.init_process_group("gloo")
+model = nn.parallel.DistributedDataParallel(nn.Linear(16, 4))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(40):
+    x, y = torch.randn(32, 16), torch.randint(0, 4, (32,))
+    optimizer.zero_grad()
+    F.cross_entropy(model(x), y).backward()
+    optimizer.step()
+    if dist.get_rank() == 0 and step % 5 == 0:
+        time.sleep(0.05)           # rank 0 validates and saves a checkpoint every 5 steps
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.slow
+def test_work_one_rank_does_now_and_then_is_not_its_pace(write) -> None:  # type: ignore[no-untyped-def]
+    """A rank's pace is the median of its steps: rank 0's periodic validation (a correct habit)
+    is not a straggler; the test above shows that a rank slow at every step still is."""
+    script = write("validates.py", VALIDATES_NOW_AND_THEN)
+    ran = torchdoctor_run("-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(script), cwd=script.parent)
+    assert ran.report["findings"] == [], ran.report["findings"]
+    assert len(ran.report["meta"]["pace"]) == 2

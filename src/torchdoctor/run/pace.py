@@ -3,7 +3,8 @@
 
 The ranks are compared over the same optimizer steps (from the 4th to the last step every rank
 wrote), at least MIN_STEPS of them. A rank is a straggler when its own work per step takes at
-least RATIO times as long as that of the fastest half of the ranks, and longer by at least SHARE
+least RATIO times as long (the median over its steps: occasional work, such as rank 0 validating
+every few hundred steps, is no pace) as that of the fastest half of the ranks, and longer by at least SHARE
 of a step and FLOOR seconds: a margin that the noise of a busy machine (ranks descheduled now and
 then, on every rank alike) does not reach, and a slow rank that costs the job little is not
 worth a warning. And the others must wait for it: their steps take at least WAITED of its own
@@ -44,7 +45,8 @@ def table(shared: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return []
     return [
         {"rank": rank, "host": records[last].get("host"), "steps": [first, last],
-         "step_seconds": records[last]["wall"] / (last - first), "own_seconds": records[last]["own"] / (last - first)}
+         "step_seconds": records[last]["wall"] / (last - first),
+         "own_seconds": records[last].get("own_median", records[last]["own"] / (last - first))}
         for rank, records in sorted(by_rank.items())
     ]
 

@@ -15,18 +15,19 @@ RULE = Rule(
 ## What it does
 Compares, rank by rank, the time a training step spends outside `backward()` and outside
 collectives (loading data, the forward pass, the optimizer, the script's own work), measured on
-every rank from the 4th optimizer step on and compared over at least 16 steps. Ranks that spend
-at least 3 times as long as the fastest half of the ranks, by at least a fifth of a step and 2 ms
-each step, are reported, with their hosts in a job on several nodes, when the other ranks wait
+every rank from the 4th optimizer step on and compared over at least 16 steps. Ranks whose
+median step spends at least 3 times as long as the fastest half of the ranks, by at least a
+fifth of a step and 2 ms, are reported, with their hosts in a job on several nodes, when the other ranks wait
 for them (their steps take at least half as long). The steps end at the last optimizer step:
-what a rank does after training (saving a checkpoint) is not counted.
+what a rank does after training (saving a checkpoint) is not counted, and, the median being the
+measure, neither is work one rank does only now and then (rank 0 validating every few epochs).
 
 ## Why is this bad?
 In data-parallel training every rank waits for the slowest at each gradient all-reduce: one
 slow rank, or every rank of one slow node, sets the pace of the whole job, and nothing says so.
 The time shows up on the fast ranks, inside their `backward()`, as waiting. The usual causes are
 a data loader with too few workers or slow storage on one node, extra work on one rank
-(logging, evaluation under `if rank == 0:`), or a machine shared with other jobs.
+at every step (logging, metrics under `if rank == 0:`), or a machine shared with other jobs.
 
 ## Example
 ```python
