@@ -4,7 +4,7 @@ and score what `torchdoctor lint` and `torchdoctor run` say about each.
 The corpus is correct programs from pytorch/examples, yunjey/pytorch-tutorial, karpathy/nanoGPT
 and karpathy/minGPT (bench/mutation/programs.py names each snapshot, folder and script). No
 fetched code is kept in this repository: the corpus is a folder outside it (`--corpus`,
-default /work/corpus/mutation), built from bare git mirrors of those repositories:
+default /work/mutation/corpus), built from bare git mirrors of those repositories:
 
     # 1. mirror each repository (any way you like; in this project's sessions the `fetch` tool
     #    leaves them at /work/.mirror/<owner>+<name>/repo):
@@ -373,7 +373,7 @@ def table(data: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", default="/work/corpus/mutation")
+    parser.add_argument("--corpus", default="/work/mutation/corpus")
     parser.add_argument("--mirrors", default="/work/.mirror")
     parser.add_argument("--build-corpus", action="store_true", help="extract the programs from the mirrors and stop")
     parser.add_argument("--jobs", type=int, default=2)
