@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class Operator:
     categories: frozenset[str]   # a finding of one of these categories detects the mutant
     bug: str                     # the bug, in one line
     pain: str                    # the pain-points.md row(s) or the source of the kind
-    find: Callable[["Src"], Iterator["Edit"]]
+    find: Callable[[Src], Iterator[Edit]]
 
 
 @dataclass(frozen=True)
@@ -374,21 +374,21 @@ def _lr_set_later(src: Src) -> bool:
 
 @operator("lr_x100", "optimizer numerics", "the learning rate is 100 times too large", "A16, forums: lr typo")
 def lr_x100(src: Src):
+    return _scaled_lr(src, "100")
+
+
+def _scaled_lr(src: Src, factor: str):
     if _lr_set_later(src):
         return
     for call in src.calls():
         if is_optimizer_ctor(call) and (lr := _lr(call)) is not None:
-            yield src.replace(lr, f"({src.segment(lr)}) * 100")
+            yield src.replace(lr, f"({src.segment(lr)}) * {factor}")
 
 
 @operator("lr_tiny", "optimizer", "the learning rate is 10,000 times too small: the optimizer barely moves",
           "forums: 1e-7 for 1e-3")
 def lr_tiny(src: Src):
-    if _lr_set_later(src):
-        return
-    for call in src.calls():
-        if is_optimizer_ctor(call) and (lr := _lr(call)) is not None:
-            yield src.replace(lr, f"({src.segment(lr)}) * 1e-4")
+    return _scaled_lr(src, "1e-4")
 
 
 def _module_classes(src: Src) -> dict[str, ast.ClassDef]:
@@ -675,28 +675,26 @@ def loss_arguments_swapped(src: Src):
             yield Edit(src.start(a), src.end(b), f"{src.segment(b)}, {src.segment(a)}")
 
 
+def _targets(src: Src, kinds: set[str], template: str):
+    """The target of each training loss call of these kinds, rewritten by `template`."""
+    for call, _ in _training_loss_calls(src, kinds):
+        if len(call.args) >= 2:
+            yield src.replace(call.args[1], template.format(src.segment(call.args[1])))
+
+
 @operator("target_broadcast", "loss", "prediction and target of an element-wise loss differ in shape and broadcast", "A10")
 def target_broadcast(src: Src):
-    for call, _ in _training_loss_calls(src, ELEMENTWISE_LOSSES):
-        if len(call.args) >= 2:
-            t = call.args[1]
-            yield src.replace(t, f"{src.segment(t)}.unsqueeze(-1)")
+    return _targets(src, ELEMENTWISE_LOSSES, "{}.unsqueeze(-1)")
 
 
 @operator("target_out_of_range", "loss data", "class labels shifted by one (1..C instead of 0..C-1)", "B9")
 def target_out_of_range(src: Src):
-    for call, _ in _training_loss_calls(src, CLASS_LOSSES):
-        if len(call.args) >= 2:
-            t = call.args[1]
-            yield src.replace(t, f"({src.segment(t)} + 1)")
+    return _targets(src, CLASS_LOSSES, "({} + 1)")
 
 
 @operator("target_float", "dtype loss", "class labels converted to float", "B3")
 def target_float(src: Src):
-    for call, _ in _training_loss_calls(src, CLASS_LOSSES):
-        if len(call.args) >= 2:
-            t = call.args[1]
-            yield src.replace(t, f"{src.segment(t)}.float()")
+    return _targets(src, CLASS_LOSSES, "{}.float()")
 
 
 # --- what reaches the model --------------------------------------------------------------------

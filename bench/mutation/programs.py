@@ -11,9 +11,9 @@ from __future__ import annotations
 import pickle
 import random
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 EXAMPLES = ("pytorch/examples", "77f55b9")
 YUNJEY = ("yunjey/pytorch-tutorial", "0500d3d")
