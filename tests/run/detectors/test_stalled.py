@@ -1,4 +1,4 @@
-"""TD431 training-loss-stalled, both sides, in-process: real optimizers on a small learnable
+"""TD494 training-loss-stalled, both sides, in-process: real optimizers on a small learnable
 classification task (labels are a function of the inputs), decided by steps and ratios."""
 
 from __future__ import annotations
@@ -53,19 +53,19 @@ def found(**kwargs):
 
 def test_a_learning_rate_far_too_small_is_found_at_the_optimizer():
     seen = found(lr=1e-2 * 1e-4)
-    finding = seen.one("TD431")
+    finding = seen.one("TD494")
     assert finding.line == line_of(HERE, "# the optimizer's line")
     assert "did not fall" in finding.message and "ln(4)" in finding.message
 
 
 def test_a_maximised_loss_rises():
-    finding = found(sign=-1.0).one("TD431")
+    finding = found(sign=-1.0).one("TD494")
     assert "rose" in finding.message
 
 
 def test_labels_of_other_samples_keep_the_loss_at_chance():
-    assert "TD431" in found(misaligned=True).codes
-    assert "TD431" in found(misaligned=True, loss="nll").codes
+    assert "TD494" in found(misaligned=True).codes
+    assert "TD494" in found(misaligned=True, loss="nll").codes
 
 
 def test_training_that_learns_is_silent():

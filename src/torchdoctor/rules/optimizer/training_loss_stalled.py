@@ -1,10 +1,10 @@
-"""TD431 training-loss-stalled."""
+"""TD494 training-loss-stalled."""
 
 from torchdoctor.core.finding import Category, Severity
 from torchdoctor.core.rule import Rule
 
 RULE = Rule(
-    code="TD431",
+    code="TD494",
     name="training-loss-stalled",
     category=Category.OPTIMIZER,
     severity=Severity.WARNING,

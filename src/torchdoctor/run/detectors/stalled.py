@@ -1,4 +1,4 @@
-"""TD431: training that does not move. The classification loss the training computes stays
+"""TD494: training that does not move. The classification loss the training computes stays
 where it starts (or climbs) while one optimizer steps.
 
 The value of each `cross_entropy` / `nll_loss` computed with grad enabled, on integer class
