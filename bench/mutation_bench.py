@@ -32,7 +32,13 @@ The unmutated programs and the lab's fixed twins (examples/lab/fixed/) measure f
 their `error`s and `warning`s are counted per program.
 
     python bench/mutation_bench.py [--jobs 2] [--programs nanoGPT,mnist] [--operators drop_step]
+                                   [--per-operator 2 --seed 0] [--run-all]
                                    [--save results.json] [--load results.json] [--no-lab]
+
+A mutant that lint already locates is not run (`--run-all` runs it anyway): the run could change
+neither of its scores. `--per-operator K` measures a stratified sample (at most K mutants of each
+operator, drawn with `--seed`) when the whole catalogue does not fit in the time at hand; the
+table then also prints the totals weighted by each operator's share of all mutants.
 """
 
 from __future__ import annotations
@@ -42,12 +48,14 @@ import ast
 import concurrent.futures
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -163,19 +171,24 @@ def run(root: Path, program: Program, timeout: float) -> tuple[list[Finding], fl
     return read_report(out, "run", root, entry.parent), time.monotonic() - start, timed_out
 
 
-def examine(program: Program, corpus: Path, timeout: float, mutated: tuple[str, str] | None = None) -> dict:
-    """Lint and run the program (with `mutated` = (file, source) written over its file), in a copy."""
+def examine(program: Program, corpus: Path, timeout: float, mutated: tuple[str, str] | None = None,
+            enough: Callable[[list[Finding]], bool] | None = None) -> dict:
+    """Lint and run the program (with `mutated` = (file, source) written over its file), in a copy.
+    `enough(lint's findings)` true skips the run: it could change neither score."""
     with tempfile.TemporaryDirectory(prefix="td-mutant-") as tmp:
         root = Path(tmp) / "p"
         shutil.copytree(corpus / program.name, root, ignore=shutil.ignore_patterns("out", "__pycache__"))
         if mutated:
             (root / mutated[0]).write_text(mutated[1])
         findings = lint(root, program)
-        seconds, timed_out = 0.0, False
+        seconds, timed_out, skipped = 0.0, False, False
         if program.run and not LINT_ONLY:
-            ran, seconds, timed_out = run(root, program, timeout)
-            findings += ran
-    return {"findings": [asdict(f) for f in findings], "seconds": round(seconds, 1), "timed_out": timed_out}
+            skipped = enough is not None and enough(findings)
+            if not skipped:
+                ran, seconds, timed_out = run(root, program, timeout)
+                findings += ran
+    return {"findings": [asdict(f) for f in findings], "seconds": round(seconds, 1), "timed_out": timed_out,
+            "run_skipped": skipped}
 
 
 # --- scoring -----------------------------------------------------------------------------------
@@ -288,9 +301,24 @@ def measure(args) -> dict:
     operators = [o for o in OPERATORS if not args.operators or o in args.operators.split(",")]
     todo = plan(programs, corpus, operators, args.timeout)
     print(f"{len(programs)} programs, {len(operators)} operators, {len(todo)} mutants", file=sys.stderr)
+    population = dict(Counter(m.operator for _, _, m in todo))
+    if args.per_operator:
+        todo = stratified(todo, args.per_operator, args.seed)
+        print(f"sample: at most {args.per_operator} per operator (seed {args.seed}), {len(todo)} mutants",
+              file=sys.stderr)
     pool = concurrent.futures.ThreadPoolExecutor(args.jobs)
     baselines = {p.name: pool.submit(examine, p, corpus, args.timeout) for p in programs}
-    jobs = [(program, file, m, pool.submit(examine, program, corpus, args.timeout, (file, m.source)))
+
+    def located_by_lint(program: Program, file: str, m: Mutation) -> Callable[[list[Finding]], bool]:
+        def enough(found: list[Finding]) -> bool:
+            probe = Result(program.name, m.operator, file, list(m.lines), "", "", m.inserted,
+                           [asdict(f) for f in found])
+            score(probe, baselines[program.name].result()["findings"])
+            return probe.located
+        return enough
+
+    jobs = [(program, file, m, pool.submit(examine, program, corpus, args.timeout, (file, m.source),
+                                           None if args.run_all else located_by_lint(program, file, m)))
             for program, file, m in todo]
     results = []
     for i, (program, file, m, job) in enumerate(jobs, 1):
@@ -305,8 +333,19 @@ def measure(args) -> dict:
     lab = {}
     if args.lab and not LINT_ONLY:
         lab = {p.name: pool.submit(examine_lab, p, args.timeout) for p in sorted(LAB_FIXED.glob("*.py"))}
-    return {"baselines": {name: job.result() for name, job in baselines.items()},
+    return {"baselines": {name: job.result() for name, job in baselines.items()}, "population": population,
             "results": results, "lab": {name: job.result() for name, job in lab.items()}}
+
+
+def stratified(todo: list[tuple[Program, str, Mutation]], per_operator: int, seed: int
+               ) -> list[tuple[Program, str, Mutation]]:
+    """At most `per_operator` mutants of each operator, drawn with a seeded generator, in plan order."""
+    rng = random.Random(seed)
+    by_operator: dict[str, list[int]] = defaultdict(list)
+    for i, (_, _, m) in enumerate(todo):
+        by_operator[m.operator].append(i)
+    keep = {i for indices in by_operator.values() for i in rng.sample(indices, min(per_operator, len(indices)))}
+    return [item for i, item in enumerate(todo) if i in keep]
 
 
 def examine_lab(path: Path, timeout: float) -> dict:
@@ -345,6 +384,11 @@ def table(data: dict) -> str:
     total = [sum(r[i] for r in rows.values()) for i in range(3)]
     pct = (lambda a: f"{100 * a / total[0]:.0f}%") if total[0] else (lambda a: "-")
     out.append(f"| **total** | | **{total[0]}** | **{total[1]} ({pct(total[1])})** | **{total[2]} ({pct(total[2])})** | |")
+    population = data.get("population") or {}
+    if population and sum(population.values()) != total[0]:
+        out.append("")
+        out.append(f"a sample of {total[0]} of {sum(population.values())} mutants; weighted by each operator's share "
+                   f"of all mutants: {weighted(rows, population, 1)} detected, {weighted(rows, population, 2)} located")
     for title, reports in (("unmutated programs", data["baselines"]), ("lab fixed twins", data.get("lab") or {})):
         if not reports:
             continue
@@ -371,6 +415,13 @@ def table(data: dict) -> str:
     return "\n".join(out)
 
 
+def weighted(rows: dict[str, list[int]], population: dict[str, int], column: int) -> str:
+    """The sample's rate per operator, weighted by that operator's count among all mutants."""
+    sampled = {op: n for op, n in population.items() if rows.get(op, [0])[0]}
+    rate = sum(n * rows[op][column] / rows[op][0] for op, n in sampled.items()) / max(sum(sampled.values()), 1)
+    return f"{100 * rate:.0f}%"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", default="/work/mutation/corpus")
@@ -384,6 +435,11 @@ def main() -> None:
     parser.add_argument("--save", help="write the raw results here (JSON)")
     parser.add_argument("--load", help="print the table of saved results instead of measuring")
     parser.add_argument("--lint-only", action="store_true", help="only lint (a quick look at lint's share)")
+    parser.add_argument("--per-operator", type=int, default=0,
+                        help="measure a stratified sample: at most this many mutants of each operator")
+    parser.add_argument("--seed", type=int, default=0, help="the sample's seed")
+    parser.add_argument("--run-all", action="store_true",
+                        help="run every mutant, also those lint already locates (same scores, slower)")
     args = parser.parse_args()
     global LINT_ONLY
     LINT_ONLY = args.lint_only
