@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from tests.run.detectors.conftest import line_of, observing
+from tests.run.detectors.conftest import line_of, observing, run_lab
 from torchdoctor.run.detectors.stalled import StalledLoss
 
 HERE = __file__
@@ -18,9 +18,10 @@ def data(n=256, seed=0):
     return x, (x[:, 0] + x[:, 1] > 0).long() + 2 * (x[:, 2] > 0).long()
 
 
-def train(lr=1e-2, steps=60, sign=1.0, misaligned=False, loss="ce", two_optimizers=False, batches=4):
+def train(lr=1e-2, steps=60, sign=1.0, misaligned=False, loss="ce", two_optimizers=False, batches=4, drawn=0, draw_seed=1):
     torch.manual_seed(0)
     x, y = data()
+    draw = torch.Generator().manual_seed(draw_seed)
     model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 4))
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)  # the optimizer's line
     other = torch.optim.Adam(model.parameters(), lr=lr) if two_optimizers else None
@@ -28,6 +29,9 @@ def train(lr=1e-2, steps=60, sign=1.0, misaligned=False, loss="ce", two_optimize
     for step in range(steps):
         i = step % batches
         xb, yb = x[i * size:(i + 1) * size], y[i * size:(i + 1) * size]
+        if drawn:  # small random batches: their losses scatter around the curve
+            pick = torch.randint(len(x), (drawn,), generator=draw)
+            xb, yb = x[pick], y[pick]
         if misaligned:  # fresh samples each step, each with its neighbour's label
             xb, yb = data(size, seed=step + 1)
             yb = yb.roll(1, 0)
@@ -56,6 +60,21 @@ def test_a_learning_rate_far_too_small_is_found_at_the_optimizer():
     finding = seen.one("TD494")
     assert finding.line == line_of(HERE, "# the optimizer's line")
     assert "did not fall" in finding.message and "ln(4)" in finding.message
+
+
+def test_a_stalled_loss_is_found_through_the_scatter_of_small_batches():
+    """Small random batches scatter the loss by several percent: the means of two windows of
+    10 can differ by more than 2% on a loss that does not move. A fall that the scatter
+    explains is no fall."""
+    missed = [seed for seed in range(20) if "TD494" not in found(lr=1e-6, drawn=8, draw_seed=seed).codes]
+    assert missed == []
+    learning = [seed for seed in range(5) if found(lr=3e-3, drawn=8, draw_seed=seed).codes]
+    assert learning == []   # a loss that falls, through the same scatter
+
+
+def test_lab_program_and_its_fixed_twin():
+    assert run_lab("49_learning_rate_far_too_small.py", (StalledLoss,)).one("TD494").line == 37
+    assert run_lab("49_learning_rate_far_too_small.py", (StalledLoss,), fixed=True).codes == set()
 
 
 def test_a_maximised_loss_rises():

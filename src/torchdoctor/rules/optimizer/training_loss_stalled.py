@@ -17,8 +17,10 @@ Under `torchdoctor run`, follows the value of the classification loss the traini
 (`F.cross_entropy` / `nn.CrossEntropyLoss`, `F.nll_loss` / `nn.NLLLoss`, with grad enabled,
 integer class targets) and flags a run of one optimizer in which it never falls: after at
 least 40 optimizer steps, the mean over the last 10 computations is still within 2% of the
-mean over the first 10 (or above it), and at least half the chance-level loss `ln(C)` for
-`C` classes. It points at the line that builds the optimizer.
+mean over the first 10 (or above it), or has fallen by less than the scatter of the batches'
+losses explains (three standard errors of the difference of the two means), and is at least
+half the chance-level loss `ln(C)` for `C` classes. It points at the line that builds the
+optimizer.
 
 ## Why is this bad?
 A model that learns anything lowers its training loss within its first few dozen steps.
@@ -32,7 +34,8 @@ The decision is made from the loss values (one read of 20 stored values when it 
 no per-step synchronisation) and counts steps, not seconds, so the machine's load does not
 change it. Adversarial training (more than one optimizer) and losses other than these two
 (regression, reinforcement learning, contrastive objectives), whose value need not fall,
-are not judged. A checkpoint at which the loss had fallen by 3% or more clears the run.
+are not judged. A checkpoint at which the loss had fallen by 3% or more (and beyond the
+scatter) clears the run.
 
 ## Example
 ```python

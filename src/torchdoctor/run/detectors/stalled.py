@@ -8,8 +8,10 @@ least `MIN_STEPS` steps and `3 * WINDOW` computations) the two means are read in
 compared. The loss has *moved* when the last mean is at least `MOVED` below the first; once
 it has, the run is never reported. It has *stalled* when the last mean is above
 `(1 - STALLED)` times the first and at least half the chance level `ln(C)` (a loss already
-near zero is converged, not stuck). Steps and ratios only: the machine's load changes
-nothing.
+near zero is converged, not stuck). A fall counts, either way, only where it also stands out
+of the scatter of the batches' losses by `SCATTER` standard errors of the difference of the two
+means: a flat loss whose small batches happen to average a few percent lower late in the run
+has not moved. Steps and ratios only: the machine's load changes nothing.
 
 Where the thresholds sit, on this project's mutation bench (bench/mutation_bench.py): the
 correct programs' losses fall by 10% to 60% over their shortened runs (the smallest fall, a
@@ -36,6 +38,9 @@ WINDOW = 10
 MIN_STEPS = 40
 MOVED = 0.03
 STALLED = 0.02
+#: a fall counts only where it stands out of the batches' scatter, by this many standard errors of
+#: the difference of the two windows' means (small random batches scatter a flat loss by 5% and more)
+SCATTER = 3.0
 FIRST_CHECK = 100
 _CLASS_LOSSES = frozenset({"cross_entropy", "nll_loss"})
 
@@ -97,15 +102,17 @@ class StalledLoss(Detector):
         if len(self._stepped) != 1 or self._calls < 3 * WINDOW or self._classes < 2 or self._moved:
             self._done = self._done or len(self._stepped) > 1
             return
-        means = torch.stack([torch.stack(self._first).mean(), torch.stack(list(self._last)).mean()]).float().tolist()
-        first, last = means
-        if not (math.isfinite(first) and math.isfinite(last)) or first <= 0:
+        windows = torch.stack([torch.stack(self._first), torch.stack(list(self._last))]).float()
+        (first, last), (var_first, var_last) = windows.mean(1).tolist(), windows.var(1).tolist()
+        if not all(math.isfinite(v) for v in (first, last, var_first, var_last)) or first <= 0:
             return  # NaN has its own rules (TD145, TD490)
-        if last < first * (1 - MOVED):
+        fall = first - last
+        scatter = math.sqrt((var_first + var_last) / WINDOW)  # the standard error of `fall`
+        if fall >= max(MOVED * first, SCATTER * scatter):
             self._moved = True
             return
         chance = math.log(self._classes)
-        if last <= first * (1 - STALLED) or last < 0.5 * chance:
+        if fall >= max(STALLED * first, SCATTER * scatter) or last < 0.5 * chance:
             return
         self._done = True
         name, created_at = self._optimizer
