@@ -50,6 +50,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -162,12 +163,21 @@ def run(root: Path, program: Program, timeout: float) -> tuple[list[Finding], fl
     out = root / ".td-run.json"
     start = time.monotonic()
     timed_out = False
+    process = subprocess.Popen([*torchdoctor(), "run", "--fail-on", "never", "--output", str(out), "--format",
+                                "json", entry.name, *program.args], cwd=entry.parent, env=environment(program, root),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        subprocess.run([*torchdoctor(), "run", "--fail-on", "never", "--output", str(out), "--format", "json",
-                        entry.name, *program.args], cwd=entry.parent, env=environment(program, root),
-                       capture_output=True, timeout=timeout)
+        process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
+        # interrupted like a user's Ctrl-C (to the whole process group), the run still writes
+        # what it found so far
         timed_out = True
+        os.killpg(process.pid, signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
     return read_report(out, "run", root, entry.parent), time.monotonic() - start, timed_out
 
 
