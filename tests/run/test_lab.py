@@ -52,6 +52,7 @@ EXPECTED = {
     "36_learning_rate_explodes": ("TD490", "optimizer.step()"),
     "37_graph_break_item_in_forward": ("TD480", ".item()"),
     "38_recompiles_on_python_value": ("TD481", "@torch.compile"),
+    "49_learning_rate_far_too_small": ("TD494", "torch.optim.SGD("),
 }
 pytestmark = pytest.mark.skipif(not PROGRAMS, reason="examples/lab is not there")
 

@@ -22,6 +22,7 @@ EVENTS = (
     "on_module_call",
     "on_compiled_call",
     "on_loss",
+    "on_loss_end",
     "on_backward",
     "on_backward_end",
     "on_zero_grad",
@@ -61,6 +62,9 @@ class Detector:
 
     def on_loss(self, event: LossCall) -> None:
         """A loss function is about to run (every call)."""
+
+    def on_loss_end(self, event: LossCall) -> None:
+        """A loss function returned; `event.result` is its value (every call; keep it cheap)."""
 
     def on_backward(self, event: Backward) -> None:
         """backward() is about to run (every call)."""

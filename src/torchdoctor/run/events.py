@@ -47,6 +47,7 @@ class LossCall:
     target: Any
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
+    result: Any = None  # what the loss returned (only in `on_loss_end`)
 
 
 @dataclass(frozen=True)

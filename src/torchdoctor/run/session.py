@@ -157,7 +157,7 @@ class Session:
         patches = self._patches
         self.optimizers.install(patches)
         self.backward.install(patches)
-        functional.install(patches, self._on_loss)
+        functional.install(patches, self._on_loss, self._on_loss_end if self._has("on_loss_end") else None)
         self.loaders.install(patches, self._on_loader_iter, self._on_batch if self._has("on_batch") else None)
         self.loaders.site_of = self.instrument(LoaderSites).of
         CompileBoundary(self._outside, self.modules.compiled_call, self._compiled_return).install(patches)
@@ -406,6 +406,9 @@ class Session:
         if self._ended_traces:
             self._leave_ended_traces()
         self._dispatch("on_loss", event)
+
+    def _on_loss_end(self, event: LossCall) -> None:
+        self._dispatch("on_loss_end", event)
 
     def _on_backward(self, event: Backward) -> None:
         self._end_trace()

@@ -3,8 +3,9 @@ eval() (TD130).
 
 TD121 follows the forward's activations (its tensor arguments and whatever is computed from
 them or from submodule calls) and flags the cuts that feed the computation again: re-wrapping
-an activation with `torch.tensor(...)`, `.data` of an activation, `h = h.detach()`, and
-returning a detached output. Under `torch.no_grad()` a cut is deliberate and not flagged.
+an activation with `torch.tensor(...)`, `.data` of an activation, `h = h.detach()` (and its
+chained form `h = self.layer(x).detach()` when nothing reads `x` again), and returning a
+detached output. Under `torch.no_grad()` a cut is deliberate and not flagged.
 """
 
 from __future__ import annotations
@@ -137,10 +138,34 @@ def track_activations(node: ast.Assign, ctx: Context) -> None:
     if ctx.grad_disabled or ctx.conditions or len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
         return  # under an `if`, a detach is an option the author chose (e.g. `if freeze_embeddings:`)
     value = node.value
-    if (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "detach"
-            and isinstance(value.func.value, ast.Name) and value.func.value.id == node.targets[0].id
-            and value.func.value.id in names):
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "detach"):
+        return
+    detached = value.func.value
+    if isinstance(detached, ast.Name):  # `h = h.detach()`: the main path itself is cut
+        if detached.id == node.targets[0].id and detached.id in names:
+            ctx.report(GRAPH_CUT_IN_FORWARD, value, call=ctx.text(value))
+    elif _carries(detached, names, _methods(ctx)) and _main_path(node, detached, ctx):
         ctx.report(GRAPH_CUT_IN_FORWARD, value, call=ctx.text(value))
+
+
+def _main_path(node: ast.Assign, detached: ast.expr, ctx: Context) -> bool:
+    """`out = self.layer1(x).detach()`: the chained form of `h = h.detach()`. The cut is on the
+    main path when what fed the detached value is never used again after this line (no
+    residual, no second branch reads it): the only way on is through the detached copy. A
+    stop-gradient target (`target = self.teacher(x).detach()` beside `self.student(x)`) reads
+    its input again and is left alone. (Only this function is read, and only for these rare
+    assignments.)"""
+    upstream = {n.id for n in ast.walk(detached) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    if not any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
+               and n.func.value.id == "self" for n in ast.walk(detached)):
+        return False  # only a layer's output: a cut of the model's own computation
+    function = ctx.function
+    if function is None:
+        return False
+    target = node.targets[0].id  # type: ignore[attr-defined]
+    later = [n for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+             and (n.lineno, n.col_offset) > (node.end_lineno, node.end_col_offset)]
+    return any(n.id == target for n in later) and not any(n.id in upstream - {target, "self"} for n in later)
 
 
 @check(GRAPH_CUT_IN_FORWARD, ast.Return)

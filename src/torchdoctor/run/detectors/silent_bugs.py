@@ -21,6 +21,7 @@ from torchdoctor.run.detectors.order import LoaderOrder
 from torchdoctor.run.detectors.performance import HostSyncs, PerSampleLoop
 from torchdoctor.run.detectors.pixels import RawPixels
 from torchdoctor.run.detectors.schedule import LearningRateCollapse
+from torchdoctor.run.detectors.stalled import StalledLoss
 from torchdoctor.run.detectors.worker_rng import WorkerRandomness
 
 SILENT_BUG_DETECTORS: tuple[type[Detector], ...] = (
@@ -42,4 +43,5 @@ SILENT_BUG_DETECTORS: tuple[type[Detector], ...] = (
     FrozenUpdates,
     LoadsMatchingNothing,
     LearningRateCollapse,
+    StalledLoss,
 )

@@ -2,7 +2,8 @@
 
 The `nn` loss modules call these functions through `torch.nn.functional`, so one stand-in
 covers `F.cross_entropy(...)` and `nn.CrossEntropyLoss()(...)` alike. The stand-in hands the
-detectors the input and target before the loss runs and changes nothing; under
+detectors the input and target before the loss runs (and, when a detector asks, the value it
+returned) and changes nothing; under
 torch.compile it steps aside.
 """
 
@@ -33,12 +34,24 @@ LOSSES = (
 )
 
 
-def install(patches: Patches, on_loss: Callable[[LossCall], None]) -> None:
+def install(patches: Patches, on_loss: Callable[[LossCall], None],
+            on_loss_end: Callable[[LossCall], None] | None = None) -> None:
     for name in LOSSES:
         original = getattr(F, name, None)
         if original is None:
             continue
-        patches.set(F, name, observed(original, _caller(name, on_loss), skip=traced))
+        returned = _returner(name, on_loss_end) if on_loss_end is not None else None
+        patches.set(F, name, observed(original, _caller(name, on_loss), skip=traced, returned=returned))
+
+
+def _returner(name: str, on_loss_end: Callable[[LossCall], None]) -> Callable[[tuple[Any, ...], dict[str, Any], Any], None]:
+    def returned(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
+        input_ = args[0] if args else kwargs.get("input")
+        target = args[1] if len(args) > 1 else kwargs.get("target")
+        if isinstance(input_, torch.Tensor) and isinstance(result, torch.Tensor):
+            on_loss_end(LossCall(name, input_, target, args, kwargs, result))
+
+    return returned
 
 
 def _caller(name: str, on_loss: Callable[[LossCall], None]) -> Callable[[tuple[Any, ...], dict[str, Any]], None]:

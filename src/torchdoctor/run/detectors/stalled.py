@@ -1,0 +1,122 @@
+"""TD494: training that does not move. The classification loss the training computes stays
+where it starts (or climbs) while one optimizer steps.
+
+The value of each `cross_entropy` / `nll_loss` computed with grad enabled, on integer class
+targets, is kept (a detached reference, no read): the first `WINDOW` of them, and the last
+`WINDOW`. At checkpoints (optimizer steps 100, 200, 400, ... and the end of the run, with at
+least `MIN_STEPS` steps and `3 * WINDOW` computations) the two means are read in one go and
+compared. The loss has *moved* when the last mean is at least `MOVED` below the first; once
+it has, the run is never reported. It has *stalled* when the last mean is above
+`(1 - STALLED)` times the first and at least half the chance level `ln(C)` (a loss already
+near zero is converged, not stuck). A fall counts, either way, only where it also stands out
+of the scatter of the batches' losses by `SCATTER` standard errors of the difference of the two
+means: a flat loss whose small batches happen to average a few percent lower late in the run
+has not moved. Steps and ratios only: the machine's load changes nothing.
+
+Where the thresholds sit, on this project's mutation bench (bench/mutation_bench.py): the
+correct programs' losses fall by 10% to 60% over their shortened runs (the smallest fall, a
+character GPT over 60 steps, 23%); a learning rate 10,000 times too small moves the mean by
+under 1%; inputs paired with other samples' labels keep it at chance level; a learning rate
+100 times too large sends it up or leaves it above where it began; a maximised loss climbs.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections import deque
+from typing import Any
+
+import torch
+
+from torchdoctor.rules.optimizer.training_loss_stalled import RULE
+from torchdoctor.run.detector import Detector
+from torchdoctor.run.events import LossCall, Step
+from torchdoctor.run.outcome import Outcome
+
+WINDOW = 10
+MIN_STEPS = 40
+MOVED = 0.03
+STALLED = 0.02
+#: a fall counts only where it stands out of the batches' scatter, by this many standard errors of
+#: the difference of the two windows' means (small random batches scatter a flat loss by 5% and more)
+SCATTER = 3.0
+FIRST_CHECK = 100
+_CLASS_LOSSES = frozenset({"cross_entropy", "nll_loss"})
+
+
+class StalledLoss(Detector):
+    rules = (RULE,)
+
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx)
+        self._first: list[torch.Tensor] = []
+        self._last: deque[torch.Tensor] = deque(maxlen=WINDOW)
+        self._calls = 0
+        self._classes = 0
+        self._moved = False
+        self._done = False
+        self._next_check = FIRST_CHECK
+        self._stepped: dict[int, weakref.ref[Any]] = {}  # never keeps an optimizer alive
+        self._optimizer: tuple[str, Any] = ("optimizer", None)
+        self._steps = 0
+
+    def on_loss_end(self, event: LossCall) -> None:
+        if self._done or event.function not in _CLASS_LOSSES:
+            return
+        result, input_, target = event.result, event.input, event.target
+        if not (result.requires_grad and result.dim() == 0 and torch.is_grad_enabled()):
+            return  # evaluation, or a per-sample loss reduced by the user
+        if not isinstance(target, torch.Tensor) or target.is_floating_point() or input_.dim() < 2:
+            return  # class probabilities as targets, or one unbatched sample
+        value = result.detach()
+        if len(self._first) < WINDOW:
+            self._first.append(value)
+        self._last.append(value)
+        self._calls += 1
+        self._classes = int(input_.shape[1])
+
+    def on_step_end(self, event: Step) -> None:
+        if self._done:
+            return
+        optimizer = event.optimizer
+        if id(optimizer) not in self._stepped:
+            # decided when the optimizer is freed (a training function returned) or at the end
+            self._stepped[id(optimizer)] = weakref.ref(optimizer, lambda _: self._conclude())
+            info = self.ctx.optimizers.known.get(optimizer)
+            self._optimizer = (type(optimizer).__name__, info.created_at if info is not None else None)
+        self._steps = event.index
+        if event.index >= self._next_check:
+            self._next_check *= 2
+            self._check()
+
+    def on_finish(self, outcome: Outcome) -> None:
+        self._conclude()
+
+    def _conclude(self) -> None:
+        if not self._done and self._steps >= MIN_STEPS:
+            self._check()
+        self._done = True
+
+    def _check(self) -> None:
+        if len(self._stepped) != 1 or self._calls < 3 * WINDOW or self._classes < 2 or self._moved:
+            self._done = self._done or len(self._stepped) > 1
+            return
+        windows = torch.stack([torch.stack(self._first), torch.stack(list(self._last))]).float()
+        (first, last), (var_first, var_last) = windows.mean(1).tolist(), windows.var(1).tolist()
+        if not all(math.isfinite(v) for v in (first, last, var_first, var_last)) or first <= 0:
+            return  # NaN has its own rules (TD145, TD490)
+        fall = first - last
+        scatter = math.sqrt((var_first + var_last) / WINDOW)  # the standard error of `fall`
+        if fall >= max(MOVED * first, SCATTER * scatter):
+            self._moved = True
+            return
+        chance = math.log(self._classes)
+        if fall >= max(STALLED * first, SCATTER * scatter) or last < 0.5 * chance:
+            return
+        self._done = True
+        name, created_at = self._optimizer
+        trend = "rose" if last > first * (1 + STALLED) else "did not fall"
+        self.ctx.report(RULE, at=created_at or None, trend=trend, steps=self._steps, optimizer=name,
+                        first=f"{first:.4g}", last=f"{last:.4g}", window=WINDOW,
+                        chance=f"chance level for {self._classes} classes is ln({self._classes}) = {chance:.4g}")
