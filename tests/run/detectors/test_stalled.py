@@ -79,7 +79,24 @@ def test_lab_program_and_its_fixed_twin():
 
 def test_a_maximised_loss_rises():
     finding = found(sign=-1.0).one("TD494")
-    assert "rose" in finding.message
+    assert "rose" in finding.message and finding.severity.value == "warning"
+
+
+def test_a_flat_loss_is_info_since_random_labels_draw_the_same_curve():
+    """Correct code on random synthetic data (labels that carry no information: a common smoke
+    test) keeps the loss at chance, as a learning rate far too small does: said at info only."""
+    flat = found(lr=1e-2 * 1e-4).one("TD494")
+    assert flat.severity.value == "info" and "random synthetic data" in flat.message
+    with observing(StalledLoss) as seen:
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 5))
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        for _ in range(120):
+            x, y = torch.randn(32, 20), torch.randint(0, 5, (32,))  # fresh random data, correct code
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+    assert {f.severity.value for f in seen.findings} <= {"info"}
 
 
 def test_labels_of_other_samples_keep_the_loss_at_chance():

@@ -9,7 +9,7 @@ RULE = Rule(
     category=Category.OPTIMIZER,
     severity=Severity.WARNING,
     proof="run",
-    message="the training loss {trend} over {steps} optimizer steps of this {optimizer}: {first} on average over its first {window} computations, {last} over its last {window} ({chance})",
+    message="the training loss {trend} over {steps} optimizer steps of this {optimizer}: {first} on average over its first {window} computations, {last} over its last {window} ({chance}){caveat}",
     hint="Training that does not move from its first steps: check this optimizer's learning rate (far too large settles the loss at a high level without NaN, far too small barely moves the weights), the sign of the loss (minimised, not maximised), and that each input still comes with its own label.",
     doc="""
 ## What it does
@@ -20,7 +20,9 @@ least 40 optimizer steps, the mean over the last 10 computations is still within
 mean over the first 10 (or above it), or has fallen by less than the scatter of the batches'
 losses explains (three standard errors of the difference of the two means), and is at least
 half the chance-level loss `ln(C)` for `C` classes. It points at the line that builds the
-optimizer.
+optimizer. A loss that climbs (by 10% of where it began, to 1.5 times the chance level) is a
+warning; a flat one is info, because correct code on labels that carry no information about
+the inputs (random synthetic data, a common smoke test) draws the same flat curve.
 
 ## Why is this bad?
 A model that learns anything lowers its training loss within its first few dozen steps.

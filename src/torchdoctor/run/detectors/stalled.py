@@ -8,7 +8,9 @@ least `MIN_STEPS` steps and `3 * WINDOW` computations) the two means are read in
 compared. The loss has *moved* when the last mean is at least `MOVED` below the first; once
 it has, the run is never reported. It has *stalled* when the last mean is above
 `(1 - STALLED)` times the first and at least half the chance level `ln(C)` (a loss already
-near zero is converged, not stuck). A fall counts, either way, only where it also stands out
+near zero is converged, not stuck). A loss that climbs clearly (by ROSE of where it began,
+to ABOVE_CHANCE times the chance level) is a warning; a flat one is info, since correct code on
+labels that carry no information (random synthetic data) gives the same curve. A fall counts, either way, only where it also stands out
 of the scatter of the batches' losses by `SCATTER` standard errors of the difference of the two
 means: a flat loss whose small batches happen to average a few percent lower late in the run
 has not moved. Steps and ratios only: the machine's load changes nothing.
@@ -29,6 +31,7 @@ from typing import Any
 
 import torch
 
+from torchdoctor.core.finding import Severity
 from torchdoctor.rules.optimizer.training_loss_stalled import RULE
 from torchdoctor.run.detector import Detector
 from torchdoctor.run.events import LossCall, Step
@@ -38,6 +41,12 @@ WINDOW = 10
 MIN_STEPS = 40
 MOVED = 0.03
 STALLED = 0.02
+#: a warning needs a loss that climbs: by this fraction of where it began, and to this multiple of chance
+ROSE = 0.10
+ABOVE_CHANCE = 1.5
+#: a flat loss is also what correct code gives on labels that carry no information (random
+#: synthetic data, a common smoke test): said, and only at info
+FLAT_CAVEAT = "; expected only when the labels carry no information about the inputs, such as random synthetic data"
 #: a fall counts only where it stands out of the batches' scatter, by this many standard errors of
 #: the difference of the two windows' means (small random batches scatter a flat loss by 5% and more)
 SCATTER = 3.0
@@ -116,7 +125,8 @@ class StalledLoss(Detector):
             return
         self._done = True
         name, created_at = self._optimizer
-        trend = "rose" if last > first * (1 + STALLED) else "did not fall"
-        self.ctx.report(RULE, at=created_at or None, trend=trend, steps=self._steps, optimizer=name,
+        rose = -fall >= max(ROSE * first, SCATTER * scatter) and last >= ABOVE_CHANCE * chance
+        self.ctx.report(RULE, at=created_at or None, trend="rose" if rose else "did not fall", steps=self._steps, optimizer=name,
                         first=f"{first:.4g}", last=f"{last:.4g}", window=WINDOW,
-                        chance=f"chance level for {self._classes} classes is ln({self._classes}) = {chance:.4g}")
+                        chance=f"chance level for {self._classes} classes is ln({self._classes}) = {chance:.4g}",
+                        caveat="" if rose else FLAT_CAVEAT, severity=None if rose else Severity.INFO)
