@@ -17,7 +17,7 @@ body{font:14px/1.5 system-ui,sans-serif;margin:2rem auto;max-width:72rem;color:#
 h1{font-size:1.4rem} table{border-collapse:collapse;width:100%} td,th{padding:.35rem .6rem;
 border-bottom:1px solid #d0d7de;text-align:left;vertical-align:top} code{font-family:ui-monospace,monospace}
 .error{color:#cf222e;font-weight:600}.warning{color:#9a6700;font-weight:600}.info{color:#0969da}
-.hint{color:#57606a}.passed{color:#1a7f37}.failed{color:#cf222e}.warned{color:#9a6700}.skipped{color:#57606a}
+.hint{color:#57606a} pre{background:#f6f8fa;padding:.5rem;overflow-x:auto}.passed{color:#1a7f37}.failed{color:#cf222e}.warned{color:#9a6700}.skipped{color:#57606a}
 """
 
 
@@ -48,6 +48,10 @@ def write(report: Report, stream: TextIO, **_: Any) -> None:
         out.append("</table>")
     else:
         out.append("<p class='passed'>No findings.</p>")
+    if report.sections:
+        from torchdoctor.report import trace
+
+        out.extend(trace.html(report, inline))
     for notice in report.notices:
         out.append(f"<p class='hint'>note: {inline(notice)}</p>")
     out.append("</body></html>\n")

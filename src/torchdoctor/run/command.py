@@ -16,13 +16,14 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from torchdoctor.core import registry
 from torchdoctor.core.config import Config
 from torchdoctor.core.errors import UsageError
 from torchdoctor.core.report import Report
 from torchdoctor.run import launcher, ranks, summary
-from torchdoctor.run.records import CONFIG_FILE, read_folder
+from torchdoctor.run.records import CONFIG_FILE, RunRecords, read_folder
 
 HELP = "run a training script as `python SCRIPT ARGS...` would, watch it, and report what went wrong"
 USAGE = "torchdoctor run [OPTIONS] SCRIPT [ARGS...]\n       torchdoctor run [OPTIONS] -m MODULE [ARGS...]"
@@ -58,15 +59,21 @@ def target_from(args: argparse.Namespace) -> launcher.Target:
 def execute(args: argparse.Namespace, config: Config) -> Report:
     target = target_from(args)
     target.check()
+    finished, records = observe(target, config)
+    return summary.build(target, finished, records)
+
+
+def observe(target: launcher.Target, config: Config, settings: dict[str, Any] | None = None) -> tuple[launcher.Finished, RunRecords]:
+    """Run the target observed, to its end, and read what its processes wrote. `settings` go
+    into the run folder's config with the enabled rules (`trace` adds its tracer this way)."""
     folder = Path(tempfile.mkdtemp(prefix="torchdoctor-run-"))
     try:
         enabled = [rule.code for rule in registry.all_rules() if config.enabled(rule)]
-        (folder / CONFIG_FILE).write_text(json.dumps({"enabled": enabled}), encoding="utf-8")
+        (folder / CONFIG_FILE).write_text(json.dumps({"enabled": enabled, **(settings or {})}), encoding="utf-8")
         finished = launcher.run(target, folder, monitor=ranks.HangWatch(folder).check)
         records = read_folder(folder)
         records.findings = ranks.job_findings(folder, records.findings, records.shared, finished.stopped)
-        report = summary.build(target, finished, records)
     finally:
         if not os.environ.get(ENV_KEEP):
             shutil.rmtree(folder, ignore_errors=True)
-    return report
+    return finished, records

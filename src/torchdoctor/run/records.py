@@ -93,6 +93,8 @@ class RunRecords:
     processes: list[dict[str, Any]] = field(default_factory=list)
     #: records the runner compares across ranks (`replicas`, `checksums`; see run/ranks.py)
     shared: list[dict[str, Any]] = field(default_factory=list)
+    #: what `torchdoctor trace`'s tracer wrote (trace/tracer.py)
+    traces: list[dict[str, Any]] = field(default_factory=list)
 
     def total(self, stat: str, role: str | None = None) -> int:
         """The sum of one statistic (`steps`, `backward`, ...) over the processes (of one role)."""
@@ -104,6 +106,7 @@ def read_folder(folder: Path) -> RunRecords:
     per_process: dict[str, dict[str, Finding]] = {}
     processes: list[dict[str, Any]] = []
     shared: list[dict[str, Any]] = []
+    traces: list[dict[str, Any]] = []
     for path in sorted(folder.glob("p*.jsonl")):
         latest: dict[str, Finding] = {}
         for record in _records(path):
@@ -116,9 +119,11 @@ def read_folder(folder: Path) -> RunRecords:
                 processes.append(record)
             elif record.get("type") in SHARED:
                 shared.append(record)
+            elif record.get("type") == "trace":
+                traces.append(record)
         per_process[path.name] = latest
     findings = merge(f for found in per_process.values() for f in found.values())
-    return RunRecords(findings=findings, processes=processes, shared=shared)
+    return RunRecords(findings=findings, processes=processes, shared=shared, traces=traces)
 
 
 def _records(path: Path) -> Iterable[dict[str, Any]]:

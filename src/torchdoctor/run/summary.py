@@ -39,8 +39,8 @@ DEFAULT_KILL_HINT = (
 )
 
 
-def build(target: Target, finished: Finished, records: RunRecords) -> Report:
-    report = Report(command="run")
+def build(target: Target, finished: Finished, records: RunRecords, command: str = "run") -> Report:
+    report = Report(command=command)
     report.findings = [_displayed(f) for f in records.findings]
     report.notices.extend(_notices(finished, records))
     report.meta["fatal_rules"] = [INTERNAL_ERROR.code]  # torchdoctor failed: exit status 2
@@ -52,7 +52,7 @@ def build(target: Target, finished: Finished, records: RunRecords) -> Report:
             "stream": "stderr",
             "exit_status": finished.exit_status,
             "target": target.display(),
-            "title": _title(target, finished, records),
+            "title": _title(target, finished, records, command),
             "seconds": round(finished.seconds, 3),
             "steps": records.total("steps"),
             "processes": [
@@ -71,14 +71,14 @@ def _displayed(finding: Finding) -> Finding:
     return replace(finding, file=display_path(finding.file)) if finding.file else finding
 
 
-def _title(target: Target, finished: Finished, records: RunRecords) -> str:
+def _title(target: Target, finished: Finished, records: RunRecords, command: str = "run") -> str:
     if finished.stopped is not None:
         end = "stopped by torchdoctor (deadlock)"
     elif finished.signal is not None:
         end = f"killed by {_signal_name(finished.signal)}"
     else:
         end = f"exit status {finished.exit_status}"
-    parts = [f"torchdoctor run {target.display()}", end]
+    parts = [f"torchdoctor {command} {target.display()}", end]
     steps, backward = records.total("steps"), records.total("backward")
     if steps:
         parts.append(f"{steps} optimizer step{'s' if steps != 1 else ''}")
