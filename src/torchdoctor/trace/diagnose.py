@@ -156,16 +156,23 @@ def float64_ops(record: Record) -> list[Finding]:
         return []
     found = []
     for line in record.get("lines") or []:
-        ops = [op for op in line.get("ops") or [] if "float64" in op.get("dtypes", []) and op["op"] not in NON_COMPUTE]
-        time = sum(op["us"] for op in ops)
+        forward = [op for op in line.get("ops") or [] if _float64_compute(op)]
+        backward = [op for op in (line.get("backward") or {}).get("ops") or [] if _float64_compute(op)]
+        ops = forward or backward
+        time = sum(op["us"] for op in forward + backward)
         if not ops or _share(time, total) < FLOAT64_SHARE:
             continue
-        names = ", ".join(f"{op['op']} x{op['count']}" for op in ops[:3])
+        steps = max(len(_steps(record)), 1)
+        names = ", ".join(f"{op['op']} ({op['count'] / steps:g} per step)" for op in ops[:3])
         found.append(_finding(
             FLOAT64_OPS, line, ops=names, share=_pct(_share(time, total)),
             evidence={"float64_us": round(time, 1), "traced_us": total, "ops": [op["op"] for op in ops]},
         ))
     return found
+
+
+def _float64_compute(op: Record) -> bool:
+    return "float64" in op.get("dtypes", []) and op["op"] not in NON_COMPUTE
 
 
 def cpu_ops(record: Record) -> list[Finding]:
@@ -201,7 +208,7 @@ def strided_copies(record: Record) -> list[Finding]:
             continue
         shapes = next((op["shapes"][0] for op in copies if op.get("shapes")), "")
         found.append(_finding(
-            STRIDED_COPY, line, count=count // max(steps, 1), share=_pct(_share(time, total)),
+            STRIDED_COPY, line, copies=max(count // max(steps, 1), 1), share=_pct(_share(time, total)),
             shape=f" ({shapes.split(',')[0]})" if shapes else "",
             evidence={"copies": count, "copy_us": round(time, 1), "traced_us": total},
         ))

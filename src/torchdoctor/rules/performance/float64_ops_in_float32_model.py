@@ -15,8 +15,8 @@ RULE = Rule(
 ## What it does
 `torchdoctor trace` records the dtypes of every op each line of the script dispatched. When
 the trained parameters are float32, it reports a line whose compute ops (not conversions,
-copies or views) ran in float64 and took at least a tenth of the traced steps' time. A model
-trained in float64 throughout is not reported.
+copies or views), or their backward, ran in float64 and took at least a tenth of the traced
+steps' time. A model trained in float64 throughout is not reported.
 
 ## Why is this bad?
 float64 is the default of NumPy and of Python floats, and it spreads: one float64 tensor in an
@@ -40,7 +40,7 @@ class Model(nn.Module):
         super().__init__()
         self.body = nn.Linear(64, 256)
         # a fixed random projection made with NumPy: float64
-        self.register_buffer("projection", torch.from_numpy(rng.standard_normal((256, 256))))
+        self.register_buffer("projection", torch.from_numpy(rng.standard_normal((256, 256)) / 16))
         self.head = nn.Linear(256, 1)
 
     def forward(self, x):
@@ -73,7 +73,7 @@ class Model(nn.Module):
     def __init__(self):
         super().__init__()
         self.body = nn.Linear(64, 256)
-        self.register_buffer("projection", torch.from_numpy(rng.standard_normal((256, 256))).float())
+        self.register_buffer("projection", torch.from_numpy(rng.standard_normal((256, 256)) / 16).float())
         self.head = nn.Linear(256, 1)
 
     def forward(self, x):

@@ -9,7 +9,7 @@ RULE = Rule(
     category=Category.PERFORMANCE,
     severity=Severity.INFO,
     proof="trace",
-    message="{count} copy per step gathers a non-contiguous tensor{shape} into new memory on this line: {share} of the traced time",
+    message="{copies} copy per step gathers a non-contiguous tensor{shape} into new memory on this line: {share} of the traced time",
     hint="Change the layout once, outside the step: store the data in the layout the model reads (images permuted to NCHW when the dataset is built, `memory_format=torch.channels_last` for convolutions), or let the next op read the strided tensor directly instead of calling `.contiguous()`.",
     doc="""
 ## What it does
@@ -34,7 +34,7 @@ from torch import nn
 torch.manual_seed(0)
 images = torch.rand(64, 96, 96, 3)  # decoded images: N, H, W, C
 labels = torch.randint(0, 4, (64,))
-model = nn.Sequential(nn.Conv2d(3, 4, 1), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 4))
+model = nn.Sequential(nn.AvgPool2d(8), nn.Flatten(), nn.Linear(3 * 12 * 12, 4))
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 for step in range(12):
     x = images.permute(0, 3, 1, 2).contiguous()  # every step
@@ -52,7 +52,7 @@ from torch import nn
 torch.manual_seed(0)
 images = torch.rand(64, 96, 96, 3).permute(0, 3, 1, 2).contiguous()  # once: N, C, H, W
 labels = torch.randint(0, 4, (64,))
-model = nn.Sequential(nn.Conv2d(3, 4, 1), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 4))
+model = nn.Sequential(nn.AvgPool2d(8), nn.Flatten(), nn.Linear(3 * 12 * 12, 4))
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 for step in range(12):
     x = images
