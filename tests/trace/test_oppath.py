@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from torchdoctor.core.errors import UsageError
-from torchdoctor.trace import dispatch, native, oppath
+from torchdoctor.introspect import dispatcher as dispatch
+from torchdoctor.trace import native, oppath
 
 yaml = pytest.importorskip("yaml")
 OPS = ("aten::add.Tensor", "aten::mm", "aten::addmm", "aten::linear", "aten::relu", "aten::_log_softmax",

@@ -31,12 +31,12 @@ from torch._C._profiler import _RecordFunctionFast
 from torch.overrides import TorchFunctionMode
 
 from torchdoctor.core.locate import caller_in_user_code, display_path, is_user_file
+from torchdoctor.introspect.dispatcher import keyset_names
 from torchdoctor.run.faults import FAULTS, passes_through
 from torchdoctor.run.instruments.compiled import traced
 from torchdoctor.run.instruments.trace import _remove_from_stack
 from torchdoctor.run.patching import call_in_mode
 from torchdoctor.trace.attribute import LineFacts
-from torchdoctor.trace.dispatch import keyset_names
 from torchdoctor.trace.options import COMPILED_SUFFIX, LINE_PREFIX
 
 #: calls sampled per line for devices, autocast and dispatch keys

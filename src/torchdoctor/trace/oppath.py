@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from torchdoctor.core.errors import UsageError
-from torchdoctor.trace import dispatch, native
+from torchdoctor.introspect import dispatcher as dispatch
+from torchdoctor.trace import native
 from torchdoctor.trace.sources import DERIVATIVES_PATH, Version, source
 
 #: runtime keys shown in the computed table: the backends users meet, autograd and autocast

@@ -21,13 +21,14 @@ from typing import Any, ClassVar
 import torch
 from torch._C._profiler import _RecordFunctionFast
 
+from torchdoctor.introspect import dispatcher as dispatch
 from torchdoctor.run import boot
 from torchdoctor.run.detector import Detector
 from torchdoctor.run.events import Backward, Step
 from torchdoctor.run.faults import FAULTS
 from torchdoctor.run.instruments.optim import params_of
 from torchdoctor.run.outcome import Outcome
-from torchdoctor.trace import chrome, dispatch, oppath, record
+from torchdoctor.trace import chrome, oppath, record
 from torchdoctor.trace.attribute import attribute
 from torchdoctor.trace.events import collect
 from torchdoctor.trace.marks import LineMarks

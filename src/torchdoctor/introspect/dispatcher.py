@@ -102,6 +102,24 @@ def torch_module() -> Any:
     return torch
 
 
+def backend_keys() -> frozenset[str]:
+    """The backend dispatch keys of this torch (CPU, CUDA, MPS, SparseCPU, QuantizedCPU,
+    NestedTensorCPU, Meta, ...): those below BackendSelect in the dispatcher's order."""
+    torch = torch_module()
+    below = keyset_names(torch._C._dispatch_keyset_full_after(torch._C.DispatchKey.BackendSelect))
+    return frozenset(below - {"PythonDispatcher", "CustomRNGKeyId"})
+
+
+def backends_with_kernel(op: str) -> tuple[list[str], bool]:
+    """(the backends that have a kernel of their own for `op` in this install, whether every
+    backend runs it through a composite kernel, i.e. as other ops)."""
+    rows = table(op)
+    backends = backend_keys()
+    own = [key for key, row in rows.items() if key in backends and row.kind == "kernel" and not row.fallthrough]
+    composite = any(row.kind in ("math kernel", "default backend kernel") for key, row in rows.items() if key in backends)
+    return own, composite
+
+
 def registrations(op: str) -> list[Registration]:
     return parse_registrations(torch_module()._C._dispatch_dump(op))
 
