@@ -27,7 +27,8 @@ LINES = {
     "14": r"self\.rng = ", "15": r"torch\.log\(x\)", "17": r"collate_fn=lambda", "18": r"self\.temperature = ",
     "19": r"optimizer = torch\.optim\.AdamW", "20": r"F\.softmax\(", "21": r"def backward", "22": r"x = images\.float\(\)",
     "23": r"model = Network\(\)", "26": r"def forward",
-    "29": r"torch\.softmax\(", "30": r"\.detach\(\)\.numpy\(\)",
+    "29": r"torch\.softmax\(", "30": r"\.detach\(\)\.numpy\(\)", "32": r"nn\.AvgPool2d\(8\)",
+    "33": r"loader = DataLoader\(Clips\(\)",
 }
 
 

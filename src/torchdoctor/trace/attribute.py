@@ -195,11 +195,12 @@ def attribute(events: list[Event]) -> Attribution:
             placed[id(event)] = (key, False)
             _count(lines, key, event, False, steps)
     fetches = [e for e in host if e.name.startswith(DATA_PREFIX) and e.parent is None]
-    data_lines: Counter[str] = Counter()
+    data_lines: Counter[str] = Counter()  # the lines whose calls ran inside the DataLoader's fetches
     for fetch in fetches:
+        data_lines.update(under_root.get(id(fetch), Counter()))
         key = placed.get(id(fetch), (None, False))[0]
         if key is not None:
-            data_lines[key] += fetch.duration
+            data_lines[key] += fetch.self_ns
     for step in steps:
         step.op_ns = sum(e.self_ns for e in host if step.start <= e.start < step.end and not e.name.startswith(STEP_PREFIX))
         step.data_ns = sum(e.duration for e in fetches if step.start <= e.start < step.end)

@@ -30,14 +30,14 @@ import torch
 from torch._C._profiler import _RecordFunctionFast
 from torch.overrides import TorchFunctionMode
 
-from torchdoctor.core.locate import caller_in_user_code, display_path, is_user_file
+from torchdoctor.core.locate import caller_in_user_code, display_path, is_own_file, is_user_file
 from torchdoctor.introspect.dispatcher import keyset_names
-from torchdoctor.run.faults import FAULTS, passes_through
+from torchdoctor.run.faults import FAULTS, is_pass_through, passes_through
 from torchdoctor.run.instruments.compiled import traced
 from torchdoctor.run.instruments.trace import _remove_from_stack
 from torchdoctor.run.patching import call_in_mode
 from torchdoctor.trace.attribute import LineFacts
-from torchdoctor.trace.options import COMPILED_SUFFIX, LINE_PREFIX
+from torchdoctor.trace.options import COMPILED_SUFFIX, LINE_PREFIX, OWN
 
 #: calls sampled per line for devices, autocast and dispatch keys
 SAMPLED = 3
@@ -54,6 +54,7 @@ class LineMarks(TorchFunctionMode):
         self.active = True
         self.lines: dict[str, LineFacts] = {}
         self._names: dict[tuple[str, int], str] = {}
+        self._kinds: dict[Any, str] = {}
         self._region: Any = None  # the range open around a compiled call
 
     @passes_through
@@ -75,7 +76,14 @@ class LineMarks(TorchFunctionMode):
             return call_in_mode(func, args, kwargs)
 
     def _line_of(self, frame: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
-        while frame is not None and not is_user_file(frame.f_code.co_filename):
+        while frame is not None:
+            kind = self._kinds.get(frame.f_code)
+            if kind is None:
+                kind = self._kinds[frame.f_code] = _kind(frame.f_code)
+            if kind == "user":
+                break
+            if kind == "own":  # a torch call of torchdoctor's own (a detector's): not the user's time
+                return OWN
             frame = frame.f_back
         if frame is None:
             return None
@@ -125,6 +133,15 @@ class LineMarks(TorchFunctionMode):
         region, self._region = self._region, None
         if region is not None:
             region.__exit__(None, None, None)
+
+
+def _kind(code: Any) -> str:
+    """"user", "own" (torchdoctor's, except the stand-ins that only pass a call on), or "other"."""
+    if is_pass_through(code):
+        return "other"
+    if is_user_file(code.co_filename):
+        return "user"
+    return "own" if is_own_file(code.co_filename) else "other"
 
 
 def _sample(facts: LineFacts, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:

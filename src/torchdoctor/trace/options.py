@@ -14,6 +14,8 @@ CONFIG_KEY = "trace"
 TRACER = "torchdoctor.trace.tracer:StepTracer"
 #: the profiler range that wraps a user line's torch calls: `PREFIX + "train.py:42"`
 LINE_PREFIX = "line "
+#: the range around torch calls torchdoctor's own detectors make inside a traced step
+OWN = "torchdoctor (observing)"
 #: zero-length ranges that mark where each traced step ends
 STEP_PREFIX = "torchdoctor step "
 #: the suffix of a line's range around a torch.compile'd call (its ops run unmarked inside)
