@@ -98,7 +98,7 @@ def _table(section: dict[str, Any], console: Console) -> None:
 
 def _path_text(path: dict[str, Any], console: Console) -> None:
     if path.get("error"):
-        console.print(Text(f"{path['op']}: {path['error']}", style="yellow"))
+        console.print(Text(f"{path.get('op') or path.get('line')}: {path['error']}", style="yellow"))
         return
     console.print(Text(path["schema"], style="bold"))
     torch = path.get("torch") or {}
@@ -155,7 +155,7 @@ def html(report: Any, inline: Any) -> list[str]:
         out.append("</table>")
     for path in report.sections.get("op_paths") or []:
         if path.get("error"):
-            out.append(f"<p class='warning'>{escape(path['op'])}: {escape(path['error'])}</p>")
+            out.append(f"<p class='warning'>{escape(path.get('op') or path.get('line') or '')}: {escape(path['error'])}</p>")
             continue
         out.append(f"<h2><code>{escape(path['schema'])}</code></h2>")
         for label, place in (("native_functions.yaml", path.get("native_functions")), ("structured delegate", path.get("structured_delegate"))):

@@ -12,6 +12,7 @@ No torch is imported at import time; `--op` imports it to read the dispatcher.
 from __future__ import annotations
 
 import argparse
+import os
 
 from torchdoctor.core.config import Config
 from torchdoctor.core.errors import UsageError
@@ -83,7 +84,8 @@ def execute(args: argparse.Namespace, config: Config) -> Report:
         _resolve(args.op)  # a misspelt op is refused before the script runs
     target = target_from(args)
     target.check()
-    options = TraceOptions(steps=args.steps, skip=args.skip, stop=args.stop, chrome=args.chrome_trace,
+    chrome = os.path.abspath(args.chrome_trace) if args.chrome_trace else None  # the script may change directory
+    options = TraceOptions(steps=args.steps, skip=args.skip, stop=args.stop, chrome=chrome,
                            lines=tuple(args.line), ops=tuple(args.op))
     finished, records = observe(target, config, {"detectors": [TRACER], CONFIG_KEY: options.to_dict()})
     report = run_summary.build(target, finished, records, command="trace")

@@ -205,6 +205,9 @@ def _paths(found: dict[str, Any], opts: TraceOptions) -> list[dict[str, Any]]:
             if op.get("dispatch"):
                 path = oppath.path_of(op["dispatch"][0]["op"], keys=set(line["dispatch_keys"]))
                 paths.append({**path.to_dict(), "lines": [line["location"]]})
+    for asked in opts.lines:
+        if not any(_same_line(line, asked) for line in wanted):
+            paths.append({"line": asked, "error": "no torch call was made on this line during the traced steps"})
     return paths
 
 
