@@ -121,6 +121,8 @@ def _path_text(path: dict[str, Any], console: Console) -> None:
         where = registration.get("path") or registration["where"]
         line = Text(f"    {registration['key']:<34} {where}")
         line.append(f"{generated}{inactive}{kernel}", style="dim")
+        if registration.get("url") and not registration.get("generated"):
+            line.append(f"  {registration['url']}", style="dim")
         console.print(line)
     console.print(Text("  dispatch table (what each key runs):"))
     for row in path.get("table") or []:
