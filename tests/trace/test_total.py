@@ -69,3 +69,16 @@ def test_tracing_in_process_changes_no_weight() -> None:
         session.uninstall()
     assert plain.keys() == traced.keys()
     assert all(torch.equal(plain[name], traced[name]) for name in plain)
+
+
+def test_a_script_running_its_own_profiler_is_left_alone() -> None:
+    torch.set_num_threads(1)
+    session = Session.start(emit=lambda finding, key: None, detectors=[Tracer])
+    try:
+        with torch.profiler.profile():
+            train(6)
+        tracer = next(d for d in session.detectors if isinstance(d, Tracer))
+    finally:
+        session.finish(Outcome.from_exception(None))
+        session.uninstall()
+    assert tracer.result is not None and tracer.result["ended"] == "profiler-in-use" and tracer.result["lines"] == []

@@ -61,6 +61,9 @@ def _notes(found: dict[str, Any], options: TraceOptions, processes: int) -> list
     steps = f"step {first}" if traced <= 1 else f"steps {first}-{first + traced - 1}"
     notes = []
     ended = found.get("ended")
+    if ended == "profiler-in-use":
+        return ["nothing was traced: the script was running torch's profiler itself when the trace was to start "
+                "(one profiler at a time; use --skip to trace other steps)"]
     if ended == "steps":
         after = "the script then stopped (--stop)" if options.stop else "the script then ran on without the trace"
         notes.append(f"traced {steps} ({traced} of {traced} asked); {after}")

@@ -83,6 +83,11 @@ class StepTracer(Detector):
     # -- tracing ----------------------------------------------------------------------------
 
     def _start(self) -> None:
+        if torch.autograd._profiler_enabled():  # the script profiles itself: one profiler at a time
+            self.state = "done"
+            self.result = {"type": "trace", "ended": "profiler-in-use", "traced": 0, "lines": [], "steps": [], "total_us": 0}
+            self.ctx.record(self.result)
+            return
         self.state = "tracing"
         activities = [torch.profiler.ProfilerActivity.CPU]
         if torch.cuda.is_available() and torch.cuda.is_initialized():
