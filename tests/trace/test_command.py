@@ -140,3 +140,10 @@ def test_bad_input_is_refused_before_anything_runs(tmp_path: Path) -> None:
     assert ran.returncode == 2 and "FILE:LINE" in ran.stderr and not marker.exists()
     assert run_cli("--steps", "0", str(script), cwd=tmp_path).returncode == 2
     assert run_cli(str(tmp_path / "missing.py"), cwd=tmp_path).returncode == 2
+
+
+@pytest.mark.slow
+def test_a_script_that_ends_before_the_trace_starts_is_told_so() -> None:
+    ran = torchdoctor_trace("--skip", "3", str(SCRIPTS / "mlp.py"), "3", cwd=SCRIPTS)
+    assert ran.returncode == 0 and "trace" not in ran.report
+    assert any("nothing was traced: the script made 3 optimizer step(s)" in note for note in ran.report["notices"])

@@ -37,8 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("trace options")
     group.add_argument("--steps", type=_positive, default=TraceOptions.steps, metavar="N",
                        help=f"training steps to trace (default: {TraceOptions.steps})")
-    group.add_argument("--skip", type=_count, default=TraceOptions.skip, metavar="N",
-                       help=f"steps to run before tracing starts (default: {TraceOptions.skip})")
+    group.add_argument("--skip", type=_positive, default=TraceOptions.skip, metavar="N",
+                       help=f"steps to run before tracing starts, at least 1: the trace starts where a step ends (default: {TraceOptions.skip})")
     group.add_argument("--stop", action="store_true", help="end the script once the traced steps are done (default: it runs on, untraced)")
     group.add_argument("--op", action="append", default=[], metavar="OP",
                        help="show this op's path to its kernels (aten::add.Tensor); with a script, also how the run called it")
@@ -53,19 +53,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _positive(text: str) -> int:
-    value = _count(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
-
-
-def _count(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError("must not be negative")
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
     return value
 
 

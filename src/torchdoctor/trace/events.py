@@ -25,14 +25,14 @@ def collect(profile: Any) -> list[Event]:
     events = []
     for raw in results.events():
         name = raw.name()
-        if name in HIDDEN or _hidden(raw):
+        if name in HIDDEN or _hidden(raw) or raw.is_async():  # async ranges span threads: no place in a nesting
             continue
         device = str(raw.device_type()).split(".")[-1].lower()
         is_op = name.startswith("aten::")
         events.append(Event(
             name, raw.start_thread_id(), raw.start_ns(), raw.end_ns(),
             seq=raw.sequence_nr(), fwd_thread=raw.fwd_thread_id(), corr=raw.correlation_id(),
-            linked=raw.linked_correlation_id(), device="cpu" if device == "cpu" and not raw.is_async() else device,
+            linked=raw.linked_correlation_id(), device=device,
             shapes=raw.shapes() if is_op else None, dtypes=raw.dtypes() if is_op else None,
             strides=_strides(raw) if name == "aten::copy_" else None,
         ))

@@ -27,8 +27,9 @@ class TraceOptions:
     #: steps traced (optimizer steps of the first optimizer that steps; backward() calls
     #: when the script updates its weights by hand)
     steps: int = 5
-    #: steps run before tracing starts: first-step costs (allocation, lazy modules, cudnn
-    #: autotuning) and torchdoctor's own warm-up are left out
+    #: steps run before tracing starts (at least 1: the trace starts where a step ends):
+    #: first-step costs (allocation, lazy modules, cudnn autotuning) and torchdoctor's own
+    #: warm-up are left out
     skip: int = 3
     #: end the script once the traced steps are done (otherwise it runs on, unobserved by trace)
     stop: bool = False

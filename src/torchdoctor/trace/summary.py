@@ -27,6 +27,9 @@ def add_trace(report: Report, traces: list[dict[str, Any]], options: TraceOption
         report.notices.append(_nothing_traced(report, options))
         return
     chosen = sorted(traces, key=lambda t: (t.get("rank") is not None, t.get("rank") or 0))[0]
+    if not chosen.get("traced") and chosen.get("ended") in ("exited", "interrupted"):
+        report.notices.append(_nothing_traced(report, options))  # training ended where the trace began
+        return
     section = {k: v for k, v in chosen.items() if k not in ("type", "paths")}
     for line in section.get("lines", []):
         if line.get("file"):
@@ -49,9 +52,9 @@ def _displayed(finding: Finding) -> Finding:
 
 def _nothing_traced(report: Report, options: TraceOptions) -> str:
     steps = int(report.meta.get("steps") or 0)
-    if steps and steps < options.skip:
-        return (f"nothing was traced: the script made {steps} optimizer step(s), fewer than the {options.skip} "
-                "run before tracing starts (use --skip 0)")
+    if steps and steps <= options.skip:
+        return (f"nothing was traced: the script made {steps} optimizer step(s), and tracing starts after {options.skip} "
+                "(use a smaller --skip)")
     return "nothing was traced: no optimizer step (or backward() call) was observed"
 
 
