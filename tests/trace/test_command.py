@@ -147,3 +147,17 @@ def test_a_script_that_ends_before_the_trace_starts_is_told_so() -> None:
     ran = torchdoctor_trace("--skip", "3", str(SCRIPTS / "mlp.py"), "3", cwd=SCRIPTS)
     assert ran.returncode == 0 and "trace" not in ran.report
     assert any("nothing was traced: the script made 3 optimizer step(s)" in note for note in ran.report["notices"])
+
+
+@pytest.mark.slow
+def test_workers_forked_during_the_trace() -> None:
+    """Each epoch forks new DataLoader workers inside the traced steps: the trace is the training
+    process's, the wait for the workers is the `for` line's, and it is not judged (it depends on
+    how busy the machine is)."""
+    ran = torchdoctor_trace("--skip", "2", "--steps", "8", str(SCRIPTS / "workers.py"), cwd=SCRIPTS)
+    assert ran.returncode == 0 and ran.stdout == "done\n", ran.stderr
+    section = ran.report["trace"]
+    assert section["traced"] == 8 and section["ended"] == "steps"
+    loop = line_of(ran.report, "for x, y in loader:")
+    assert loop["us"] > 0 and "workers.py:14" in section["data_lines"]
+    assert "TD314" not in {f["rule"] for f in ran.report["findings"]}

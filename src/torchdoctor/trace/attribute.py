@@ -30,6 +30,8 @@ from torchdoctor.trace.options import COMPILED_SUFFIX, LINE_PREFIX, STEP_PREFIX
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
 #: the DataLoader's record function around fetching one batch (`enumerate(DataLoader)#...__next__`)
 DATA_PREFIX = "enumerate(DataLoader)#"
+#: ... when the batch is made in the training process itself (num_workers=0)
+IN_PROCESS_DATA = "enumerate(DataLoader)#_SingleProcessDataLoaderIter"
 #: CUDA runtime calls that make the host wait for the device
 SYNC_CALLS = frozenset({"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy"})
 #: aten ops that read a device value back to the host
@@ -41,6 +43,15 @@ DTYPES = {
     "bool": "bool", "c10::complex<float>": "complex64", "c10::complex<double>": "complex128",
 }
 TOP_OPS = 6
+#: ops that move, view, allocate or convert data rather than compute on it
+NON_COMPUTE = frozenset({
+    "aten::to", "aten::_to_copy", "aten::copy_", "aten::empty", "aten::empty_like", "aten::empty_strided",
+    "aten::view", "aten::_reshape_alias", "aten::reshape", "aten::as_strided", "aten::t", "aten::transpose",
+    "aten::permute", "aten::expand", "aten::slice", "aten::select", "aten::unsqueeze", "aten::squeeze",
+    "aten::detach", "aten::alias", "aten::lift_fresh", "aten::resolve_conj", "aten::resolve_neg",
+    "aten::_local_scalar_dense", "aten::item", "aten::contiguous", "aten::clone", "aten::zeros", "aten::ones",
+    "aten::zero_", "aten::fill_", "aten::stack", "aten::cat", "aten::unbind", "aten::split", "aten::chunk",
+})
 
 
 class Event:
@@ -115,6 +126,10 @@ class LineStats:
     syncs: int = 0
     per_step_ns: Counter[int] = field(default_factory=Counter)
     syncs_per_step: Counter[int] = field(default_factory=Counter)
+    #: per step: compute ops (or their backward) in float64; copies gathering strided sources
+    float64_per_step: Counter[int] = field(default_factory=Counter)
+    strided_per_step: Counter[int] = field(default_factory=Counter)
+    float64_device_per_step: Counter[int] = field(default_factory=Counter)  # their kernels, on a GPU
 
     @property
     def total_ns(self) -> int:
@@ -128,6 +143,7 @@ class StepStats:
     end: int
     op_ns: int = 0  # self time of every CPU event that started in the step
     data_ns: int = 0  # time in the DataLoader fetching batches
+    data_in_process_ns: int = 0  # ... made in the training process (no worker processes)
     device_ns: int = 0  # time some kernel ran (union of kernel intervals)
     kernels: int = 0
     small_kernels: int = 0  # kernels shorter than SMALL_KERNEL_NS
@@ -148,8 +164,10 @@ class Attribution:
 SMALL_KERNEL_NS = 10_000
 
 
-def attribute(events: list[Event]) -> Attribution:
-    """Nest, attribute and total the events (see the module's doc)."""
+def attribute(events: list[Event], data_line: str | None = None) -> Attribution:
+    """Nest, attribute and total the events (see the module's doc). `data_line` is the line that
+    iterates the DataLoader: a fetch under no line of its own (the batch came from worker
+    processes) is its wait."""
     host = sorted((e for e in events if e.device == "cpu"), key=lambda e: (e.thread, e.start, -e.end))
     device = [e for e in events if e.device != "cpu"]
     marks = sorted(e.start for e in host if e.name.startswith(STEP_PREFIX))
@@ -187,6 +205,8 @@ def attribute(events: list[Event]) -> Attribution:
         busiest = under_root.get(root_id)
         key = busiest.most_common(1)[0][0] if busiest else None
         root = _root(members[0])
+        if key is None and data_line is not None and root.name.startswith(DATA_PREFIX):
+            key = data_line
         if key is None:
             for event in members:
                 remainder[root.name] += event.self_ns
@@ -204,6 +224,7 @@ def attribute(events: list[Event]) -> Attribution:
     for step in steps:
         step.op_ns = sum(e.self_ns for e in host if step.start <= e.start < step.end and not e.name.startswith(STEP_PREFIX))
         step.data_ns = sum(e.duration for e in fetches if step.start <= e.start < step.end)
+        step.data_in_process_ns = sum(e.duration for e in fetches if step.start <= e.start < step.end and e.name.startswith(IN_PROCESS_DATA))
     _join_device(device, host, by_corr, placed, lines, steps)
     return Attribution(lines=lines, steps=steps, remainder=remainder, total_ns=total, window=window, places=placed,
                        data_lines=data_lines)
@@ -296,6 +317,14 @@ def _count(lines: dict[str, LineStats], key: str, event: Event, backward: bool, 
     if _copies_from_strided(event):
         op.copies_from_strided += 1
         op.copies_from_strided_ns += event.self_ns
+        if step is not None:
+            stats.strided_per_step[step] += event.self_ns
+    if step is not None and _float64_compute(event):
+        stats.float64_per_step[step] += event.self_ns
+
+
+def _float64_compute(event: Event) -> bool:
+    return event.is_op and "double" in event.dtypes and event.name not in NON_COMPUTE
 
 
 def _step_of(start: int, steps: list[StepStats]) -> int | None:
@@ -329,6 +358,8 @@ def _copies_from_strided(event: Event) -> bool:
     shape, strides = event.shapes[1], event.strides[1]
     if not isinstance(shape, list) or not isinstance(strides, list) or len(shape) != len(strides) or len(shape) < 2:
         return False
+    if any(s == 0 for d, s in zip(shape, strides) if d > 1):
+        return False  # a broadcast (an expanded bias): one row read again and again, not a gather
     return [s for d, s in zip(shape, strides) if d > 1] != [s for d, s in zip(shape, contiguous_strides(shape)) if d > 1]
 
 
@@ -353,6 +384,8 @@ def _join_device(device: list[Event], host: list[Event], by_corr: dict[int, Even
         if key is not None:
             lines[key].device_ns += kernel.duration
             lines[key].kernels += 1
+            if step is not None and launcher is not None and _float64_compute(launcher):
+                lines[key].float64_device_per_step[step] += kernel.duration
         if step is not None:
             intervals[step].append((kernel.start, kernel.end))
             target = steps[step - 1]

@@ -3,10 +3,11 @@
 Every verdict compares times measured in the same process over the same steps (a line's
 share of the step, the device's busy share, data wait against the step), with wide margins,
 and most need the condition in every traced step: a busy machine slows the whole step, so the
-ratios, and the verdicts, stay put (tests/trace/test_hog.py runs the lab pairs under a CPU
-hog). The GPU-only ones (launch-bound steps, host-device syncs, CPU work in a GPU run,
-autocast for the wrong device) read facts only a GPU run records; they are tested with
-records made by hand.
+ratios, and the verdicts, stay put; a line's cost is read against the training thread's CPU
+time, which no other process inflates (`cost_share`, `clean_share`; tests/trace/test_lab.py
+runs the lab pairs under a CPU hog). The
+GPU-only ones (launch-bound steps, host-device syncs, CPU work in a GPU run, autocast for the
+wrong device) read facts only a GPU run records; they are tested with records made by hand.
 
 No torch here.
 """
@@ -27,34 +28,27 @@ from torchdoctor.rules.performance.host_sync_every_step import RULE as HOST_SYNC
 from torchdoctor.rules.performance.input_bound_loader import RULE as INPUT_BOUND
 from torchdoctor.rules.performance.launch_bound_steps import RULE as LAUNCH_BOUND
 from torchdoctor.rules.performance.strided_copy_on_hot_line import RULE as STRIDED_COPY
+from torchdoctor.trace.attribute import NON_COMPUTE
 
 Record = dict[str, Any]
 #: run the GPU-only verdicts on a CPU run (tests and doc proofs on machines without a GPU),
 #: as run's GPU-only detectors do
 ENV_DEVICE_CHECKS_ON_CPU = "TORCHDOCTOR_DEVICE_CHECKS_ON_CPU"
 DEVICES = ("cuda", "mps", "xpu", "hpu")
-#: ops that move, view, allocate or convert data rather than compute on it
-NON_COMPUTE = frozenset({
-    "aten::to", "aten::_to_copy", "aten::copy_", "aten::empty", "aten::empty_like", "aten::empty_strided",
-    "aten::view", "aten::_reshape_alias", "aten::reshape", "aten::as_strided", "aten::t", "aten::transpose",
-    "aten::permute", "aten::expand", "aten::slice", "aten::select", "aten::unsqueeze", "aten::squeeze",
-    "aten::detach", "aten::alias", "aten::lift_fresh", "aten::resolve_conj", "aten::resolve_neg",
-    "aten::_local_scalar_dense", "aten::item", "aten::contiguous", "aten::clone", "aten::zeros", "aten::ones",
-    "aten::zero_", "aten::fill_", "aten::stack", "aten::cat", "aten::unbind", "aten::split", "aten::chunk",
-})
 
 #: launch-bound: this many kernels per step at least, most of them short, the device mostly idle
 LAUNCH_MIN_KERNELS = 100
 LAUNCH_SMALL_SHARE = 0.75
 LAUNCH_MAX_BUSY = 0.5
-#: float64 ops: the parameters are float32, and float64 compute takes this share of a line's step time
+#: float64 ops: the parameters are float32, and float64 compute takes this share of a step
+#: (`cost_share`; on a GPU, of the device's busy time)
 FLOAT32_MODEL = 0.9
 FLOAT64_SHARE = 0.10
 #: CPU compute in a device run: the line's CPU compute takes this share of the step's wall time
 CPU_OPS_SHARE = 0.20
-#: strided copies: this share of the traced op time, in every traced step
+#: strided copies: in every traced step, and this share of a step (`cost_share`)
 STRIDED_SHARE = 0.10
-#: data wait: the step waits for the DataLoader this share of its wall time (median of the steps):
+#: data wait: the step waits for the DataLoader this share of its wall time (`clean_share`):
 #: the loader takes twice as long as the rest of the step (per-sample indexing and collate of a
 #: small model's batches can take as long as the model: that is not the bug)
 DATA_SHARE = 2 / 3
@@ -152,23 +146,52 @@ def _params_share(record: Record, dtype: str) -> float:
     return _share(dtypes.get(dtype, 0), sum(dtypes.values()))
 
 
+def clean_share(parts: list[float], wholes: list[float], steps: list[Record]) -> float:
+    """A part's share of a whole over the traced steps, from the steps where the training thread
+    had the CPU: a process that loses its core to another one in the middle of an op makes that
+    op look longer, so the steps whose CPU time (`cpu_us`) is closest to their wall time are the
+    ones to read. The better half of the steps is used (all of them when the CPU time was not
+    recorded); a CPU hog that slows every op alike changes no share."""
+    if not parts or len(parts) != len(wholes) or len(wholes) != len(steps):
+        return 0.0
+    order = list(range(len(steps)))
+    if all("cpu_us" in step for step in steps):
+        order.sort(key=lambda i: -_share(steps[i]["cpu_us"], steps[i].get("wall_us", 0)))
+        order = order[: max(2, (len(order) + 1) // 2)]
+    return _share(sum(parts[i] for i in order), sum(wholes[i] for i in order))
+
+
+def cost_share(parts: list[float], steps: list[Record]) -> float:
+    """What a line's ops of one kind cost a step: the median over the traced steps of their time
+    (one call that lost the core to another process in the middle does not move it), against
+    the median CPU time of the training thread per step (`cpu_us`, which no other process
+    inflates; the op time of the steps when it was not recorded)."""
+    if not steps or len(parts) != len(steps):
+        return 0.0
+    whole = "cpu_us" if all(step.get("cpu_us") for step in steps) else "op_us"
+    return _share(statistics.median(parts), statistics.median(step.get(whole, 0) for step in steps))
+
+
 def float64_ops(record: Record) -> list[Finding]:
-    total = record.get("total_us") or 0
-    if not total or _params_share(record, "float32") < FLOAT32_MODEL:
+    steps = _steps(record)
+    if not steps or _params_share(record, "float32") < FLOAT32_MODEL:
         return []
+    device = on_device(record) and os.environ.get(ENV_DEVICE_CHECKS_ON_CPU) != "1"
     found = []
     for line in record.get("lines") or []:
-        forward = [op for op in line.get("ops") or [] if _float64_compute(op)]
-        backward = [op for op in (line.get("backward") or {}).get("ops") or [] if _float64_compute(op)]
-        ops = forward or backward
-        time = sum(op["us"] for op in forward + backward)
-        if not ops or _share(time, total) < FLOAT64_SHARE:
+        if device:  # on a GPU the cost is the kernels' time on the device
+            share = _share(statistics.median(line.get("float64_device_per_step_us") or [0]),
+                           statistics.median(step.get("device_us", 0) for step in steps))
+        else:
+            share = cost_share(line.get("float64_per_step_us") or [], steps)
+        if share < FLOAT64_SHARE:
             continue
-        steps = max(len(_steps(record)), 1)
-        names = ", ".join(f"{op['op']} ({op['count'] / steps:g} per step)" for op in ops[:3])
+        forward = [op for op in line.get("ops") or [] if _float64_compute(op)]
+        ops = forward or [op for op in (line.get("backward") or {}).get("ops") or [] if _float64_compute(op)]
+        names = ", ".join(f"{op['op']} ({op['count'] / len(steps):g} per step)" for op in ops[:3]) or "its ops"
         found.append(_finding(
-            FLOAT64_OPS, line, ops=names, share=_pct(_share(time, total)),
-            evidence={"float64_us": round(time, 1), "traced_us": total, "ops": [op["op"] for op in ops]},
+            FLOAT64_OPS, line, ops=names, share=_pct(share),
+            evidence={"float64_per_step_us": line.get("float64_per_step_us"), "ops": [op["op"] for op in ops]},
         ))
     return found
 
@@ -199,20 +222,22 @@ def cpu_ops(record: Record) -> list[Finding]:
 
 
 def strided_copies(record: Record) -> list[Finding]:
-    total = record.get("total_us") or 0
-    steps = len(_steps(record))
+    steps = _steps(record)
     found = []
     for line in record.get("lines") or []:
-        copies = [op for op in line.get("ops") or [] if op.get("copies_from_strided")]
-        time = sum(op.get("copies_from_strided_us", 0) for op in copies)
-        count = sum(op.get("copies_from_strided", 0) for op in copies)
-        if not copies or count < steps or _share(time, total) < STRIDED_SHARE:
+        per_step = line.get("strided_copy_per_step_us") or []
+        if not steps or len(per_step) != len(steps) or min(per_step) <= 0:
+            continue  # not in every traced step
+        share = cost_share(per_step, steps)
+        if share < STRIDED_SHARE:
             continue
+        copies = [op for op in line.get("ops") or [] if op.get("copies_from_strided")]
+        count = sum(op.get("copies_from_strided", 0) for op in copies)
         shapes = next((op["shapes"][0] for op in copies if op.get("shapes")), "")
         found.append(_finding(
-            STRIDED_COPY, line, copies=max(count // max(steps, 1), 1), share=_pct(_share(time, total)),
+            STRIDED_COPY, line, copies=max(count // len(steps), 1), share=_pct(share),
             shape=f" ({shapes.split(',')[0]})" if shapes else "",
-            evidence={"copies": count, "copy_us": round(time, 1), "traced_us": total},
+            evidence={"copies": count, "strided_copy_per_step_us": per_step},
         ))
     return found
 
@@ -231,21 +256,23 @@ def autocast_device(record: Record) -> list[Finding]:
 
 
 def data_wait(record: Record) -> list[Finding]:
+    """Only batches made in the training process (num_workers=0): how long worker processes take
+    depends on how busy the machine is, the training process's own work does not."""
     steps = _steps(record)
     if not steps:
         return []
-    shares = [_share(s.get("data_us", 0), s.get("wall_us", 0)) for s in steps]
-    share = statistics.median(shares)
+    shares = [_share(s.get("data_in_process_us", 0), s.get("wall_us", 0)) for s in steps]
+    share = clean_share([s.get("data_in_process_us", 0) for s in steps], [s.get("wall_us", 0) for s in steps], steps)
     if share < DATA_SHARE:
         return []
     data_lines = record.get("data_lines") or []
     line = next((line for line in record.get("lines") or [] if line.get("location") in data_lines[:1]), None)
-    data = statistics.median(s.get("data_us", 0) for s in steps)
+    data = statistics.median(s.get("data_in_process_us", 0) for s in steps)
     wall = statistics.median(s.get("wall_us", 0) for s in steps)
     return [_finding(
         INPUT_BOUND, line,
-        message=(f"each training step waits for the DataLoader {_pct(share)} of its time ({_ms(data)} of {_ms(wall)} "
-                 "per traced step), most of it on this line: the model waits for data"),
+        message=(f"each training step waits for the DataLoader {_pct(share)} of its time ({_ms(data)} of "
+                 f"{_ms(wall)} per traced step), most of it on this line: the model waits for data"),
         evidence={"data_share_per_step": [round(s, 3) for s in shares], "data_us": data, "wall_us": wall},
     )]
 

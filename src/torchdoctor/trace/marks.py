@@ -97,6 +97,10 @@ class LineMarks(TorchFunctionMode):
             _sample(facts, args, kwargs)
         return name
 
+    def line_name(self, file: str, line: int) -> str:
+        """The range name of a user line (and its facts), whether or not a torch call was made there."""
+        return self._new_line(file, line)
+
     def _new_line(self, file: str, line: int, suffix: str = "") -> str:
         name = f"{LINE_PREFIX}{display_path(file)}:{line}{suffix}"
         if name not in self.lines:

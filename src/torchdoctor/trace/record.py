@@ -22,17 +22,22 @@ def us(ns: float) -> float:
     return round(ns / 1000.0, 1)
 
 
-def build(attribution: Attribution, facts: dict[str, LineFacts], served: Served | None = None) -> dict[str, Any]:
+def build(attribution: Attribution, facts: dict[str, LineFacts], served: Served | None = None,
+          cpu_ns: list[int] | None = None) -> dict[str, Any]:
+    """`cpu_ns`: the training thread's CPU time in each step (what the step really cost it, without
+    the time another process had the core: the diagnoses trust the steps where the two agree)."""
     total = attribution.total_ns or 1
     steps = attribution.steps
+    cpu = cpu_ns if cpu_ns is not None and len(cpu_ns) == len(steps) else None
     lines = sorted(attribution.lines.values(), key=lambda s: -s.total_ns)
     return {
         "type": "trace",
         "total_us": us(attribution.total_ns),
         "steps": [
             {"index": s.index, "wall_us": us(s.end - s.start), "op_us": us(s.op_ns), "data_us": us(s.data_ns),
-             "device_us": us(s.device_ns), "kernels": s.kernels, "small_kernels": s.small_kernels}
-            for s in steps
+             "data_in_process_us": us(s.data_in_process_ns), "device_us": us(s.device_ns), "kernels": s.kernels,
+             "small_kernels": s.small_kernels, **({"cpu_us": us(cpu[i])} if cpu is not None else {})}
+            for i, s in enumerate(steps)
         ],
         "lines": [_line(stats, facts.get(stats.key), total, steps, served) for stats in lines],
         "data_lines": [line_location(key)[0] for key, _ in attribution.data_lines.most_common()],
@@ -67,6 +72,9 @@ def _line(stats: LineStats, facts: LineFacts | None, total: int, steps: list[Any
         "kernels": stats.kernels,
         "syncs": stats.syncs,
         "syncs_per_step": [stats.syncs_per_step.get(s.index, 0) for s in steps],
+        "float64_per_step_us": [us(stats.float64_per_step.get(s.index, 0)) for s in steps],
+        "float64_device_per_step_us": [us(stats.float64_device_per_step.get(s.index, 0)) for s in steps],
+        "strided_copy_per_step_us": [us(stats.strided_per_step.get(s.index, 0)) for s in steps],
     }
 
 

@@ -15,16 +15,18 @@ import contextlib
 import json
 import os
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import torch
 from torch._C._profiler import _RecordFunctionFast
 
+from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.introspect import dispatcher as dispatch
 from torchdoctor.run import boot
 from torchdoctor.run.detector import Detector
-from torchdoctor.run.events import Backward, Step
+from torchdoctor.run.events import Backward, LoaderIter, Step
 from torchdoctor.run.faults import FAULTS
 from torchdoctor.run.instruments.optim import params_of
 from torchdoctor.run.outcome import Outcome
@@ -51,6 +53,9 @@ class StepTracer(Detector):
         self.marks: LineMarks | None = None
         self.result: dict[str, Any] | None = None
         self.state = "waiting"  # "tracing", "done"
+        self._loop: tuple[str, int] | None = None  # the line that iterates the DataLoader
+        self._cpu: list[int] = []  # the training thread's CPU time at each step boundary (ns)
+        self._forks = False
 
     # -- the step clock ---------------------------------------------------------------------
 
@@ -63,6 +68,11 @@ class StepTracer(Detector):
     def on_backward_end(self, event: Backward) -> None:
         if not self.ctx.optimizers.known:  # weights updated by hand: a backward() is a step
             self._tick()
+
+    def on_loader_iter(self, event: LoaderIter) -> None:
+        """The `for batch in loader:` line: a fetch that makes no torch call of its own in this
+        process (the batch comes from workers) is that line's wait."""
+        self._loop = caller_in_user_code()
 
     def on_finish(self, outcome: Outcome) -> None:
         if self.state == "tracing":
@@ -98,9 +108,25 @@ class StepTracer(Detector):
         self.marks = LineMarks()
         self.marks.begin()
         self.ctx.set_aside(self.marks)
+        if not self._forks and hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._forked)
+            self._forks = True
         self._mark_step()
 
+    def _forked(self) -> None:
+        """In a DataLoader worker forked while tracing: the trace is the parent's. The marks come
+        off the worker's copy of the mode stack; the profiler is left as torch leaves it for a
+        worker forked under any profiler."""
+        if self.state != "tracing":
+            return
+        self.state = "done"
+        if self.marks is not None:
+            self.marks.end()
+            self.ctx.stop_setting_aside(self.marks)
+        self.marks, self.profile = None, None
+
     def _mark_step(self) -> None:
+        self._cpu.append(time.thread_time_ns())
         with _RecordFunctionFast(f"{STEP_PREFIX}{self._traced}"):
             pass
 
@@ -118,8 +144,10 @@ class StepTracer(Detector):
             FAULTS.add("the trace's profiler", exc)
             events = []
         facts = marks.lines if marks is not None else {}
-        attribution = attribute(events)
-        found = record.build(attribution, facts, served=_served)
+        loop = marks.line_name(*self._loop) if marks is not None and self._loop is not None else None
+        attribution = attribute(events, data_line=loop)
+        cpu = [b - a for a, b in zip(self._cpu, self._cpu[1:])]
+        found = record.build(attribution, facts, served=_served, cpu_ns=cpu)
         found.update({
             "requested": self.opts.steps, "skip": self.opts.skip, "traced": self._traced, "ended": ended,
             "stop": self.opts.stop, "parameters": self._parameters(),

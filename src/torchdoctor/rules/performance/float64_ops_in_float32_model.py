@@ -9,14 +9,15 @@ RULE = Rule(
     category=Category.PERFORMANCE,
     severity=Severity.WARNING,
     proof="trace",
-    message="{ops} run in float64 on this line ({share} of the traced time) while the model's parameters are float32",
+    message="{ops} run in float64 on this line ({share} of each traced step) while the model's parameters are float32",
     hint="Find where float64 enters (a NumPy array through `torch.from_numpy`, `torch.tensor` of Python floats with dtype=torch.float64, a `.double()`) and convert it once to float32 where it is created, instead of computing in float64 and casting back.",
     doc="""
 ## What it does
 `torchdoctor trace` records the dtypes of every op each line of the script dispatched. When
 the trained parameters are float32, it reports a line whose compute ops (not conversions,
-copies or views), or their backward, ran in float64 and took at least a tenth of the traced
-steps' time. A model trained in float64 throughout is not reported.
+copies or views), or their backward, ran in float64 for at least a tenth of the op time of a
+traced step (read on the fastest traced steps, which no other process stretched). A model
+trained in float64 throughout is not reported.
 
 ## Why is this bad?
 float64 is the default of NumPy and of Python floats, and it spreads: one float64 tensor in an

@@ -17,8 +17,8 @@ Times the DataLoader for a few batches after the first and compares the time per
 one training step (forward, backward and optimizer step on the same batch), measured in the
 same run. It reports a loader that is more than 1.5 times slower than the step.
 `torchdoctor trace` measures the wait in the real training loop: it reports steps that wait for
-the DataLoader at least two thirds of their time, at the line of the data pipeline that takes
-the most.
+a DataLoader without workers at least two thirds of their time, at the line of the data
+pipeline that takes the most.
 
 ## Why is this bad?
 The step waits for the next batch: the GPU (or CPU) sits idle for most of the time, and a

@@ -9,15 +9,16 @@ RULE = Rule(
     category=Category.PERFORMANCE,
     severity=Severity.INFO,
     proof="trace",
-    message="{copies} copy per step gathers a non-contiguous tensor{shape} into new memory on this line: {share} of the traced time",
+    message="{copies} copy per step gathers a non-contiguous tensor{shape} into new memory on this line: {share} of each traced step",
     hint="Change the layout once, outside the step: store the data in the layout the model reads (images permuted to NCHW when the dataset is built, `memory_format=torch.channels_last` for convolutions), or let the next op read the strided tensor directly instead of calling `.contiguous()`.",
     doc="""
 ## What it does
 `torchdoctor trace` records, for every copy an op makes, whether its source was laid out
 contiguously. It reports a line whose copies from non-contiguous tensors (the `.contiguous()`
 or `.reshape()` of a transposed, permuted or sliced tensor) happen in every traced step and
-take at least a tenth of the traced time. It is advice: some such copies are the price of a
-layout change that is needed.
+take at least a tenth of the op time of a step (read on the fastest traced steps, which no
+other process stretched). It is advice: some such copies are the price of a layout change
+that is needed.
 
 ## Why is this bad?
 A transposed or permuted tensor is a view: its elements are not in order in memory. Making
