@@ -44,6 +44,14 @@ EXPECTED = {
     "28_encoder_under_no_grad": ("TD124", "features = encoder(x)"),
     "29_compiled_softmax_before_cross_entropy": ("TD101", "torch.softmax("),
     "30_compiled_graph_cut_in_forward": ("TD120", ".detach().numpy()"),
+    "31_sqrt_gradient_at_zero": ("TD145", "torch.sqrt("),
+    "32_exp_overflow_in_manual_softmax": ("TD145", "torch.exp("),
+    "33_division_by_zero_norm": ("TD145", "x.norm(dim=1"),
+    "34_fully_masked_attention_row": ("TD145", "masked_fill("),
+    "35_float16_overflow": ("TD145", "** 2).sum("),
+    "36_learning_rate_explodes": ("TD490", "optimizer.step()"),
+    "37_graph_break_item_in_forward": ("TD480", ".item()"),
+    "38_recompiles_on_python_value": ("TD481", "@torch.compile"),
 }
 pytestmark = pytest.mark.skipif(not PROGRAMS, reason="examples/lab is not there")
 
@@ -58,7 +66,8 @@ def load(path: Path) -> ModuleType:
 
 def watched(path: Path) -> torchdoctor.Report:
     module = load(path)
-    arguments = {"epochs": 2} if "epochs" in module.train.__code__.co_varnames else {"steps": 6}
+    steps = max(6, getattr(module, "STEPS_TO_SHOW", 0))  # a bug that needs more steps to show says so
+    arguments = {"epochs": 2} if "epochs" in module.train.__code__.co_varnames else {"steps": steps}
     torch.set_num_threads(1)
     with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(Exception):
         with torchdoctor.watch() as watch:
@@ -81,4 +90,5 @@ def test_bug_is_found_at_its_line(program: str) -> None:
 @pytest.mark.parametrize("program", PROGRAMS)
 def test_fixed_twin_is_silent(program: str) -> None:
     report = watched(LAB / "fixed" / f"{program}.py")
-    assert report.findings == [], [f"{f.rule} {f.location} {f.message}" for f in report.findings]
+    found = [f for f in report.findings if f.severity.value != "info"]  # advice (compile cost) is not a finding on the program
+    assert found == [], [f"{f.rule} {f.location} {f.message}" for f in found]

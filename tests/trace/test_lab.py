@@ -1,4 +1,4 @@
-"""The lab programs whose pitfall costs time (31-33) under `torchdoctor trace`: each diagnosis at
+"""The lab programs whose pitfall costs time (46-48) under `torchdoctor trace`: each diagnosis at
 its line, each fixed twin silent, and the same verdicts on a machine kept busy by a CPU hog."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from tests.trace.conftest import torchdoctor_trace
 
 #: program -> (rule, a fragment of the line the finding must point at)
 EXPECTED = {
-    "31_float64_projection_in_forward": ("TD471", "h.double() @ self.projection"),
-    "32_images_permuted_every_step": ("TD473", "x.permute(0, 3, 1, 2).contiguous()"),
-    "33_features_computed_per_sample": ("TD314", "torch.stft("),
+    "46_float64_projection_in_forward": ("TD471", "h.double() @ self.projection"),
+    "47_images_permuted_every_step": ("TD473", "x.permute(0, 3, 1, 2).contiguous()"),
+    "48_features_computed_per_sample": ("TD314", "torch.stft("),
 }
 
 

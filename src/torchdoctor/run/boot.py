@@ -100,9 +100,14 @@ def emit(finding: Finding, key: str) -> None:
 
 
 def _record(data: dict[str, Any]) -> None:
-    """Write a record other than a finding (checksums of a rank, ...), with this process's rank."""
-    if _STATE is not None:
-        _STATE.log.write({**data, "pid": os.getpid(), "rank": current_rank()})
+    """Write a record other than a finding (checksums of a rank, progress, ...), with this process's rank."""
+    if _STATE is None:
+        return
+    if data.get("type") in ("torch", "progress"):
+        if _STATE.role == "forked":
+            return  # a forked child always ends with os._exit: it never writes a summary to lose
+        data = {**data, "role": _STATE.role}
+    _STATE.log.write({**data, "pid": os.getpid(), "rank": current_rank()})
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
@@ -169,6 +174,9 @@ def _on_torch_imported(torch: ModuleType) -> None:
         emit=emit, enabled=frozenset(enabled) if enabled is not None else None, record=_record, folder=_STATE.log.folder,
         detectors=(*DETECTORS, *extra) if extra else None,
     )
+    # said now, so that a process that never reaches its exit handlers (os._exit, a signal) is not
+    # reported as one that never used torch
+    _record({"type": "torch"})
 
 
 def _detector(name: str) -> Any:
