@@ -114,3 +114,21 @@ def test_copies_from_strided_sources() -> None:
     copies = found.lines[line].ops["aten::copy_"]
     assert copies.count == 3 and copies.copies_from_strided == 1
     assert contiguous_strides([2, 3, 4]) == [12, 4, 1]
+
+
+def test_copies_inside_a_computing_op_are_its_own() -> None:
+    """`torch.stft` frames its signal with a strided copy: that is how stft works, not a layout
+    the user chose; the same copy under the line's `.contiguous()` is."""
+    line = f"{LINE_PREFIX}train.py:5"
+
+    def gather(start: int) -> Event:
+        copy = Event("aten::copy_", 1, start, start + 8, shapes=[[32, 16], [32, 16], []], dtypes=["float", "float", "Scalar"])
+        copy.strides = [[16, 1], [1, 32], []]
+        return copy
+
+    found = attribute([step(0, 0), Event(line, 1, 10, 90),
+                       Event("aten::stft", 1, 11, 40), Event("aten::contiguous", 1, 12, 39), gather(20),
+                       Event("aten::contiguous", 1, 50, 80), Event("aten::clone", 1, 51, 79), gather(60),
+                       step(1, 100)])
+    copies = found.lines[line].ops["aten::copy_"]
+    assert copies.count == 2 and copies.copies_from_strided == 1

@@ -9,10 +9,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from tests.run.conftest import environment
 from tests.trace.conftest import SCRIPTS, line_of, torchdoctor_trace
+from torchdoctor.report.json_ import schema
 
 
 def validate_chrome(data: dict[str, Any]) -> list[dict[str, Any]]:
@@ -51,6 +53,7 @@ def test_lines_ops_backward_paths_and_chrome_trace(tmp_path: Path) -> None:
     assert ran.stdout.splitlines() == [f"step {i}" for i in range(12)]  # the script ran on after the trace
     report = ran.report
     assert report["command"] == "trace" and report["findings"] == []
+    jsonschema.Draft202012Validator(schema()).validate(report)  # the contract's report, with its trace section
     section = report["trace"]
     assert section["traced"] == 4 and section["ended"] == "steps" and len(section["steps"]) == 4
     lines = section["lines"]
@@ -96,6 +99,7 @@ def test_a_crash_inside_the_traced_steps_keeps_the_trace_up_to_it() -> None:
     ran = torchdoctor_trace("--skip", "3", "--steps", "5", str(SCRIPTS / "crash_in_trace.py"), cwd=SCRIPTS)
     assert ran.returncode == 1
     assert [f["rule"] for f in ran.report["findings"]] == ["TD417"]
+    jsonschema.Draft202012Validator(schema()).validate(ran.report)
     section = ran.report["trace"]
     assert section["ended"] == "crashed" and section["traced"] == 3
     assert line_of(ran.report, "out = model(")["ops"]
@@ -125,6 +129,7 @@ def test_op_alone_prints_its_path(tmp_path: Path) -> None:
     assert "structured delegate: aten::add.out" in ran.stdout and "native_functions.yaml" in ran.stdout
     data = json.loads(run_cli("--op", "mm", "--format", "json", cwd=tmp_path).stdout)
     assert [path["op"] for path in data["op_paths"]] == ["aten::mm"] and data["findings"] == []
+    jsonschema.Draft202012Validator(schema()).validate(data)
 
 
 def test_bad_input_is_refused_before_anything_runs(tmp_path: Path) -> None:

@@ -350,10 +350,23 @@ def contiguous_strides(shape: list[int]) -> list[int]:
     return list(reversed(strides))
 
 
+def _direct_call(event: Event) -> Event | None:
+    """The op the user's line called that `event` runs inside (itself when the line called it)."""
+    while event.parent is not None and not event.parent.is_line:
+        event = event.parent
+    return event if event.parent is not None else None
+
+
 def _copies_from_strided(event: Event) -> bool:
     """`aten::copy_(dst, src)` whose source is not laid out contiguously (a transpose, permute
-    or slice materialised): element-by-element gathering instead of one block copy."""
+    or slice materialised): element-by-element gathering instead of one block copy. Only the
+    copies of a call that moves data (`.contiguous()`, `.reshape()`, `.clone()`, `.to()`, `cat`...):
+    those inside a computing op (`stft` framing its input, a matmul packing an operand) are how
+    that op works, not a layout the user chose."""
     if event.name != "aten::copy_" or len(event.shapes) < 2 or len(event.strides) < 2:
+        return False
+    direct = _direct_call(event)
+    if direct is not None and direct.name not in NON_COMPUTE:
         return False
     shape, strides = event.shapes[1], event.strides[1]
     if not isinstance(shape, list) or not isinstance(strides, list) or len(shape) != len(strides) or len(shape) < 2:

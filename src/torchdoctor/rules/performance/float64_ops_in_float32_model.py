@@ -16,7 +16,8 @@ RULE = Rule(
 `torchdoctor trace` records the dtypes of every op each line of the script dispatched. When
 the trained parameters are float32, it reports a line whose compute ops (not conversions,
 copies or views), or their backward, ran in float64 for at least a tenth of the op time of a
-traced step (read on the fastest traced steps, which no other process stretched). A model
+traced step (the median of the traced steps, so a step where another process
+took the core does not decide). A model
 trained in float64 throughout is not reported.
 
 ## Why is this bad?
