@@ -12,8 +12,6 @@ hooks, or, with `stop`, ends (SystemExit(0) from the step that ended the trace).
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import json
 import os
 import sys
@@ -164,7 +162,6 @@ class StepTracer(Detector):
         if self.ctx.folder is not None:
             self.profile = None  # in a traced script: its memory back; in process (tests) it stays readable
             del profile, events, attribution
-            _give_memory_back()
 
     def _parameters(self) -> dict[str, Any]:
         """The trained parameters' dtypes and devices (elements of each), once."""
@@ -176,18 +173,6 @@ class StepTracer(Detector):
                 dtypes[dtype] = dtypes.get(dtype, 0) + p.numel()
                 devices[p.device.type] = devices.get(p.device.type, 0) + p.numel()
         return {"dtypes": dtypes, "devices": devices}
-
-
-def _give_memory_back() -> None:
-    """Return the memory the profiler's records took to the system. Without this, glibc's heap
-    is left laid out so that every later step of the script takes thousands of page faults
-    (measured: a CNN step 25-40% slower after 40 profiled steps, back to its plain time with
-    this; the same happens to a plain script that uses torch's profiler). It changes no value."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.malloc_trim(0)
-    except (OSError, AttributeError, TypeError):  # not glibc: nothing to give back this way
-        pass
 
 
 @contextlib.contextmanager
