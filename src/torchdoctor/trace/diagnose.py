@@ -3,11 +3,11 @@
 Every verdict compares times measured in the same process over the same steps (a line's
 share of the step, the device's busy share, data wait against the step), with wide margins,
 and most need the condition in every traced step: a busy machine slows the whole step, so the
-ratios, and the verdicts, stay put: a part is always read against a whole measured on the same
-clock, per step, and the median of the steps is taken (`cost_share`, `clean_share`;
-tests/trace/test_lab.py runs the lab pairs under a CPU hog). The GPU-only ones (launch-bound
-steps, host-device syncs, CPU work in a GPU run, autocast for the wrong device) read facts
-only a GPU run records; they are tested with records made by hand.
+ratios, and the verdicts, stay put; a line's cost is read against the training thread's CPU
+time, which no other process inflates (`cost_share`, `clean_share`; tests/trace/test_lab.py
+runs the lab pairs under a CPU hog). The
+GPU-only ones (launch-bound steps, host-device syncs, CPU work in a GPU run, autocast for the
+wrong device) read facts only a GPU run records; they are tested with records made by hand.
 
 No torch here.
 """
@@ -40,13 +40,13 @@ DEVICES = ("cuda", "mps", "xpu", "hpu")
 LAUNCH_MIN_KERNELS = 100
 LAUNCH_SMALL_SHARE = 0.75
 LAUNCH_MAX_BUSY = 0.5
-#: float64 ops: the parameters are float32, and float64 compute takes this share of a step's op
-#: time (`cost_share`; on a GPU, of the device's busy time)
+#: float64 ops: the parameters are float32, and float64 compute takes this share of a step
+#: (`cost_share`; on a GPU, of the device's busy time)
 FLOAT32_MODEL = 0.9
 FLOAT64_SHARE = 0.10
 #: CPU compute in a device run: the line's CPU compute takes this share of the step's wall time
 CPU_OPS_SHARE = 0.20
-#: strided copies: in every traced step, and this share of a step's op time (`cost_share`)
+#: strided copies: in every traced step, and this share of a step (`cost_share`)
 STRIDED_SHARE = 0.10
 #: data wait: the step waits for the DataLoader this share of its wall time (`clean_share`):
 #: the loader takes twice as long as the rest of the step (per-sample indexing and collate of a
@@ -162,13 +162,14 @@ def clean_share(parts: list[float], wholes: list[float], steps: list[Record]) ->
 
 
 def cost_share(parts: list[float], steps: list[Record]) -> float:
-    """What a line's ops of one kind cost a step: the median over the traced steps of their
-    share of the step's op time (`op_us`; its wall time when that is missing). Both are read on
-    the same clock, so a busy machine that stretches every op alike changes no share, and the
-    median leaves out the step where another process took the core in the middle of one call."""
+    """What a line's ops of one kind cost a step: the median over the traced steps of their time
+    (one call that lost the core to another process in the middle does not move it), against
+    the median CPU time of the training thread per step (`cpu_us`, which no other process
+    inflates; the op time of the steps when it was not recorded)."""
     if not steps or len(parts) != len(steps):
         return 0.0
-    return statistics.median(_share(part, step.get("op_us") or step.get("wall_us", 0)) for part, step in zip(parts, steps))
+    whole = "cpu_us" if all(step.get("cpu_us") for step in steps) else "op_us"
+    return _share(statistics.median(parts), statistics.median(step.get(whole, 0) for step in steps))
 
 
 def float64_ops(record: Record) -> list[Finding]:

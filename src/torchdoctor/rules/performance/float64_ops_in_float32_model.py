@@ -16,8 +16,7 @@ RULE = Rule(
 `torchdoctor trace` records the dtypes of every op each line of the script dispatched. When
 the trained parameters are float32, it reports a line whose compute ops (not conversions,
 copies or views), or their backward, ran in float64 for at least a tenth of the op time of a
-traced step (the median of the traced steps, so a step where another process
-took the core does not decide). A model
+traced step (read against the training thread's CPU time, median over the traced steps). A model
 trained in float64 throughout is not reported.
 
 ## Why is this bad?
