@@ -67,7 +67,7 @@ while step < steps:
             print(f"step {step}: loss {loss.item():.3f}")
         times.append(time.thread_time() - started)
         step += 1
-json.dump({"median": statistics.median(times[skip:]), "steps": len(times)}, open(sys.argv[1], "w"))
+json.dump({"median": statistics.median(times[skip:]), "steps": len(times), "times": times}, open(sys.argv[1], "w"))
 '''
 
 

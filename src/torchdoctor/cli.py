@@ -29,6 +29,7 @@ from torchdoctor.report import FORMATS, outputs, render
 COMMANDS = {
     "lint": "torchdoctor.lint.command",
     "run": "torchdoctor.run.command",
+    "trace": "torchdoctor.trace.command",
     "check": "torchdoctor.health.command",
     "env": "torchdoctor.env.command",
     "dist": "torchdoctor.dist.command",

@@ -16,7 +16,7 @@ from torchdoctor.core.finding import Category, Finding, Fix, Severity
 CODE_PATTERN = re.compile(r"^TD\d{3}$")
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 REQUIRED_SECTIONS = ("What it does", "Why is this bad?", "Example")
-PROOF_KINDS = ("lint", "check", "run", "env", "dist", "tool")
+PROOF_KINDS = ("lint", "check", "run", "trace", "env", "dist", "tool")
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,10 @@ def write(report: Report, stream: TextIO, *, color: bool | None = None, **_: Any
         _flat(report, console)
     else:
         _grouped(report, console)
+    if report.sections:
+        from torchdoctor.report import trace
+
+        trace.text(report, console)
     for notice in report.notices:
         console.print(Text(f"note: {notice}", style="dim"))
     console.print(summary_line(report))

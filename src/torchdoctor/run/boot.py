@@ -157,18 +157,35 @@ def _note(text: str) -> None:
         _STATE.notes.append(text)
 
 
+def config() -> dict[str, Any]:
+    """What the runner asked of this process (the run folder's config.json; {} outside a run)."""
+    return _STATE.config if _STATE is not None else {}
+
+
 def _on_torch_imported(torch: ModuleType) -> None:
     if _STATE is None:
         return
+    from torchdoctor.run.detectors import DETECTORS
     from torchdoctor.run.session import Session
 
     enabled = _STATE.config.get("enabled")
+    extra = tuple(_detector(name) for name in _STATE.config.get("detectors") or ())
     _STATE.session = Session.start(
-        emit=emit, enabled=frozenset(enabled) if enabled is not None else None, record=_record, folder=_STATE.log.folder
+        emit=emit, enabled=frozenset(enabled) if enabled is not None else None, record=_record, folder=_STATE.log.folder,
+        detectors=(*DETECTORS, *extra) if extra else None,
     )
     # said now, so that a process that never reaches its exit handlers (os._exit, a signal) is not
     # reported as one that never used torch
     _record({"type": "torch"})
+
+
+def _detector(name: str) -> Any:
+    """A detector class another command adds to run's (`package.module:Class`; `trace` adds its
+    step tracer this way)."""
+    import importlib
+
+    module, _, attribute = name.partition(":")
+    return getattr(importlib.import_module(module), attribute)
 
 
 def _after_fork_in_child() -> None:

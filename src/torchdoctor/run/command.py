@@ -17,7 +17,10 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from torchdoctor.core import registry
 from torchdoctor.core.config import Config
@@ -28,7 +31,7 @@ from torchdoctor.integrations import tensorboard
 from torchdoctor.run import launcher, ranks, summary
 from torchdoctor.run.nodes.exchange import Exchange
 from torchdoctor.run.nodes.view import on_nodes
-from torchdoctor.run.records import CONFIG_FILE, read_folder
+from torchdoctor.run.records import CONFIG_FILE, RunRecords, read_folder
 
 HELP = "run a training script as `python SCRIPT ARGS...` would, watch it, and report what went wrong"
 USAGE = "torchdoctor run [OPTIONS] SCRIPT [ARGS...]\n       torchdoctor run [OPTIONS] -m MODULE [ARGS...]"
@@ -78,12 +81,30 @@ def execute(args: argparse.Namespace, config: Config) -> Report:
         tensorboard.available()
     if on_a_terminal():  # the script owns the terminal while it runs: one line now, the report at the end
         print(f"torchdoctor: observing {target.display()}; the report follows when it ends", file=sys.stderr, flush=True)
-    shared_dir = _shared_dir(getattr(args, "shared_dir", None))
+    report, node = observe(target, config, partial(summary.build, target), shared_dir=_shared_dir(getattr(args, "shared_dir", None)))
+    if node is not None:  # another node than rank 0's: its report goes beside the merged one
+        args.outputs = [output.beside(node) for output in getattr(args, "outputs", [])]
+    if args.tensorboard is not None:
+        tensorboard.write(report, args.tensorboard)
+    return report
+
+
+def observe(
+    target: launcher.Target,
+    config: Config,
+    build: Callable[[launcher.Finished, RunRecords], Report],
+    settings: dict[str, Any] | None = None,
+    shared_dir: Path | None = None,
+) -> tuple[Report, Any]:
+    """Run the target observed, to its end, read what its processes wrote and `build` the report
+    from it. `settings` go into the run folder's config with the enabled rules (`trace` adds its
+    tracer this way). Also returns, on a node other than rank 0's in a multi-node job, where its
+    own report goes (run/nodes/view.py); None otherwise."""
     folder = Path(tempfile.mkdtemp(prefix="torchdoctor-run-"))
     try:
         enabled = [rule.code for rule in registry.all_rules() if config.enabled(rule)]
-        settings = {"enabled": enabled, **({"shared_dir": str(shared_dir)} if shared_dir else {})}
-        (folder / CONFIG_FILE).write_text(json.dumps(settings), encoding="utf-8")
+        extra = {**(settings or {}), **({"shared_dir": str(shared_dir)} if shared_dir else {})}
+        (folder / CONFIG_FILE).write_text(json.dumps({"enabled": enabled, **extra}), encoding="utf-8")
         exchange = Exchange(folder, shared_dir)
         watch = ranks.HangWatch(folder)
 
@@ -95,16 +116,12 @@ def execute(args: argparse.Namespace, config: Config) -> Report:
         exchange.end(finished)
         records = read_folder(folder)
         records.findings = ranks.job_findings(folder, records.findings, records.shared, finished.stopped)
-        report = summary.build(target, finished, records)
+        report = build(finished, records)
         node = on_nodes(report, folder, exchange.problem)
-        if node is not None:  # another node than rank 0's: its report goes beside the merged one
-            args.outputs = [output.beside(node) for output in getattr(args, "outputs", [])]
     finally:
         if not os.environ.get(ENV_KEEP):
             shutil.rmtree(folder, ignore_errors=True)
-    if args.tensorboard is not None:
-        tensorboard.write(report, args.tensorboard)
-    return report
+    return report, node
 
 
 def _shared_dir(path: Path | None) -> Path | None:

@@ -96,6 +96,8 @@ class RunRecords:
     shared: list[dict[str, Any]] = field(default_factory=list)
     #: the last `series` record of each process that wrote one (run/instruments/series.py)
     series: list[dict[str, Any]] = field(default_factory=list)
+    #: what `torchdoctor trace`'s tracer wrote (trace/tracer.py)
+    traces: list[dict[str, Any]] = field(default_factory=list)
 
     def total(self, stat: str, role: str | None = None) -> int:
         """The sum of one statistic (`steps`, `backward`, ...) over the processes (of one role)."""
@@ -109,6 +111,7 @@ def read_folder(folder: Path) -> RunRecords:
     processes: list[dict[str, Any]] = []
     shared: list[dict[str, Any]] = []
     series: list[dict[str, Any]] = []
+    traces: list[dict[str, Any]] = []
     for path, where in record_files(folder):
         latest: dict[str, Finding] = {}
         summary: dict[str, Any] | None = None
@@ -128,6 +131,8 @@ def read_folder(folder: Path) -> RunRecords:
                 shared.append(record)
             elif record.get("type") == "series" and isinstance(record.get("series"), dict):
                 last_series = record
+            elif record.get("type") == "trace":
+                traces.append(record)
         per_process[str(path)] = latest
         if last_series is not None:
             series.append(last_series)
@@ -138,7 +143,7 @@ def read_folder(folder: Path) -> RunRecords:
         if summary is not None:
             processes.append({**summary, **where})
     findings = merge(f for found in per_process.values() for f in found.values())
-    return RunRecords(findings=findings, processes=processes, shared=shared, series=series)
+    return RunRecords(findings=findings, processes=processes, shared=shared, series=series, traces=traces)
 
 
 def record_files(folder: Path) -> list[tuple[Path, dict[str, Any]]]:

@@ -111,6 +111,7 @@ class Session:
         self.zero_grad_calls: weakref.WeakKeyDictionary[Any, Location | None] = weakref.WeakKeyDictionary()
         self._instruments: dict[type[Any], Any] = {}
         self._replaying = False
+        self._aside: list[Any] = []  # modes of other observers, set aside around compiled code
         self._compiled_calls: weakref.WeakKeyDictionary[nn.Module, int] = weakref.WeakKeyDictionary()
         #: the last call of a compiled module: (module, weak args, weak kwargs, its output tensors)
         self._last_compiled: tuple[weakref.ref[nn.Module], Any, Any, list[weakref.ref[torch.Tensor]]] | None = None
@@ -313,6 +314,17 @@ class Session:
         finally:
             self._replaying = False
 
+    def set_aside(self, mode: Any) -> None:
+        """Also take `mode` (with `leave() -> bool` and `resume()`) off the stack while compiled
+        code runs, as the session's own trace is (see `_outside`); `mode.leave()` returning
+        False means it was not on it. Undone with `stop_setting_aside(mode)`."""
+        if mode not in self._aside:
+            self._aside.append(mode)
+
+    def stop_setting_aside(self, mode: Any) -> None:
+        if mode in self._aside:
+            self._aside.remove(mode)
+
     def hold(self, handle: Any) -> None:
         """Keep a hook handle (anything with `.remove()`) to be removed when the session ends."""
         self._patches.hold(handle)
@@ -503,10 +515,13 @@ class Session:
         """None of torchdoctor's hooks or modes while compiled code runs (instruments/compiled.py)."""
         self._leave_ended_traces()
         trace = self._trace if self._trace is not None and self._trace.leave() else None
+        aside = [mode for mode in self._aside if mode.leave()]
         with self.modules.hidden():
             try:
                 yield
             finally:
+                for mode in reversed(aside):
+                    mode.resume()
                 if trace is not None:
                     trace.resume()
 

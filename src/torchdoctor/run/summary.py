@@ -43,9 +43,9 @@ DEFAULT_KILL_HINT = (
 )
 
 
-def build(target: Target, finished: Finished, records: RunRecords) -> Report:
-    report = Report(command="run", stream="stderr", exit_status=finished.exit_status,
-                    title=_title(target, finished, records), fatal_rules=frozenset({INTERNAL_ERROR.code}))
+def build(target: Target, finished: Finished, records: RunRecords, command: str = "run") -> Report:
+    report = Report(command=command, stream="stderr", exit_status=finished.exit_status,
+                    title=_title(target, finished, records, command), fatal_rules=frozenset({INTERNAL_ERROR.code}))
     report.findings = [_displayed(f) for f in records.findings]
     report.notices.extend(_notices(finished, records))
     killed = _killed_finding(finished)
@@ -96,14 +96,14 @@ def _displayed(finding: Finding) -> Finding:
     return replace(finding, file=display_path(finding.file)) if finding.file else finding
 
 
-def _title(target: Target, finished: Finished, records: RunRecords) -> str:
+def _title(target: Target, finished: Finished, records: RunRecords, command: str = "run") -> str:
     if finished.stopped is not None:
         end = "stopped by torchdoctor (deadlock)"
     elif finished.signal is not None:
         end = f"killed by {_signal_name(finished.signal)}"
     else:
         end = f"exit status {finished.exit_status}"
-    parts = [f"torchdoctor run {target.display()}", end]
+    parts = [f"torchdoctor {command} {target.display()}", end]
     steps, backward = records.total("steps"), records.total("backward")
     if steps:
         parts.append(f"{'at least ' if _lost(records) else ''}{steps} optimizer step{'s' if steps != 1 else ''}")

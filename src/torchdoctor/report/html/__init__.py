@@ -29,6 +29,7 @@ from torchdoctor.core.errors import UsageError
 from torchdoctor.core.finding import Finding, Severity
 from torchdoctor.core.report import Report
 from torchdoctor.core.wording import counted
+from torchdoctor.report import trace
 from torchdoctor.report.html import code
 from torchdoctor.report.html.charts import charts, human_bytes
 
@@ -37,7 +38,7 @@ DRAWN_SECTIONS = ("series", "distributed")
 #: pictures of the other sections, shown above their JSON: section name -> a function from the
 #: section's value to HTML it has escaped itself (where a section's own plot plugs in, e.g. the
 #: memory account's timeline: `SECTION_DRAWINGS["memory"] = memory_timeline`)
-SECTION_DRAWINGS: dict[str, Callable[[Any], str]] = {}
+SECTION_DRAWINGS: dict[str, Callable[[Any], str]] = {"trace": trace.trace_html, "op_paths": trace.op_paths_html}
 
 
 def write(report: Report, stream: TextIO, **_: Any) -> None:

@@ -18,6 +18,9 @@ GPU value to the host in every one of them: `.item()`, `.cpu()`, `.tolist()`, `.
 `print(tensor)`, a tensor used in an `if`. Lines that run only every N steps (logging) are not
 flagged. It is info when a step synchronises once or twice, and a warning from three times
 per step. On CPU-only runs there is nothing to synchronise with, and it stays silent.
+`torchdoctor trace` also counts, per line and per traced step, where the CUDA runtime made the
+host wait (including syncs inside torch: `nonzero`, boolean-mask indexing, a copy to the CPU),
+and reports the lines that wait in every traced step.
 
 ## Why is this bad?
 CUDA runs asynchronously: Python queues kernels and moves on, so the next step's work is

@@ -20,6 +20,9 @@ thread. It reports a loader more than 1.5 times slower than the step, when a bat
 more than 200 times a fixed reference piece of work timed beside it (about 8 ms on an idle
 machine: below that, timing noise decides). Every threshold is a ratio of times measured
 together, so a busy machine, which slows all of them, gives the same verdict.
+`torchdoctor trace` measures the wait in the real training loop: it reports steps that wait for
+a DataLoader without workers at least two thirds of their time, at the line of the data
+pipeline that takes the most.
 
 ## Why is this bad?
 The step waits for the next batch: the GPU (or CPU) sits idle for most of the time, and a

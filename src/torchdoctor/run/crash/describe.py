@@ -28,7 +28,7 @@ def torch_module() -> Any:
 
 def dtype_name(text: str) -> str:
     """"Double", "torch.float64", "double" -> "float64"."""
-    key = text.strip().lower().replace("torch.", "").replace("tensor", "")
+    key = text.strip().lower().replace("torch.", "").replace("c10::", "").replace("tensor", "")
     return DTYPE_NAMES.get(key, key)
 
 

@@ -32,6 +32,7 @@ class Frame:
     line: int
     function: str
     live: FrameType | None = None  # the frame object, with its locals (this process only)
+    lasti: int = -1  # the instruction that was running (the call that raised), when live
 
     @property
     def locals(self) -> dict[str, Any]:
@@ -154,6 +155,6 @@ def _frames(tb: TracebackType | None) -> tuple[Frame, ...]:
     while tb is not None:
         code = tb.tb_frame.f_code
         if not is_stand_in_frame(code):
-            frames.append(Frame(code.co_filename, tb.tb_lineno, code.co_name, tb.tb_frame))
+            frames.append(Frame(code.co_filename, tb.tb_lineno, code.co_name, tb.tb_frame, tb.tb_lasti))
         tb = tb.tb_next
     return tuple(frames)

@@ -21,6 +21,7 @@ from torchdoctor.run.crash.describe import (
     user_names,
 )
 from torchdoctor.run.crash.explain import Explanation
+from torchdoctor.run.crash.kernels import op_clause
 from torchdoctor.run.crash.model import Crash
 
 if TYPE_CHECKING:
@@ -35,11 +36,11 @@ _DEVICES = (
 )
 _DTYPES = (
     re.compile(r"mat1 and mat2 must have the same dtype, but got (?P<a>\w+) and (?P<b>\w+)"),
-    re.compile(r"expected m1 and m2 to have the same dtype, but got: (?P<a>\w+) != (?P<b>\w+)"),
+    re.compile(r"expected m1 and m2 to have the same dtype, but got: (?P<a>[\w:]+) != (?P<b>[\w:]+)"),
     re.compile(r"Input type \((?P<a>\w+)\) and (?:weight|bias) type \((?P<b>\w+)\) should be the same"),
     re.compile(r"expected scalar type (?P<b>\w+) but found (?P<a>\w+)"),
     re.compile(r"Found dtype (?P<a>\w+) but expected (?P<b>\w+)"),
-    re.compile(r"expected (?:mat1|input) and (?:mat2|weight) to have the same dtype, but got: (?P<a>\w+) != (?P<b>\w+)"),
+    re.compile(r"expected (?:mat1|input) and (?:mat2|weight) to have the same dtype, but got: (?P<a>[\w:]+) != (?P<b>[\w:]+)"),
 )
 _MATMUL = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((?P<n>\d+)x(?P<got>\d+) and (?P<k>\d+)x(?P<m>\d+)\)")
 _CHANNELS = re.compile(
@@ -71,7 +72,9 @@ def device_mismatch(crash: Crash, session: Session | None) -> Explanation | None
         hint = f"Move {names[1]} to the model's device before the call: `.to({first!r})` (or create it there with `device=`)."
     else:
         hint = "Put both on one device: move the model once with `model.to(device)` after building it, and every batch with `.to(device)`; create new tensors with `device=`."
-    return Explanation(DEVICE, {"first": names[0], "first_device": first, "second": names[1], "second_device": second, "where": where, "hint": hint})
+    clause, op = op_clause(crash)
+    return Explanation(DEVICE, {"first": names[0], "first_device": first, "second": names[1], "second_device": second,
+                                "where": where + clause, "hint": hint}, evidence={"op": op} if op else None)
 
 
 def dtype_mismatch(crash: Crash, session: Session | None) -> Explanation | None:
@@ -93,7 +96,9 @@ def dtype_mismatch(crash: Crash, session: Session | None) -> Explanation | None:
         )
     else:
         hint = "Convert one side so both match (`.to(other.dtype)`), or run the mixed-precision region under `torch.autocast`."
-    return Explanation(DTYPE, {"first": names[0], "first_dtype": first, "second": names[1], "second_dtype": second, "where": _where(crash, session), "hint": hint})
+    clause, op = op_clause(crash)
+    return Explanation(DTYPE, {"first": names[0], "first_dtype": first, "second": names[1], "second_dtype": second,
+                               "where": _where(crash, session) + clause, "hint": hint}, evidence={"op": op} if op else None)
 
 
 def view_of_non_contiguous(crash: Crash, session: Session | None) -> Explanation | None:
