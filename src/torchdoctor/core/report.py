@@ -70,6 +70,9 @@ class Report:
     notices: list[str] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
     sections: dict[str, Any] = field(default_factory=dict)
+    #: blocks of text the terminal report prints after the findings (a table asked for with a
+    #: flag, e.g. `run --memory`); the JSON report carries the same data in `sections`
+    appendix: list[str] = field(default_factory=list)
 
     def add(self, finding: Finding) -> None:
         self.findings.append(finding)

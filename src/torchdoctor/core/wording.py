@@ -22,3 +22,15 @@ def article(word: str) -> str:
     """`an int`, `a str`, `an nn.Linear`, `an Upsample`: the article for a type or module name
     (a leading vowel letter, or `nn.` said "en-en")."""
     return f"{'an' if word[:1].lower() in 'aeiou' or word.startswith('nn.') else 'a'} {word}"
+
+
+def size_text(number: float | None) -> str:
+    """Bytes as `1.5 GiB` (`-` when unknown)."""
+    if number is None:
+        return "-"
+    value = float(number)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"

@@ -93,6 +93,8 @@ class RunRecords:
     processes: list[dict[str, Any]] = field(default_factory=list)
     #: records the runner compares across ranks (`replicas`, `checksums`; see run/ranks.py)
     shared: list[dict[str, Any]] = field(default_factory=list)
+    #: each process's latest memory account (run/detectors/memory_account.py)
+    memory: list[dict[str, Any]] = field(default_factory=list)
 
     def total(self, stat: str, role: str | None = None) -> int:
         """The sum of one statistic (`steps`, `backward`, ...) over the processes (of one role)."""
@@ -104,8 +106,10 @@ def read_folder(folder: Path) -> RunRecords:
     per_process: dict[str, dict[str, Finding]] = {}
     processes: list[dict[str, Any]] = []
     shared: list[dict[str, Any]] = []
+    memory: list[dict[str, Any]] = []
     for path in sorted(folder.glob("p*.jsonl")):
         latest: dict[str, Finding] = {}
+        account: dict[str, Any] | None = None
         for record in _records(path):
             if record.get("type") == "finding":
                 try:
@@ -116,9 +120,13 @@ def read_folder(folder: Path) -> RunRecords:
                 processes.append(record)
             elif record.get("type") in SHARED:
                 shared.append(record)
+            elif record.get("type") == "memory":
+                account = record
         per_process[path.name] = latest
+        if account is not None:
+            memory.append(account)
     findings = merge(f for found in per_process.values() for f in found.values())
-    return RunRecords(findings=findings, processes=processes, shared=shared)
+    return RunRecords(findings=findings, processes=processes, shared=shared, memory=memory)
 
 
 def _records(path: Path) -> Iterable[dict[str, Any]]:

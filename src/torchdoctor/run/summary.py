@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import signal
 from dataclasses import replace
+from typing import Any
 
 from torchdoctor.core.finding import Finding
 from torchdoctor.core.locate import display_path
@@ -60,11 +61,21 @@ def build(target: Target, finished: Finished, records: RunRecords) -> Report:
             ],
         }
     )
+    if records.memory:
+        report.sections["memory"] = memory_section(records)
     if finished.signal is not None:
         report.meta["signal"] = _signal_name(finished.signal)
     if finished.stopped is not None:
         report.meta["stopped"] = finished.stopped
     return report
+
+
+def memory_section(records: RunRecords) -> dict[str, Any]:
+    """The report's `memory` section: each observed process's account and per-step series
+    (run/memory/timeline.py), the main process first."""
+    roles = {p.get("pid"): p.get("role") for p in records.processes}
+    accounts = sorted(records.memory, key=lambda m: (roles.get(m.get("pid")) != "main", m.get("rank") or 0, m.get("pid") or 0))
+    return {"processes": [{k: v for k, v in account.items() if k != "type"} for account in accounts]}
 
 
 def _displayed(finding: Finding) -> Finding:

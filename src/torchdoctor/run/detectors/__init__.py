@@ -12,6 +12,7 @@ from torchdoctor.run.detectors.data import WorkerFunctionsPicklable
 from torchdoctor.run.detectors.ddp import DDPUnusedParameters
 from torchdoctor.run.detectors.gradients import ParametersWithoutGradient
 from torchdoctor.run.detectors.loss import LossInputs
+from torchdoctor.run.detectors.memory_account import MemoryAccount
 from torchdoctor.run.detectors.numerics import NonFiniteLoss
 from torchdoctor.run.detectors.optimizer import (
     AccumulationResets,
@@ -37,4 +38,5 @@ DETECTORS: tuple[type[Detector], ...] = (
     ReplicaChecksums,
     DDPUnusedParameters,
     *SILENT_BUG_DETECTORS,
+    MemoryAccount,
 )
