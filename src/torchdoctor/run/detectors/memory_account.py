@@ -22,7 +22,8 @@ from collections.abc import Callable
 from typing import Any
 
 from torchdoctor.run.detector import Detector
-from torchdoctor.run.events import Backward, LossCall, Step
+from torchdoctor.introspect.tensors import tensors_in
+from torchdoctor.run.events import Backward, Batch, LossCall, Step
 from torchdoctor.run.instruments.modules import SpanRecorder
 from torchdoctor.run.memory import census as censuses
 from torchdoctor.run.memory.census import Census, Sources
@@ -48,8 +49,8 @@ class MemoryState:
         self.timeline = Timeline()
         self.listeners: list[Listener] = []
         self.allocators: list[AllocatorFacts] = []
-        #: local names that held the batch in the full censuses (a later census counts them as batch)
-        self.batch_names: set[str] = set()
+        #: local names that held the batch in every full census (a later census counts them as batch)
+        self.batch_names: set[str] | None = None
         self.sources: Callable[..., Sources] | None = None
         self.recorder: SpanRecorder | None = None
 
@@ -81,6 +82,7 @@ class MemoryAccount(Detector):
         self.state: MemoryState | None = None
         self._resident = Resident()
         self._target: weakref.ref[Any] | None = None
+        self._loaded: list[weakref.ref[Any]] = []  # the tensors of the last batch a DataLoader gave
         self._last_census_step = 0
         self._last_census_signal = 0
         self._recorded_step = -1
@@ -92,6 +94,9 @@ class MemoryAccount(Detector):
         state.sources = self._sources
         state.recorder = self.ctx.modules.record_spans()
         self.ctx.hold(state.recorder)
+
+    def on_batch(self, event: Batch) -> None:
+        self._loaded = [weakref.ref(t) for t in tensors_in(event.batch)]
 
     def on_loss(self, event: LossCall) -> None:
         target = event.target
@@ -105,7 +110,8 @@ class MemoryAccount(Detector):
         roots = [t.grad_fn for t in event.tensors if getattr(t, "grad_fn", None) is not None]
         census = state.take(step, "forward", True, graph_roots=roots, frame=sys._getframe(1), recorder=state.recorder)
         if census is not None:
-            state.batch_names |= _batch_names(census)
+            names = set(census.batch_names)
+            state.batch_names = names if state.batch_names is None else state.batch_names & names
         self._device_peak("forward", step)
         state.recorder.stop()
         state.recorder = None
@@ -174,16 +180,18 @@ class MemoryAccount(Detector):
     def _sources(self, *, frame: Any = None, graph_roots: Any = (), recorder: SpanRecorder | None = None,
                  extra: Any = ()) -> Sources:
         ctx = self.ctx
-        batch = [t for t in (recorder.inputs if recorder is not None else []) if is_tensor(t)]
+        # the data: model inputs and loss targets without autograd history (a carried state is not data)
+        batch = [t for t in (recorder.inputs if recorder is not None else []) if is_tensor(t) and not t.requires_grad]
+        batch.extend(t for t in (ref() for ref in self._loaded) if t is not None)
         target = self._target() if self._target is not None else None
-        if target is not None:
+        if target is not None and not target.requires_grad:
             batch.append(target)
         return Sources(
             models=ctx.modules.live_roots(),
             optimizers=list(ctx.optimizers.known.keys()),
             loaders=list(ctx.loaders.iterations.keys()),
             batch=batch,
-            batch_names=set(self.state.batch_names) if self.state is not None else set(),
+            batch_names=set(self.state.batch_names or ()) if self.state is not None else set(),
             graph_roots=list(graph_roots),
             module_at=recorder.module_at if recorder is not None else None,
             module_label=self._module_label,
@@ -210,9 +218,5 @@ class MemoryAccount(Detector):
 def _scheduled(step: int) -> bool:
     """Steps 8, 16, 32, ...: a census at every doubling of the run."""
     return step >= 8 and step & (step - 1) == 0
-
-
-def _batch_names(census: Census) -> set[str]:
-    return set(census.batch_names)
 
 

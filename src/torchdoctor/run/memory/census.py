@@ -79,6 +79,8 @@ class Holder:
     view_bytes: int = 0  # the storage bytes those views keep alive
     traceback: bool = False  # reached through an exception's traceback
     detached: int = 0  # tensors without autograd history
+    #: the variables of traceback frames its tensors were found in (`x` of prepare())
+    frame_variables: set[str] = field(default_factory=set)
 
     @property
     def name(self) -> str:
@@ -325,6 +327,9 @@ def _found(walk: _Walk, path: Path, tensor: Any, owner: str) -> None:
             holder.view_bytes += storage.nbytes
     if paths.through_traceback(path):
         holder.traceback = True
+        variable = next((step for step in reversed(path) if step.kind == paths.FRAME_LOCAL), None)
+        if variable is not None and variable.where is not None:
+            holder.frame_variables.add(f"`{variable.text}` of {variable.where[2]}()")
     grad_fn = getattr(tensor, "grad_fn", None)
     if grad_fn is None:
         holder.detached += 1
