@@ -44,7 +44,16 @@ EXPECTED = {
     "28_encoder_under_no_grad": ("TD124", "features = encoder(x)"),
     "29_compiled_softmax_before_cross_entropy": ("TD101", "torch.softmax("),
     "30_compiled_graph_cut_in_forward": ("TD120", ".detach().numpy()"),
+    "31_embedding_cache_keyed_per_batch": ("TD440", "embeddings[step] = model.body(x)"),
+    "32_attention_maps_kept_on_module": ("TD440", "self.maps.append(weights)"),
+    "33_debug_hook_keeps_outputs": ("TD440", "outputs.append(output)"),
+    "34_context_carried_with_retain_graph": ("TD148", "loss.backward(retain_graph=True)"),
+    "35_example_images_keep_batches": ("TD440", "gallery.append(images[0])"),
+    "36_exceptions_kept_with_tracebacks": ("TD440", "skipped.append(error)"),
+    "37_metrics_log_keeps_graphs": ("TD440", "self.values.append(values)"),
 }
+#: programs whose bug shows over steps (memory that grows: censuses at steps 4, 8, 16, 32)
+STEPS = {name: 40 for name in EXPECTED if name[:2] in ("31", "32", "33", "34", "35", "36", "37")}
 pytestmark = pytest.mark.skipif(not PROGRAMS, reason="examples/lab is not there")
 
 
@@ -58,7 +67,7 @@ def load(path: Path) -> ModuleType:
 
 def watched(path: Path) -> torchdoctor.Report:
     module = load(path)
-    arguments = {"epochs": 2} if "epochs" in module.train.__code__.co_varnames else {"steps": 6}
+    arguments = {"epochs": 2} if "epochs" in module.train.__code__.co_varnames else {"steps": STEPS.get(path.stem, 6)}
     torch.set_num_threads(1)
     with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(Exception):
         with torchdoctor.watch() as watch:
@@ -76,6 +85,9 @@ def test_bug_is_found_at_its_line(program: str) -> None:
     assert found, f"{program}: expected {code}, got {[f.rule for f in report.findings]}"
     line = linecache.getline(str(LAB / f"{program}.py"), found[0].line or 0)
     assert fragment in line, f"{program}: {code} points at {line.strip()!r}"
+    if program in STEPS:  # the memory it holds is measured, whichever rule reports it
+        evidence = found[0].evidence or {}
+        assert evidence.get("memory", evidence).get("bytes_per_step", 0) > 0, evidence
 
 
 @pytest.mark.parametrize("program", PROGRAMS)

@@ -13,6 +13,7 @@ from torchdoctor.run.detectors.ddp import DDPUnusedParameters
 from torchdoctor.run.detectors.gradients import ParametersWithoutGradient
 from torchdoctor.run.detectors.loss import LossInputs
 from torchdoctor.run.detectors.memory_account import MemoryAccount
+from torchdoctor.run.detectors.memory_deleted import DeletedButAlive
 from torchdoctor.run.detectors.memory_leaks import MemoryLeaks
 from torchdoctor.run.detectors.numerics import NonFiniteLoss
 from torchdoctor.run.detectors.optimizer import (
@@ -41,4 +42,5 @@ DETECTORS: tuple[type[Detector], ...] = (
     *SILENT_BUG_DETECTORS,
     MemoryAccount,
     MemoryLeaks,
+    DeletedButAlive,
 )

@@ -93,7 +93,7 @@ class MemoryAccount(Detector):
         state = self.state = self.ctx.instrument(MemoryState)
         state.sources = self._sources
         state.recorder = self.ctx.modules.record_spans()
-        self.ctx.hold(state.recorder)
+        self.ctx.hold(self)  # `remove()`: the session ends
 
     def on_batch(self, event: Batch) -> None:
         self._loaded = [weakref.ref(t) for t in tensors_in(event.batch)]
@@ -128,14 +128,17 @@ class MemoryAccount(Detector):
         self._step_end(self.ctx.steps)
 
     def on_finish(self, outcome: Outcome) -> None:
+        if self.state is not None:
+            self.remove()
+            self._write(final=True, outcome=outcome)
+        self._resident.close()
+
+    def remove(self) -> None:
+        """Stop recording module spans (the run ended, or the session is undone)."""
         state = self.state
-        if state is None:
-            return
-        if state.recorder is not None:
+        if state is not None and state.recorder is not None:
             state.recorder.stop()
             state.recorder = None
-        self._write(final=True, outcome=outcome)
-        self._resident.close()
 
     # -- the account ---------------------------------------------------------------------------
 
@@ -158,7 +161,6 @@ class MemoryAccount(Detector):
             self._write()
         if step < FULL_STEPS and state.recorder is None:
             state.recorder = self.ctx.modules.record_spans()  # the next forward's modules
-            self.ctx.hold(state.recorder)
 
     def _grew(self, step: int, signal: int) -> bool:
         if not self._last_census_signal or step - self._last_census_step < max(8, self._last_census_step // 8):

@@ -274,7 +274,11 @@ class SpanRecorder:
                 return
 
     def stop(self) -> None:
+        """Stop recording and let go of what was recorded (modules, the batch)."""
         self._index._stop_recording(self)
+        self.spans = []
+        self.inputs = []
+        self._open = []
 
     remove = stop  # a handle the session can hold
 

@@ -55,6 +55,8 @@ LONG = 2_000
 VIEW_RATIO = 4
 #: the largest storages kept (with their description) per census
 LARGEST = 12
+#: storages at least this large are remembered with their owner and the tensors that use them
+BIG = 2**20
 
 _ATOMS = (str, bytes, bytearray, int, float, complex, bool, type(None), type, types.ModuleType, types.CodeType,
           range, memoryview, torch.dtype, torch.device, torch.Size)
@@ -102,6 +104,21 @@ class Largest:
 
 
 @dataclass
+class Big:
+    """A large storage: whose it is, what it is called, and the user-named tensors that use it."""
+
+    nbytes: int
+    owner: str
+    what: str
+    uses: list[tuple[str, int]] = field(default_factory=list)  # (the user's name, bytes that tensor addresses)
+
+    @property
+    def only_views(self) -> bool:
+        """Every named tensor that uses it addresses a small part of it: its base is gone."""
+        return bool(self.uses) and all(own * VIEW_RATIO * 4 <= self.nbytes for _name, own in self.uses)
+
+
+@dataclass
 class Census:
     """The memory of one moment of the run, by owner (bytes), with the details findings need."""
 
@@ -116,6 +133,8 @@ class Census:
     truncated: bool = False
     #: the user's local names that held the batch (so a later census without spans knows them)
     batch_names: set[str] = field(default_factory=set)
+    #: storages of BIG bytes or more, by storage key
+    big: dict[Any, Big] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -181,6 +200,8 @@ class _Walk:
         self.sizes[storage.key] = storage.nbytes
         self.what[storage.key] = what
         census = self.census
+        if storage.nbytes >= BIG:
+            census.big[storage.key] = Big(storage.nbytes, owner, what)
         census.owners[owner] = census.owners.get(owner, 0) + storage.nbytes
         per_device = census.devices.setdefault(storage.device, {})
         per_device[owner] = per_device.get(owner, 0) + storage.nbytes
@@ -312,8 +333,12 @@ def _found(walk: _Walk, path: Path, tensor: Any, owner: str) -> None:
     if owner == "other" and local and name in walk.sources.batch_names:
         owner = "batch"
     storage = walk.claim(tensor, owner, f"`{name}`")
-    if local and storage is None and walk.claimed.get(_key(tensor)) == "batch":
+    key = storage.key if storage is not None else _key(tensor)
+    if local and storage is None and walk.claimed.get(key) == "batch":
         walk.census.batch_names.add(name)
+    big = walk.census.big.get(key)
+    if big is not None:
+        big.uses.append((name, own_bytes(tensor)))
     if owner != "other":
         return
     holder = _holder(walk, path)

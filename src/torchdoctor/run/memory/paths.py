@@ -30,7 +30,13 @@ Path = tuple[Step, ...]
 
 
 def render(path: Path) -> str:
-    """The path as code a person would write: `history[3]`, `model.maps[0]`, `hook.feats[1]`."""
+    """The path as code a person would write: `history[3]`, `model.maps[0]`; a closure
+    variable as itself with its function (`outputs[1] (closure of hook())`)."""
+    closure = next((i for i in range(len(path) - 1, -1, -1) if path[i].kind == CLOSURE), None)
+    if closure is not None:
+        step = path[closure]
+        function = f" (closure of {step.where[2]}())" if step.where is not None else " (a closure variable)"
+        return render((Step(LOCAL, step.text), *path[closure + 1:])) + function
     out = ""
     for step in path:
         if step.kind in (LOCAL, GLOBAL, MODEL, DATASET):
@@ -39,8 +45,6 @@ def render(path: Path) -> str:
             out += f".{step.text}"
         elif step.kind in (ITEM, KEY):
             out += f"[{step.text}]"
-        elif step.kind == CLOSURE:
-            out = f"{out} -> closure `{step.text}`" if out else f"closure `{step.text}`"
         elif step.kind == HOOK:
             out += f" -> {step.text}"
         elif step.kind == TRACEBACK:
