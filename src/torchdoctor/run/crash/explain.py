@@ -45,9 +45,9 @@ Explainer = Callable[[Crash, "Session | None"], "Explanation | object | None"]
 
 
 def explainers() -> tuple[Explainer, ...]:
-    from torchdoctor.run.crash import autograd, data, distributed, loss, misc, tensors
+    from torchdoctor.run.crash import autograd, data, distributed, loss, memory, misc, tensors
 
-    return (*misc.EXPLAINERS, *distributed.EXPLAINERS, *data.EXPLAINERS, *autograd.EXPLAINERS, *loss.EXPLAINERS, *tensors.EXPLAINERS)
+    return (*misc.EXPLAINERS, *memory.EXPLAINERS, *distributed.EXPLAINERS, *data.EXPLAINERS, *autograd.EXPLAINERS, *loss.EXPLAINERS, *tensors.EXPLAINERS)
 
 
 def explain(exception: BaseException, session: Session | None = None) -> list[tuple[Finding, str]]:

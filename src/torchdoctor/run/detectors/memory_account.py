@@ -53,6 +53,8 @@ class MemoryState:
         self.batch_names: set[str] | None = None
         self.sources: Callable[..., Sources] | None = None
         self.recorder: SpanRecorder | None = None
+        #: the last recorder stopped: its spans name the modules of the last recorded forward's graph
+        self.last_recorder: SpanRecorder | None = None
 
     def install(self, patches: Patches) -> None:
         """Nothing to patch: the account is taken from the detectors' events."""
@@ -114,7 +116,7 @@ class MemoryAccount(Detector):
             state.batch_names = names if state.batch_names is None else state.batch_names & names
         self._device_peak("forward", step)
         state.recorder.stop()
-        state.recorder = None
+        state.recorder, state.last_recorder = None, state.recorder
 
     def on_backward_end(self, event: Backward) -> None:
         if not self.ctx.optimizers.known:  # weights updated by hand: each backward() is a step
@@ -161,6 +163,8 @@ class MemoryAccount(Detector):
             self._write()
         if step < FULL_STEPS and state.recorder is None:
             state.recorder = self.ctx.modules.record_spans()  # the next forward's modules
+        elif step >= FULL_STEPS and state.last_recorder is not None and state.last_recorder.spans:
+            state.last_recorder.spans = []  # its graph is long gone
 
     def _grew(self, step: int, signal: int) -> bool:
         if not self._last_census_signal or step - self._last_census_step < max(8, self._last_census_step // 8):

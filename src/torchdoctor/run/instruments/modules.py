@@ -274,9 +274,9 @@ class SpanRecorder:
                 return
 
     def stop(self) -> None:
-        """Stop recording and let go of what was recorded (modules, the batch)."""
+        """Stop recording and let go of the batch (the spans stay, to name the modules of a
+        graph still alive, e.g. when backward() runs out of memory)."""
         self._index._stop_recording(self)
-        self.spans = []
         self.inputs = []
         self._open = []
 

@@ -329,7 +329,7 @@ def _traverse(walk: _Walk, start: list[tuple[Path, Any]], owner: str) -> None:
 
 def _found(walk: _Walk, path: Path, tensor: Any, owner: str) -> None:
     name = paths.render(path)
-    local = len(path) == 1 and path[0].kind == paths.LOCAL
+    local = len(path) == 1 and path[0].kind in (paths.LOCAL, paths.GLOBAL)  # a variable (a script's globals too)
     if owner == "other" and local and name in walk.sources.batch_names:
         owner = "batch"
     storage = walk.claim(tensor, owner, f"`{name}`")

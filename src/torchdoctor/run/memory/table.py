@@ -18,7 +18,7 @@ OWNER_LABELS = {
     "activations": "activations (saved for backward)",
     "other": "other tensors",
 }
-PHASES = {"forward": "end of forward", "backward": "end of backward", "step": "after optimizer step"}
+PHASES = {"forward": "end of forward", "backward": "end of backward", "step": "after optimizer step", "crash": "at the crash"}
 
 
 def render(process: dict[str, Any]) -> list[str]:
