@@ -148,14 +148,16 @@ def _account(crash: Crash, session: Session | None) -> Census | None:
     extra: list[tuple[Any, Any]] = []
     roots: list[Any] = []
     for frame in reversed(crash.frames):
-        if frame.live is None or not is_user_file(frame.file):
+        if frame.live is None:
             continue
         code = frame.live.f_code
         where = (code.co_filename, code.co_firstlineno, code.co_name)
+        user = is_user_file(frame.file)
         for name, value in read_locals(frame.live).items():
-            extra.append(((paths.Step(paths.LOCAL, name, where),), value))
+            if user:
+                extra.append(((paths.Step(paths.LOCAL, name, where),), value))
             if isinstance(value, torch.Tensor) and value.grad_fn is not None:
-                roots.append(value.grad_fn)
+                roots.append(value.grad_fn)  # the forward pass so far (torch's frames hold it too: `input`)
     try:
         sources = state.sources(extra=extra, graph_roots=roots, recorder=state.recorder or state.last_recorder)
         census = censuses.take(session.steps + 1, "crash", sources)
@@ -236,7 +238,7 @@ def _fixes(census: Census, request: Request, session: Session | None) -> list[Fi
     fixes: list[Fix] = []
     holders = sorted((h for h in census.holders.values() if h.total), key=lambda h: -h.total)
     if holders and holders[0].total >= census.total / 4:
-        fixes.append(Fix(f"Stop keeping tensors across steps in `{holders[0].name}` (store `.item()` or `.detach()`)", holders[0].total))
+        fixes.append(Fix(f"Stop keeping tensors across steps in {holders[0].label} (store `.item()` or `.detach()`)", holders[0].total))
     in_backward = session is not None and session.backward.current is not None
     if gradients and not in_backward:
         fixes.append(Fix("Free the gradients before the forward pass: `optimizer.zero_grad()` with its default "

@@ -89,6 +89,10 @@ class Holder:
         return paths.render(self.path)
 
     @property
+    def label(self) -> str:
+        return paths.label(self.path)
+
+    @property
     def total(self) -> int:
         return self.bytes + self.graph_bytes
 
@@ -149,7 +153,7 @@ class Census:
             "devices": {device: dict(owners) for device, owners in self.devices.items()},
             "activations": dict(sorted(self.activations.items(), key=lambda kv: -kv[1])[:10]),
             "holders": [
-                {"name": h.name, "kind": h.kind, "tensors": h.tensors, "bytes": h.total, "graphs": h.graphs}
+                {"name": h.label, "kind": h.kind, "tensors": h.tensors, "bytes": h.total, "graphs": h.graphs}
                 for h in sorted(self.holders.values(), key=lambda h: -h.total)[:10] if h.total
             ],
             "largest": [{"bytes": t.nbytes, "owner": t.owner, "what": t.what, "device": t.device} for t in self.largest],
@@ -373,7 +377,7 @@ def _key(tensor: Any) -> Any:
 
 def _holder(walk: _Walk, path: Path) -> Holder:
     container_path = paths.holder_of(path)
-    key = paths.render(container_path)
+    key = paths.label(container_path)
     holder = walk.census.holders.get(key)
     if holder is None:
         holder = walk.census.holders[key] = Holder(container_path, "")
@@ -409,7 +413,7 @@ def _children(path: Path, value: Any, walk: _Walk) -> Iterable[tuple[Path, Any]]
 
 def _note_collection(walk: _Walk, path: Path, value: Any) -> None:
     """A collection reached by a path: its length, for the holder its tensors will belong to."""
-    key = paths.render(path)
+    key = paths.label(path)
     holder = walk.census.holders.get(key)
     if holder is None:
         holder = walk.census.holders[key] = Holder(path, type(value).__name__)

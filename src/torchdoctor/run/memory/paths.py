@@ -30,13 +30,11 @@ Path = tuple[Step, ...]
 
 
 def render(path: Path) -> str:
-    """The path as code a person would write: `history[3]`, `model.maps[0]`; a closure
-    variable as itself with its function (`outputs[1] (closure of hook())`)."""
+    """The path as code a person would write: `history[3]`, `model.maps[0]`; from a closure
+    variable on, as the function that has it writes it (`outputs[1]`)."""
     closure = next((i for i in range(len(path) - 1, -1, -1) if path[i].kind == CLOSURE), None)
     if closure is not None:
-        step = path[closure]
-        function = f" (closure of {step.where[2]}())" if step.where is not None else " (a closure variable)"
-        return render((Step(LOCAL, step.text), *path[closure + 1:])) + function
+        return render((Step(LOCAL, path[closure].text), *path[closure + 1:]))
     out = ""
     for step in path:
         if step.kind in (LOCAL, GLOBAL, MODEL, DATASET):
@@ -57,6 +55,13 @@ def render(path: Path) -> str:
 
 #: steps that name something (a variable, an attribute, a closure variable, a hook)
 NAMING = (LOCAL, GLOBAL, MODEL, DATASET, ATTR, CLOSURE, HOOK, FRAME_LOCAL)
+
+
+def label(path: Path) -> str:
+    """`` `history` ``, or `` `outputs` (closure of hook()) ``: a name for tables and keys."""
+    closure = next((step for step in reversed(path) if step.kind == CLOSURE), None)
+    context = f" (closure of {closure.where[2]}())" if closure is not None and closure.where is not None else ""
+    return f"`{render(path)}`{context}"
 
 
 def holder_of(path: Path) -> Path:

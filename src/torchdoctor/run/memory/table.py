@@ -50,7 +50,7 @@ def render(process: dict[str, Any]) -> list[str]:
         lines.append(f"  activations by module ({peak_label}): {shown}")
     holders = last.get("holders") or []
     if holders:
-        shown = ", ".join(f"`{h['name']}` {size_text(h['bytes'])}" for h in holders[:4])
+        shown = ", ".join(f"{h['name']} {size_text(h['bytes'])}" for h in holders[:4])
         lines.append(f"  other tensors held by: {shown}")
     peaks = process.get("peaks") or {}
     if peaks:
