@@ -11,6 +11,7 @@ from torchdoctor.run.detectors.collectives import CollectiveSequence
 from torchdoctor.run.detectors.data import WorkerFunctionsPicklable
 from torchdoctor.run.detectors.ddp import DDPUnusedParameters
 from torchdoctor.run.detectors.gradients import ParametersWithoutGradient
+from torchdoctor.run.detectors.loader_memory import LoaderHostMemory
 from torchdoctor.run.detectors.loss import LossInputs
 from torchdoctor.run.detectors.memory_account import MemoryAccount
 from torchdoctor.run.detectors.memory_deleted import DeletedButAlive
@@ -43,4 +44,5 @@ DETECTORS: tuple[type[Detector], ...] = (
     MemoryAccount,
     MemoryLeaks,
     DeletedButAlive,
+    LoaderHostMemory,
 )
