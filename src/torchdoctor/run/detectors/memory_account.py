@@ -33,8 +33,9 @@ from torchdoctor.run.memory.timeline import Timeline
 from torchdoctor.run.outcome import Outcome
 from torchdoctor.run.patching import Patches
 
-#: steps with a census at the end of each phase (and the activations by module)
-FULL_STEPS = 4
+#: steps with a census at the end of each phase and the activations by module: the warm-up,
+#: while the global module hooks that name the modules are on anyway (Session.WARMUP_STEPS)
+FULL_STEPS = 3
 #: memory grown since the last census that calls for a census now (bytes, and fraction)
 GROWTH = 64 * 2**20
 GROWTH_FRACTION = 0.10

@@ -93,17 +93,16 @@ class ModuleIndex:
 
     def record_spans(self) -> SpanRecorder:
         """Note, until the recorder's `stop()`, the autograd sequence numbers each module's
-        forward spans (the nodes it created), through the global hooks: the memory account
-        names the module that saved each activation with it."""
+        forward spans (the nodes it created), through the global hooks while they are on (the
+        warm-up): the memory account names the module that saved each activation with it. It
+        never turns the hooks on by itself."""
         recorder = SpanRecorder(self)
         self._recorders.append(recorder)
-        self._sync()
         return recorder
 
     def _stop_recording(self, recorder: SpanRecorder) -> None:
         if recorder in self._recorders:
             self._recorders.remove(recorder)
-            self._sync()
 
     def _unwatch(self, watch: Watch) -> None:
         for key, watches in list(self._watches.items()):
@@ -134,11 +133,11 @@ class ModuleIndex:
 
     def compiled_call(self, module: nn.Module, args: tuple[Any, ...]) -> None:
         """A compiled module is called (its hooks are hidden): observe it as the hooks would."""
-        if self._closely or self._recorders:
+        if self._closely:
             self._contained_pre(module, args)
 
     def compiled_return(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> None:
-        if self._closely or self._watches or self._recorders:
+        if self._closely or self._watches:
             self._contained_post(module, args, kwargs, output)
 
     def _remove_handles(self) -> None:
@@ -152,7 +151,7 @@ class ModuleIndex:
     def _sync(self) -> None:
         """Global hooks on exactly while something needs them: both in warm-up, the forward
         hook alone for watches (none while hidden)."""
-        wanted = 0 if self._hidden else 2 if self._closely or self._recorders else 1 if self._watches else 0
+        wanted = 0 if self._hidden else 2 if self._closely else 1 if self._watches else 0
         if len(self._handles) == wanted:
             return
         self._remove_handles()
