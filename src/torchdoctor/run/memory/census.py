@@ -61,7 +61,7 @@ BIG = 2**20
 _ATOMS = (str, bytes, bytearray, int, float, complex, bool, type(None), type, types.ModuleType, types.CodeType,
           range, memoryview, torch.dtype, torch.device, torch.Size)
 _SKIPPED_ROOTS = ("torch", "torchdoctor", "numpy", "builtins", "typing", "collections", "functools", "rich")
-_MODULE_SKIPPED = frozenset({"_parameters", "_buffers", "_modules", "training", "_non_persistent_buffers_set"})
+_MODULE_SKIPPED = frozenset({"_modules", "training", "_non_persistent_buffers_set"})
 _HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 
 
@@ -310,25 +310,31 @@ def _roots(sources: Sources) -> Iterator[tuple[Path, Any]]:
 
 
 def _traverse(walk: _Walk, start: list[tuple[Path, Any]], owner: str) -> None:
-    """Breadth first from `start`: claim each tensor reached for `owner` (the rest: by holder)."""
+    """Breadth first from `start`: claim each tensor reached for `owner` (the rest: by holder);
+    what a DataLoader reached on the way holds is its dataset's."""
     census = walk.census
     seen: set[int] = set()
-    queue: deque[tuple[Path, Any]] = deque(start)
+    queue: deque[tuple[Path, Any, str]] = deque((path, value, owner) for path, value in start)
     walk.keep.append(start)
     while queue:
         if census.visited >= MAX_OBJECTS:
             census.truncated = True
             return
-        path, value = queue.popleft()
+        path, value, owned = queue.popleft()
         if id(value) in seen or isinstance(value, _ATOMS):
             continue
         seen.add(id(value))
         census.visited += 1
         if is_tensor(value):
-            _found(walk, path, value, owner)
+            _found(walk, path, value, owned)
             continue
-        for child in _children(path, value, walk):
-            queue.append(child)
+        if isinstance(value, DataLoader):
+            dataset = getattr(value, "dataset", None)
+            if dataset is not None:
+                queue.append(((*path, Step(paths.ATTR, "dataset")), dataset, "dataset"))
+            continue
+        for child_path, child in _children(path, value, walk):
+            queue.append((child_path, child, owned))
 
 
 def _found(walk: _Walk, path: Path, tensor: Any, owner: str) -> None:
@@ -336,6 +342,11 @@ def _found(walk: _Walk, path: Path, tensor: Any, owner: str) -> None:
     local = len(path) == 1 and path[0].kind in (paths.LOCAL, paths.GLOBAL)  # a variable (a script's globals too)
     if owner == "other" and local and name in walk.sources.batch_names:
         owner = "batch"
+    if owner == "other" and isinstance(tensor, nn.Parameter):  # of a module no model or optimizer holds
+        walk.claim(tensor, "parameters", f"parameter `{name}`")
+        if tensor.grad is not None:
+            walk.claim(tensor.grad, "gradients", f"the gradient of `{name}`")
+        return
     storage = walk.claim(tensor, owner, f"`{name}`")
     key = storage.key if storage is not None else _key(tensor)
     if local and storage is None and walk.claimed.get(key) == "batch":
@@ -459,6 +470,11 @@ def _module_children(path: Path, module: nn.Module) -> Iterator[tuple[Path, Any]
             yield (*path, Step(paths.ATTR, name)), child
     for name, value in list(state.items()):
         if name in _MODULE_SKIPPED or isinstance(value, _ATOMS):
+            continue
+        if name in ("_parameters", "_buffers"):  # a model's are counted already; a module no model holds is not
+            for key, tensor in list(value.items()):
+                if tensor is not None:
+                    yield (*path, Step(paths.ATTR, key)), tensor
             continue
         if name in _HOOK_DICTS:
             for hook in list(value.values()):
