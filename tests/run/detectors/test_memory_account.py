@@ -124,18 +124,24 @@ def test_the_table_shows_owners_phases_and_the_allocator(fake_cuda: FakeAllocato
 
 
 def test_frames_read_by_a_census_do_not_keep_their_variables_alive() -> None:
+    """On Python <= 3.12 `frame.f_locals` keeps a snapshot of the loop's variables in the frame:
+    the batch a step dropped would stay alive until the next read (here: for good)."""
     from torch.multiprocessing.reductions import StorageWeakRef
 
-    with observing(MemoryAccount):
+    from torchdoctor.run.detectors.memory import LossHistory
+
+    with observing(MemoryAccount, LossHistory):
         torch.manual_seed(0)
         model = nn.Linear(8, 2)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-        refs = []
-        for _ in range(3):
+        refs, total = [], 0.0
+        for _ in range(66):  # TD147 looks at `total` at steps 64 and 65, where no census runs
             batch = torch.randn(1024, 8)
             refs.append(StorageWeakRef(batch.untyped_storage()))
             optimizer.zero_grad()
-            model(batch).sum().backward()
-            optimizer.step()  # a census reads this frame's variables here
+            loss = model(batch).sum()
+            loss.backward()
+            optimizer.step()  # a census (and TD147's look at `total`) reads this frame's variables here
+            total += loss.item()
         del batch
         assert all(ref.expired() for ref in refs)  # no snapshot of this frame keeps an old batch
