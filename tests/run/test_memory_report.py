@@ -87,3 +87,20 @@ def test_the_table_and_the_plot_are_drawn_from_the_section() -> None:
     svg = memory_plot(PROCESS)
     assert svg.count("<polyline") == 1 and svg.count("<circle") == 2 and "step 4" in svg
     assert json.dumps(report.to_dict())  # the section is plain JSON
+
+
+def test_watch_reports_the_account_too() -> None:
+    import torch
+    from torch import nn
+
+    import torchdoctor
+
+    model = nn.Linear(8, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with torchdoctor.watch() as watched:
+        for _ in range(4):
+            optimizer.zero_grad()
+            model(torch.randn(16, 8)).sum().backward()
+            optimizer.step()
+    [process] = watched.report.sections["memory"]["processes"]
+    assert process["censuses"][0]["owners"]["parameters"] == (8 * 2 + 2) * 4 and process["steps"] == [1, 2, 3, 4]

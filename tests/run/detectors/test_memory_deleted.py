@@ -7,7 +7,7 @@ from torch import nn
 
 from tests.run.detectors.conftest import line_of, observing
 from torchdoctor.run.detectors.memory_account import MemoryAccount
-from torchdoctor.run.detectors.memory_deleted import DeletedButAlive, deleted_names, view_site
+from torchdoctor.run.detectors.memory_deleted import DeletedButAlive, deleted_names
 
 HERE = __file__
 ROWS = 512  # x 1024 floats: 2 MiB per tensor

@@ -70,14 +70,14 @@ class LoaderHostMemory(Detector):
 
     def on_loader_iter(self, event: LoaderIter) -> None:
         if getattr(event.loader, "num_workers", 0) and event.iterator is not None:
-            self._iterators = [(l, i, a) for l, i, a in self._iterators if i() is not None and l() is not event.loader]
+            self._iterators = [entry for entry in self._iterators if entry[1]() is not None and entry[0]() is not event.loader]
             self._iterators.append((weakref.ref(event.loader), weakref.ref(event.iterator), self.ctx.loaders.site_of(event.loader)))
 
     def on_batch(self, event: Batch) -> None:
         loader = event.loader
         if not getattr(loader, "num_workers", 0):
             return
-        current = next((i() for l, i, _a in reversed(self._iterators) if l() is loader), None)
+        current = next((entry[1]() for entry in reversed(self._iterators) if entry[0]() is loader), None)
         if current is not None and current not in self._started:
             self._started.add(current)
             self._read_workers()  # this epoch's workers have started: their memory before they read much

@@ -21,8 +21,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from torchdoctor.run.detector import Detector
 from torchdoctor.introspect.tensors import tensors_in
+from torchdoctor.run.detector import Detector
 from torchdoctor.run.events import Backward, Batch, LossCall, Step
 from torchdoctor.run.instruments.modules import SpanRecorder
 from torchdoctor.run.memory import census as censuses
@@ -150,8 +150,9 @@ class MemoryAccount(Detector):
 
     def _step_end(self, step: int) -> None:
         state = self.state
-        if state is None:
-            return
+        if state is None or step <= self._recorded_step:
+            return  # counted already (a backward() taken for a step before the optimizer was seen)
+        self._recorded_step = step
         rss = self._resident.read()
         state.allocators = allocators()
         state.timeline.add(step, rss, state.allocators)
