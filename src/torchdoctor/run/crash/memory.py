@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import ast
 import re
-import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from torchdoctor.core.locate import display_path, is_user_file
 from torchdoctor.core.wording import size_text
-from torchdoctor.introspect.source import module_tree
 from torchdoctor.rules.memory.out_of_memory import RULE as OOM
 from torchdoctor.run.crash.describe import torch_module
 from torchdoctor.run.crash.explain import Explanation
@@ -197,11 +195,9 @@ def _made_at(what: str) -> str:
 
 
 def _assignment(name: str) -> Location | None:
-    for module in list(sys.modules.values()):
-        filename = getattr(module, "__file__", None) or ""
-        tree = module_tree(filename) if filename.endswith(".py") and is_user_file(filename) else None
-        if tree is None:
-            continue
+    from torchdoctor.run.memory.holders import user_trees
+
+    for filename, tree in user_trees():
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign):
                 for target in node.targets:

@@ -23,7 +23,7 @@ from typing import Any
 
 from torch.multiprocessing.reductions import StorageWeakRef
 
-from torchdoctor.core.locate import is_user_file, user_frame
+from torchdoctor.core.locate import user_frame
 from torchdoctor.core.wording import size_text
 from torchdoctor.introspect.frames import read_locals
 from torchdoctor.introspect.source import module_tree
@@ -33,6 +33,7 @@ from torchdoctor.run.detectors.memory import _own_statements, _scope
 from torchdoctor.run.detectors.memory_account import FULL_STEPS, MemoryState
 from torchdoctor.run.events import Backward, Location, LossCall, Step
 from torchdoctor.run.memory.census import BIG, Big, Census
+from torchdoctor.run.memory.holders import user_trees
 from torchdoctor.run.memory.storages import Storage, is_tensor, storage_of
 
 #: the steps during which deleted names are followed
@@ -175,11 +176,7 @@ class DeletedButAlive(Detector):
 def view_site(name: str) -> tuple[Location, str, int | None, str] | None:
     """Where `name` is assigned a view of another name (`first = features[:8]`): that line, the
     base's name, the line of a `del base` in the same function (or None), and the view's source."""
-    for module in list(sys.modules.values()):
-        filename = getattr(module, "__file__", None) or ""
-        tree = module_tree(filename) if filename.endswith(".py") and is_user_file(filename) else None
-        if tree is None:
-            continue
+    for filename, tree in user_trees():
         for scope in ast.walk(tree):
             if not isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue

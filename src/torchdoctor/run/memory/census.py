@@ -37,16 +37,7 @@ from torchdoctor.run.memory.graphs import saved_by, saved_in, sequence_of
 from torchdoctor.run.memory.paths import Path, Step
 from torchdoctor.run.memory.storages import Storage, is_tensor, own_bytes, storage_of
 
-OWNERS = ("parameters", "gradients", "optimizer", "batch", "dataset", "activations", "other")
-LABELS = {
-    "parameters": "parameters and buffers",
-    "gradients": "gradients",
-    "optimizer": "optimizer state",
-    "batch": "data batch",
-    "dataset": "in-memory datasets",
-    "activations": "activations (saved for backward)",
-    "other": "other tensors",
-}
+OWNERS = ("parameters", "gradients", "optimizer", "batch", "dataset", "activations", "other")  # labels: table.OWNER_LABELS
 #: objects visited at most by one census
 MAX_OBJECTS = 200_000
 #: a sequence longer than this is sampled first: a list of a million floats is skipped
@@ -576,4 +567,4 @@ def graph_bytes(tensor: Any, claimed: Iterable[Any] = ()) -> int:
     return total
 
 
-__all__ = ["OWNERS", "LABELS", "Census", "Holder", "Largest", "Sources", "take", "graph_bytes", "saved_by"]
+__all__ = ["OWNERS", "Census", "Holder", "Largest", "Sources", "take", "graph_bytes", "saved_by"]

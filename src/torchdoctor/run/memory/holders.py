@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import sys
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from torchdoctor.core.locate import display_path, is_user_file
@@ -42,15 +43,28 @@ def last_name(path: Path) -> str | None:
     return None
 
 
-def _files(path: Path) -> list[str]:
-    """The user's files to search: the holder's own first, then every user module loaded."""
-    first = [step.where[0] for step in path if step.where is not None]
+def user_files(first: Iterable[str] = ()) -> list[str]:
+    """The user's source files loaded in this process (`first` ones first): where to look for
+    the line that makes or fills something."""
     others = [getattr(m, "__file__", None) or "" for m in list(sys.modules.values())]
     seen: list[str] = []
     for filename in [*first, *others]:
-        if filename and filename not in seen and is_user_file(filename):
+        if filename and filename.endswith(".py") and filename not in seen and is_user_file(filename):
             seen.append(filename)
     return seen
+
+
+def user_trees(first: Iterable[str] = ()) -> Iterator[tuple[str, ast.Module]]:
+    """(file, syntax tree) of each of `user_files(first)` that parses."""
+    for filename in user_files(first):
+        tree = module_tree(filename)
+        if tree is not None:
+            yield filename, tree
+
+
+def _files(path: Path) -> list[str]:
+    """The user's files to search: the holder's own first, then every user module loaded."""
+    return user_files(step.where[0] for step in path if step.where is not None)
 
 
 def sites(path: Path, rebinding: bool = False) -> Sites:
