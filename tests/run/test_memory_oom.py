@@ -149,3 +149,21 @@ def test_a_cpu_script_runs_out_under_the_memory_limit_and_is_explained(tmp_path:
     memory = ran.report["memory"]["processes"][0]
     assert memory["censuses"][-1]["phase"] == "crash"  # the account up to the crash
     assert "memory (pid" in ran.stderr and "at the crash" in ran.stderr  # --memory's table
+
+
+class Wide(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(2048, 1024)  # 8 MiB of weights: the largest tensor
+        self.fc2 = nn.Linear(1024, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(self.fc1(x))
+
+
+def test_the_largest_tensors_come_with_the_line_that_makes_them() -> None:
+    model = nn.Sequential(Wide())
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    report = crash_after(1, model, optimizer, lambda: torch.randn(4, 2048), cuda_oom("1.00 MiB", "0.10 MiB"))
+    line = next(n for n, text in enumerate(Path(__file__).read_text().splitlines(), 1) if "self.fc1 = nn.Linear(2048, 1024)" in text)
+    assert f"largest: parameter `0.fc1.weight` (tests/run/test_memory_oom.py:{line}) 8.0 MiB" in oom_finding(report).message

@@ -145,3 +145,17 @@ def test_frames_read_by_a_census_do_not_keep_their_variables_alive() -> None:
             total += loss.item()
         del batch
         assert all(ref.expired() for ref in refs)  # no snapshot of this frame keeps an old batch
+
+
+def test_allocator_facts_can_be_injected_into_a_child_process(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """`torchdoctor run` children read TORCHDOCTOR_CUDA_FACTS (the CUDA path's end-to-end tests)."""
+    import json
+
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps({"sequence": [[{"device": "cuda:0", "allocated": 1, "reserved": 2, "peak": 3}],
+                                              [{"device": "cuda:0", "allocated": 4, "reserved": 5, "peak": 6}]]}))
+    monkeypatch.setenv(process.ENV_CUDA_FACTS, str(facts))
+    monkeypatch.setattr(process._from_file, "calls", 0, raising=False)
+    assert [f.allocated for f in process.allocators()] == [1]
+    assert [f.allocated for f in process.allocators()] == [4]
+    assert [f.allocated for f in process.allocators()] == [4]  # the last read repeats

@@ -184,14 +184,9 @@ def _breakdown(census: Census) -> str:
 def _made_at(what: str) -> str:
     """` (model.py:12)`: the line that makes the named thing (an attribute or variable assignment)."""
     names = re.findall(r"`([^`]+)`", what)
-    if not names:
-        return ""
-    parts = [p for p in re.split(r"[.\[\]]", names[0]) if p.isidentifier()]
-    for name in reversed(parts):
-        found = _assignment(name)
-        if found is not None:
-            return f" ({display_path(found[0])}:{found[1]})"
-    return ""
+    first = next((part for part in re.split(r"[.\[\]]", names[0]) if part.isidentifier()), "") if names else ""
+    found = _assignment(first) if first else None  # `fc1` of `0.fc1.weight`, `history` of `history[3]`
+    return f" ({display_path(found[0])}:{found[1]})" if found is not None else ""
 
 
 def _assignment(name: str) -> Location | None:
