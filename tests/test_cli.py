@@ -9,14 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from tests import children
 from torchdoctor import cli
 from torchdoctor.core import registry
 from torchdoctor.core.config import Config
 from torchdoctor.core.report import Report
+from torchdoctor.report.outputs import Output
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "torchdoctor", *args], capture_output=True, text=True, cwd=cwd)
+    return children.run([sys.executable, "-m", "torchdoctor", *args], capture_output=True, text=True, cwd=cwd)
 
 
 def test_python_dash_m_and_version() -> None:
@@ -53,7 +55,7 @@ def test_argparse_errors_exit_2() -> None:
 
 
 def _args(tmp_path: Path, **overrides: object) -> argparse.Namespace:
-    values = {"format": "json", "output": tmp_path / "out" / "report.json", "color": False}
+    values = {"format": "json", "outputs": [Output(tmp_path / "report.json", "json")], "color": False}
     values.update(overrides)
     return argparse.Namespace(**values)
 
@@ -67,7 +69,7 @@ def test_finish_exit_status_follows_fail_on(tmp_path: Path) -> None:
     assert cli.finish(report(), _args(tmp_path), Config(), io.StringIO()) == 0
     assert cli.finish(report(), _args(tmp_path), Config(fail_on="warning"), io.StringIO()) == 1
     assert cli.finish(report(), _args(tmp_path), Config(fail_on="never"), io.StringIO()) == 0
-    written = json.loads((tmp_path / "out" / "report.json").read_text())
+    written = json.loads((tmp_path / "report.json").read_text())
     assert written["schema"] == "torchdoctor.report/1" and written["findings"][0]["rule"] == "TD146"
 
 
@@ -76,11 +78,47 @@ def test_finish_passes_the_commands_own_exit_status_when_clean(tmp_path: Path) -
     assert cli.finish(report, _args(tmp_path), Config(), io.StringIO()) == 3
 
 
-def test_output_to_an_unwritable_place_is_a_usage_error(tmp_path: Path) -> None:
+def test_a_bad_output_path_is_refused_before_the_command_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A missing folder, a file where a folder should be, a folder as the file: exit 2, one line,
+    nothing created and nothing linted (the lint target does not even exist)."""
     blocker = tmp_path / "file"
     blocker.write_text("")
-    with pytest.raises(cli.UsageError, match="cannot write --output"):
-        cli.finish(Report(command="lint"), _args(tmp_path, output=blocker / "r.json"), Config(), io.StringIO())
+    for output, said in ((tmp_path / "missing" / "r.json", "does not exist (create it first)"),
+                         (blocker / "r.json", "is not a folder"), (tmp_path, "it is a folder")):
+        assert cli.main(["lint", str(tmp_path / "nowhere.py"), "--output", str(output)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"torchdoctor: error: cannot write --output {str(output)!r}") and said in err, err
+        assert err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+def test_output_formats_follow_the_suffix_and_unknown_suffixes_stay_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "bad.py"
+    source.write_text("import torch.nn.functional as F\n\ndef f(m, x, y):\n    return F.cross_entropy(F.softmax(m(x), dim=1), y)\n")
+    names = ("r.json", "r.html", "r.sarif", "r.xml", "r.txt", "r.report")
+    outputs = [arg for name in names for arg in ("--output", str(tmp_path / name))]
+    assert cli.main(["lint", str(source), "--format", "github", *outputs]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("::error ")  # --format still decides what is printed
+    read = {name: (tmp_path / name).read_text(encoding="utf-8") for name in names}
+    assert json.loads(read["r.json"])["findings"][0]["rule"] == "TD101"
+    assert read["r.html"].lstrip().lower().startswith("<!doctype html")
+    assert json.loads(read["r.sarif"])["runs"][0]["results"][0]["ruleId"] == "TD101"
+    assert read["r.xml"].startswith("<?xml") and "<testsuite" in read["r.xml"]
+    assert "TD101 [error]" in read["r.txt"] and "\x1b[" not in read["r.txt"]
+    assert json.loads(read["r.report"])["schema"] == "torchdoctor.report/1"  # the contract: JSON whatever --format says
+    assert cli.main(["lint", str(source), "--output", str(tmp_path / "as-sarif.out"), "--output-format", "sarif"]) == 1
+    assert json.loads((tmp_path / "as-sarif.out").read_text())["version"] == "2.1.0"
+
+
+def test_output_format_needs_an_output_and_one_file_is_written_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "ok.py"
+    source.write_text("x = 1\n")
+    assert cli.main(["lint", str(source), "--output-format", "html"]) == 2
+    assert "--output-format needs an --output FILE" in capsys.readouterr().err
+    same = str(tmp_path / "r.json")
+    assert cli.main(["lint", str(source), "--output", same, "--output", same]) == 2
+    assert "is given twice" in capsys.readouterr().err
 
 
 def test_commands_that_need_torch_say_so_without_it(tmp_path: Path) -> None:
@@ -97,9 +135,9 @@ def test_commands_that_need_torch_say_so_without_it(tmp_path: Path) -> None:
         "from torchdoctor.cli import main\n"
         "sys.exit(main(sys.argv[1:]))\n"
     )
-    checked = subprocess.run([sys.executable, "-c", hide_torch, "check", f"{target}:make"], capture_output=True, text=True)
+    checked = children.run([sys.executable, "-c", hide_torch, "check", f"{target}:make"], capture_output=True, text=True)
     assert checked.returncode == 2
     assert checked.stderr.startswith("torchdoctor: error: `torchdoctor check` needs PyTorch")
     assert len(checked.stderr.strip().splitlines()) == 1
-    linted = subprocess.run([sys.executable, "-c", hide_torch, "lint", str(target)], capture_output=True, text=True)
+    linted = children.run([sys.executable, "-c", hide_torch, "lint", str(target)], capture_output=True, text=True)
     assert linted.returncode == 0, linted.stderr

@@ -1,10 +1,10 @@
 """Properties of the package as a whole."""
 
-import subprocess
 import sys
 from pathlib import Path
 
 import torchdoctor
+from tests import children
 
 
 def test_public_api() -> None:
@@ -17,7 +17,7 @@ def test_cli_rules_and_renderers_do_not_import_torch() -> None:
         "from torchdoctor.core import registry; registry.all_rules(); cli=torchdoctor.cli.build_parser();"
         "print('torch' in sys.modules)"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    result = children.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
 
 

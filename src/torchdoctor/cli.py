@@ -23,7 +23,7 @@ from torchdoctor.core import config as config_module
 from torchdoctor.core.errors import UsageError
 from torchdoctor.core.report import Report
 from torchdoctor.core.suppress import drop_suppressed
-from torchdoctor.report import FORMATS, render
+from torchdoctor.report import FORMATS, outputs, render
 
 #: sub-command -> module implementing it (in the order `--help` shows them)
 COMMANDS = {
@@ -41,7 +41,7 @@ def _common_options() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     group = common.add_argument_group("report options")
     group.add_argument("--format", choices=FORMATS, default="text", help="how to print the report (default: text)")
-    group.add_argument("--output", metavar="FILE", type=Path, help="also write the JSON report to FILE")
+    outputs.add_options(group)
     group.add_argument(
         "--fail-on", choices=config_module.FAIL_ON, default=None,
         help="exit 1 when a finding is at or above this severity (default: error)",
@@ -92,7 +92,8 @@ def load_config(args: argparse.Namespace) -> config_module.Config:
 
 
 def finish(report: Report, args: argparse.Namespace, config: config_module.Config, stream: TextIO) -> int:
-    """Filter, render and write the report; return the exit status the contract asks for.
+    """Filter, render and write the report (and `args.outputs`, checked by `outputs.resolve`);
+    return the exit status the contract asks for.
 
     `report.meta["fatal_rules"]` (not rendered) lists rules that mean the tool could not do
     its whole job (lint: a file it could not read or parse): any of them left after filtering
@@ -101,14 +102,7 @@ def finish(report: Report, args: argparse.Namespace, config: config_module.Confi
     fatal = set(report.meta.pop("fatal_rules", ()))
     report.findings = drop_suppressed(config.apply(report.findings))
     render(report, args.format, stream, fail_on=config.fail_on, color=args.color)
-    if args.output is not None:
-        from torchdoctor.report.json_ import dumps
-
-        try:
-            args.output.parent.mkdir(parents=True, exist_ok=True)
-            args.output.write_text(dumps(report), encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"cannot write --output {str(args.output)!r}: {exc.strerror}") from None
+    outputs.write(report, args.outputs, config.fail_on)
     if fatal and any(f.rule in fatal for f in report.findings):
         return 2
     status = report.exit_code(config.fail_on)
@@ -127,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         if not getattr(module, "REPORTS", True):
             return int(module.execute(args, None))
         config = load_config(args)
+        args.outputs = outputs.resolve(args.output, args.output_format)  # before the command runs anything
         report = module.execute(args, config)
         stream = sys.stderr if report.meta.get("stream") == "stderr" else sys.stdout
         return finish(report, args, config, stream)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import children
 from torchdoctor import cli
 from torchdoctor.report import FORMATS
 
@@ -23,7 +24,7 @@ LEAKS = ("tok-AAAA-1111-secret", "pw-BBBB-2222-secret", "hunter2-CCCC-secret", "
 
 
 def run_env(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "torchdoctor", "env", *args], capture_output=True, text=True,
+    return children.run([sys.executable, "-m", "torchdoctor", "env", *args], capture_output=True, text=True,
                           env={**os.environ, **(env or {})}, timeout=120)
 
 

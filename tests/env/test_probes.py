@@ -5,13 +5,13 @@ from __future__ import annotations
 import importlib.metadata as metadata
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+from tests import children
 from torchdoctor.env.probes import build, collect, nvidia, packages, probe_torch, system
 from torchdoctor.env.runner import Completed, Host, run_command
 
@@ -180,10 +180,10 @@ def test_imports_are_checked_in_a_fresh_interpreter(extension_folder: Path) -> N
         source.write_text("#include <Python.h>\nextern void _ZN3c105ErrorC2ENS_14SourceLocationE(void);\n"
                           "PyMODINIT_FUNC PyInit_badsym(void) { _ZN3c105ErrorC2ENS_14SourceLocationE(); return NULL; }\n")
         target = extension_folder / f"badsym{sysconfig.get_config_var('EXT_SUFFIX')}"
-        subprocess.run([compiler, "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}", str(source), "-o", str(target)], check=True)
+        children.run([compiler, "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}", str(source), "-o", str(target)], check=True)
         modules.append("badsym=flash-attn")
     env = {**os.environ, "PYTHONPATH": str(extension_folder)}
-    done = subprocess.run([sys.executable, "-m", "torchdoctor.env.probes.torch_probe", *modules],
+    done = children.run([sys.executable, "-m", "torchdoctor.env.probes.torch_probe", *modules],
                           capture_output=True, text=True, env=env, check=True)
     results = {r["import"]["module"]: r["import"] for r in map(json.loads, done.stdout.splitlines()) if "import" in r}
     assert results["numpy1ext"]["numpy1"] is True

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 import torch
 from torch import nn
 
+from tests import children
 from tests.lab import LAB
 from torchdoctor import cli
 from torchdoctor.health.command import CHECK_NAMES
@@ -65,7 +65,9 @@ def test_skip_and_fail_on(capsys: pytest.CaptureFixture[str]) -> None:
     ("files", "target", "message"),
     [
         ({}, "missing.py:make", "missing.py does not exist"),
-        ({"m.py": "def make(:\n"}, "m.py:make", "SyntaxError: invalid syntax at"),
+        ({"m.py": "def make(:\n"}, "m.py:make", "SyntaxError: invalid syntax at m.py:1"),
+        ({"m.py": "x = 1\0\n"}, "m.py:make", "cannot import m.py: line 1 contains a NUL byte (a binary file, not Python source)"),
+        ({"m.py": "x = 1\ns = '\udcff'\n"}, "m.py:make", "cannot import m.py: line 2 is not UTF-8 (byte 0xff)"),
         ({"m.py": "raise RuntimeError('no data dir')\n"}, "m.py:make", "raised RuntimeError: no data dir at"),
         ({"m.py": "def make():\n    raise FileNotFoundError('train.csv')\n"}, "m.py:make", "make() raised FileNotFoundError: train.csv at"),
         ({"m.py": "def make():\n    return [1]\n"}, "m.py:make", "returned a list; it must return a dict"),
@@ -83,10 +85,11 @@ def test_bad_targets_exit_2_with_one_line(capsys: pytest.CaptureFixture[str], tm
                                           files: dict[str, str], target: str, message: str) -> None:
     monkeypatch.chdir(tmp_path)
     for name, text in files.items():
-        (tmp_path / name).write_text(text)
+        (tmp_path / name).write_bytes(text.encode("utf-8", "surrogateescape"))  # "\udcff": the byte 0xff
     status, out, err = run(capsys, target)
     assert status == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("torchdoctor: error: ") and message in err, err
+    assert "None" not in err
 
 
 def test_a_dataset_that_raises_is_a_one_line_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -138,13 +141,13 @@ def test_progress_goes_to_a_terminal_only(capsys: pytest.CaptureFixture[str]) ->
 
 @pytest.mark.slow
 def test_end_to_end_in_a_subprocess() -> None:
-    result = subprocess.run(
+    result = children.run(
         [sys.executable, "-m", "torchdoctor", "check", SOFTMAX, "--format", "json"],
         capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300,
     )
     assert result.returncode == 1, result.stderr
     assert json.loads(result.stdout)["summary"]["error"] == 1
-    imported = subprocess.run(
+    imported = children.run(
         [sys.executable, "-c", "import sys, torchdoctor.health.command; print('torch' in sys.modules)"],
         capture_output=True, text=True,
     )

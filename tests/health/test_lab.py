@@ -28,6 +28,8 @@ LINES = {
     "19": r"optimizer = torch\.optim\.AdamW", "20": r"F\.softmax\(", "21": r"def backward", "22": r"x = images\.float\(\)",
     "23": r"model = Network\(\)", "26": r"def forward",
     "29": r"torch\.softmax\(", "30": r"\.detach\(\)\.numpy\(\)",
+    "31": r"distance = torch\.sqrt", "32": r"scores = torch\.exp\(", "33": r"e = x / x\.norm", "34": r"masked_fill\(padding",
+    "35": r"energy = \(self\.proj", "36": r"model = Regressor\(\)",
 }
 
 

@@ -3,6 +3,9 @@ batch independence, overfitting, eval determinism, NaN/Inf and custom Functions.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from tests.health.conftest import by_rule, codes, status
 
 HEADER = "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n"
@@ -404,6 +407,38 @@ def make():
 """, overfit_steps=40)
     assert "TD304" not in codes(report)
     assert "inconclusive" in next(c.detail for c in report.checks if c.name == "overfit")
+
+
+def test_the_overfit_budget_is_in_steps_and_operations_not_seconds(check_source, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A model whose step costs more than the budget's share gets fewer steps, as many on any
+    machine: the count comes from counted operations, and the detail says why and how long it took."""
+    from torchdoctor.health.checks import overfit
+
+    source = HEADER + f"""
+def make():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3))
+    return {{"model": model, "data": {DATA}, "loss_fn": nn.CrossEntropyLoss(),
+            "optimizer": torch.optim.Adam(model.parameters(), lr=1e-3)}}
+"""
+    flops = 6 * (8 * 32 + 32 + 32 * 3 + 3) * 8  # at least 6 per parameter and sample: more than the counted matmuls
+    monkeypatch.setattr(overfit, "FLOP_BUDGET", 40 * flops + 1)
+    details = [next(c.detail for c in check_source(source).checks if c.name == "overfit") for _ in range(2)]
+    (detail,) = {re.sub(r" in [0-9.]+ s;", " in ... s;", d) for d in details}  # the same twice, but for the time it took
+    assert detail.startswith("inconclusive: with your Adam(lr=0.001) the loss is still falling: ") and "(40 steps) in " in detail
+    assert detail.endswith(f"40 steps of {flops / 1000:.3g} kFLOP each is as many as the check's {(40 * flops + 1) / 1000:.3g} kFLOP allow")
+
+
+def test_the_overfit_time_cap_is_a_safety_net_said_aloud(check_source) -> None:  # type: ignore[no-untyped-def]
+    """When the cap fires the verdict would depend on the machine's speed: no TD304, and a notice."""
+    lab = Path(__file__).resolve().parents[2] / "examples" / "lab" / "01_softmax_before_cross_entropy.py"
+    report = check_source(lab.read_text(encoding="utf-8"), overfit_max_seconds=0.0)
+    assert "TD304" not in codes(report) and status(report, "overfit") == "passed"
+    detail = next(c.detail for c in report.checks if c.name == "overfit")
+    assert detail.startswith("inconclusive: stopped by the 0 s time cap after 1 of 300 steps")
+    (notice,) = [n for n in report.notices if "time cap" in n]
+    assert notice.startswith("the overfit check stopped at its time cap of 0 s after 1 of its 300 steps") and "inconclusive" in notice
+    assert "TD304" in codes(check_source(lab.read_text(encoding="utf-8")))  # without the cap: the full budget, the finding
 
 
 def test_an_unbatched_loader_skips_the_batch_checks(check_source) -> None:  # type: ignore[no-untyped-def]

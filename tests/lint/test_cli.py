@@ -5,12 +5,12 @@ from __future__ import annotations
 import ast
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests import children
 from torchdoctor import cli
 
 BAD = """import torch.nn.functional as F
@@ -112,18 +112,47 @@ def test_unreadable_inputs_do_not_stop_the_run(project: Path, capsys: pytest.Cap
     (project / "binary.py").write_bytes(b"\x00\x01\x02import torch\n")
     os.symlink("loop.py", project / "loop.py")
     status, out, _ = run(["good.py", "latin.py", "binary.py", "loop.py", "--format", "json"], capsys)
-    found = {(f["file"], f["rule"]) for f in json.loads(out)["findings"]}
+    findings = json.loads(out)["findings"]
+    found = {(f["file"], f["rule"]) for f in findings}
     assert status == 2
     assert found == {("good.py", "TD101"), ("latin.py", "TD004"), ("binary.py", "TD004"), ("loop.py", "TD003")}
+    said = {f["file"]: (f["line"], f["message"]) for f in findings if f["rule"] == "TD004"}
+    assert said["latin.py"][0] == 2 and "line 2 is not ascii (byte 0xe9), the encoding the file declares" in said["latin.py"][1]
+    assert said["binary.py"][0] == 1 and "line 1 contains a NUL byte" in said["binary.py"][1]
 
 
-def test_links_in_folders_are_skipped_with_a_note(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_links_in_folders_are_skipped_and_said_in_every_format(project: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
     write(project / "pkg" / "ok.py", CLEAN)
     os.symlink("missing.py", project / "pkg" / "broken.py")
+    os.symlink("loop.py", project / "pkg" / "loop.py")
     os.symlink(".", project / "pkg" / "self")  # a folder loop: folders behind links are not walked
     status, out, _ = run(["pkg"], capsys)
-    assert status == 0
-    assert "note: skipped pkg/broken.py: a symbolic link that leads nowhere" in out
+    assert status == 0  # a warning: not a failure unless --fail-on warning
+    assert "pkg/broken.py: TD007 [warning] not linted: a symbolic link that leads nowhere" in out
+    skipped = {os.path.join("pkg", "broken.py"), os.path.join("pkg", "loop.py")}
+    _, out, _ = run(["pkg", "--format", "json"], capsys)
+    report = json.loads(out)
+    assert {f["file"] for f in report["findings"] if f["rule"] == "TD007"} == skipped
+    assert report["summary"]["warning"] == 2 and report["meta"]["files"] == 1
+    _, out, _ = run(["pkg", "--format", "sarif"], capsys)
+    results = json.loads(out)["runs"][0]["results"]
+    assert {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results
+            if r["ruleId"] == "TD007"} == {p.replace(os.sep, "/") for p in skipped}
+    _, out, _ = run(["pkg", "--format", "github"], capsys)
+    assert "::warning file=pkg/broken.py,title=TD007 file-not-linted::not linted" in out
+    _, out, _ = run(["pkg", "--format", "junit"], capsys)
+    assert 'name="TD007 file-not-linted"' in out and "pkg/broken.py" in out
+    assert run(["pkg", "--fail-on", "warning"], capsys)[0] == 1
+
+
+def test_dist_folders_are_skipped_unless_they_are_packages(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(project / "lib" / "dist" / "__init__.py", "")
+    write(project / "lib" / "dist" / "comm.py", BAD)  # a package named dist: code
+    write(project / "dist" / "lib-1.0" / "lib" / "comm.py", BAD)  # a build output
+    write(project / "build" / "lib" / "lib" / "comm.py", BAD)
+    _, out, _ = run(["--format", "json", "--fail-on", "never", "."], capsys)
+    assert {f["file"] for f in json.loads(out)["findings"]} == {os.path.join("lib", "dist", "comm.py")}
 
 
 def test_noqa_and_ignore_comments_silence_one_line(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -203,8 +232,8 @@ def test_json_sarif_and_github_formats(project: Path, capsys: pytest.CaptureFixt
 
 def test_output_file_gets_json_whatever_the_format(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write(project / "bad.py", BAD)
-    run(["bad.py", "--output", "out/report.json"], capsys)
-    assert json.loads((project / "out" / "report.json").read_text())["findings"][0]["rule"] == "TD101"
+    run(["bad.py", "--format", "sarif", "--output", "report.json"], capsys)
+    assert json.loads((project / "report.json").read_text())["findings"][0]["rule"] == "TD101"
 
 
 def test_fix_applies_safe_fixes_and_is_idempotent(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -274,7 +303,7 @@ def test_stdin(project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: p
 def test_lint_does_not_import_torch(project: Path) -> None:
     write(project / "bad.py", BAD)
     code = "import sys; from torchdoctor import cli; cli.main(['lint', 'bad.py']); print('torch' in sys.modules)"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=project)
+    result = children.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=project)
     assert result.stdout.strip().endswith("False")
 
 

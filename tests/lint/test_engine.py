@@ -140,10 +140,14 @@ def test_absurdly_deep_code_is_a_finding_not_a_crash(tmp_path: Path) -> None:
     assert [(Path(f.file).name, f.rule) for f in findings] == [("deep.py", "TD005")]  # type: ignore[arg-type]
 
 
-def test_files_over_the_size_limit_are_skipped_with_a_note(tmp_path: Path) -> None:
-    (tmp_path / "big.py").write_text("x = 1\n" * 1000)
+def test_files_over_the_size_limit_in_folders_are_a_finding_and_named_ones_are_linted(tmp_path: Path) -> None:
+    big = tmp_path / "big.py"
+    big.write_text("import torch.nn.functional as F\n\n\ndef predict(x):\n    return F.softmax(x)\n" + "x = 1\n" * 1000)
     report = lint_paths([str(tmp_path)], Config(), Options(max_bytes=100)).report
-    assert report.findings == [] and any("big.py" in n and "over the" in n for n in report.notices)
+    assert [(f.rule, f.severity.value, f.line) for f in report.findings] == [("TD007", "warning", None)]
+    assert "over the" in report.findings[0].message
+    named = lint_paths([str(big)], Config(), Options(max_bytes=100)).report
+    assert [f.rule for f in named.findings] == ["TD150"] and named.meta["files"] == 1
 
 
 @pytest.mark.parametrize(("pattern", "path", "is_dir", "excluded"), [

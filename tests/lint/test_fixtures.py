@@ -35,3 +35,14 @@ def test_parameters_in_a_plain_list_are_a_warning_and_modules_an_error() -> None
     parameters = next(n for n, line in enumerate(lines, 1) if "self.scales = [nn.Parameter" in line)
     modules = next(n for n, line in enumerate(lines, 1) if "self.layers = [nn.Linear" in line)
     assert (severities[parameters], severities[modules]) == ("warning", "error")
+
+
+def test_modules_trained_by_their_own_optimizers_are_a_warning() -> None:
+    """A plain list whose modules the class optimizes itself is trained; what it loses is .to() and the state_dict."""
+    path = FIXTURES / "tensor_given_to_optimizer.py"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    found = {f.line: f for f in lint_file(path) if f.rule == "TD122"}
+    own = next(n for n, line in enumerate(lines, 1) if "self.clist = [" in line)
+    plain = next(n for n, line in enumerate(lines, 1) if "self.heads = [" in line)
+    assert (found[own].severity.value, found[plain].severity.value) == ("warning", "error")
+    assert "own optimizers train them" in found[own].message

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from tests import children
+
 HERE = Path(__file__).resolve().parent
 SCRIPTS = HERE / "scripts"
 
@@ -42,7 +44,7 @@ def environment() -> dict[str, str]:
 def torchdoctor_run(*args: str, cwd: Path, options: tuple[str, ...] = (), timeout: float = 180) -> Ran:
     """`torchdoctor run [options] args...` in `cwd`, with the JSON report read from --output."""
     output = Path(tempfile.mkdtemp(prefix="td-report-")) / "report.json"  # not in cwd: tests share script folders
-    result = subprocess.run(
+    result = children.run(
         [sys.executable, "-m", "torchdoctor", "run", "--output", str(output), *options, *args],
         cwd=cwd, capture_output=True, text=True, timeout=timeout, env=environment(),
     )
@@ -51,7 +53,7 @@ def torchdoctor_run(*args: str, cwd: Path, options: tuple[str, ...] = (), timeou
 
 
 def python(*args: str, cwd: Path, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=environment())
+    return children.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=environment())
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 import torchdoctor
+from tests import children
 from torchdoctor.core.finding import Finding
 from torchdoctor.run.crash.data import worker_killed
 from torchdoctor.run.crash.explain import explain
@@ -538,12 +539,11 @@ def test_torchrun_relay_and_stops_are_not_crashes() -> None:
 
 def test_crash_explained_without_torch_in_the_process() -> None:
     """Explaining never imports torch (a script can crash before it imports it)."""
-    import subprocess
-
+    
     code = (
         "import sys\nfrom torchdoctor.run.crash.explain import explain\n"
         "try:\n    {}['x']\nexcept KeyError as e:\n    found = explain(e)\n"
         "print(found[0][0].rule, 'torch' in sys.modules)"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    result = children.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["TD001", "False"]

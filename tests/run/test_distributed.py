@@ -113,6 +113,10 @@ for step in range(6):
     optimizer.zero_grad()
     F.cross_entropy(model(x), y).backward()
     optimizer.step()
+# nothing keeps the ranks together after step 2: without a barrier, a rank that lags (a busy
+# machine) can outlive the other by seconds and then abort at exit (SIGABRT, "terminate called
+# without an active exception", torchrun's exit status 1), plain torchrun as much as under torchdoctor
+dist.barrier()
 dist.destroy_process_group()
 """
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import children
 from tests.run.conftest import SCRIPTS, environment, python, torchdoctor_run
 
 
@@ -43,13 +44,40 @@ def test_script_path_from_another_folder(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_report_goes_to_stderr_and_json_to_output(write, tmp_path: Path) -> None:
     script = write("loud.py", "print('from the script')\n")
-    result = subprocess.run(
+    result = children.run(
         [sys.executable, "-m", "torchdoctor", "run", "--format", "json", "--output", "r.json", str(script)],
         cwd=tmp_path, capture_output=True, text=True, env=environment(),
     )
     assert result.stdout == "from the script\n"
     assert json.loads(result.stderr)["command"] == "run"
     assert json.loads((tmp_path / "r.json").read_text())["meta"]["exit_status"] == 0
+
+
+@pytest.mark.slow
+def test_reports_in_any_format_go_to_their_own_files_apart_from_the_scripts_stderr(write, tmp_path: Path) -> None:
+    script = write("noisy.py", "import sys\nimport torch\nprint('to stdout')\nprint('to stderr', file=sys.stderr)\n"
+                               "raise KeyError('head')\n")
+    result = children.run(
+        [sys.executable, "-m", "torchdoctor", "run", "--output", "r.html", "--output", "r.json", "--output", "r.xml", str(script)],
+        cwd=tmp_path, capture_output=True, text=True, env=environment(),
+    )
+    assert result.returncode == 1 and result.stdout == "to stdout\n"
+    assert "to stderr" in result.stderr and "Traceback" in result.stderr and "TD001" in result.stderr  # the text report
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert html.lstrip().lower().startswith("<!doctype html") and "Traceback" not in html and "to stderr" not in html
+    assert json.loads((tmp_path / "r.json").read_text())["findings"][0]["rule"] == "TD001"
+    assert (tmp_path / "r.xml").read_text().startswith("<?xml")
+
+
+def test_a_bad_output_path_stops_run_before_the_script_starts(write, tmp_path: Path) -> None:
+    script = write("side_effect.py", "open('ran.txt', 'w').write('ran')\n")
+    result = children.run(
+        [sys.executable, "-m", "torchdoctor", "run", "--output", "missing/r.json", str(script)],
+        cwd=tmp_path, capture_output=True, text=True, env=environment(),
+    )
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert "cannot write --output 'missing/r.json'" in result.stderr and "does not exist" in result.stderr
+    assert not (tmp_path / "ran.txt").exists() and not (tmp_path / "missing").exists()
 
 
 @pytest.mark.parametrize(
@@ -62,16 +90,34 @@ def test_report_goes_to_stderr_and_json_to_output(write, tmp_path: Path) -> None
     ],
 )
 def test_bad_targets_exit_2_with_one_line(args: tuple[str, ...], message: str, tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "torchdoctor", "run", *args], cwd=tmp_path, capture_output=True, text=True)
+    result = children.run([sys.executable, "-m", "torchdoctor", "run", *args], cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and message in result.stderr
 
 
 def test_syntax_error_in_the_script_exits_2(write, tmp_path: Path) -> None:
     script = write("broken.py", "x = 1\ndef f(:\n    pass\n")
-    result = subprocess.run([sys.executable, "-m", "torchdoctor", "run", str(script)], cwd=tmp_path, capture_output=True, text=True)
+    result = children.run([sys.executable, "-m", "torchdoctor", "run", str(script)], cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode == 2
     assert "invalid syntax at line 2" in result.stderr and result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "content, said",
+    [
+        (b"x = 1\ny = 2\0\n", "line 2 contains a NUL byte (a binary file, not Python source)"),
+        (b"x = 1\ns = '\xff'\n", "line 2 is not UTF-8 (byte 0xff) and the file declares no other encoding"),
+        (b"# -*- coding: ascii -*-\ns = '\xe9'\n", "line 2 is not ascii (byte 0xe9), the encoding the file declares"),
+        (b"# -*- coding: klingon -*-\nx = 1\n", "line 1 declares an unknown encoding 'klingon'"),
+    ],
+    ids=["nul", "not-utf8", "not-declared-encoding", "unknown-encoding"],
+)
+def test_unreadable_source_is_named_by_line_never_none(content: bytes, said: str, tmp_path: Path) -> None:
+    (tmp_path / "bad.py").write_bytes(content)
+    result = children.run([sys.executable, "-m", "torchdoctor", "run", "bad.py"], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"torchdoctor: error: cannot run bad.py: {said}"), result.stderr
+    assert "None" not in result.stderr
 
 
 @pytest.mark.slow
@@ -100,6 +146,60 @@ def test_no_training_and_no_torch_are_said(write, tmp_path: Path) -> None:
     assert ran.returncode == 0 and any("never imported torch" in n for n in ran.report["notices"])
     ran = torchdoctor_run(str(write("infer.py", "import torch\nprint(torch.nn.Linear(2, 1)(torch.ones(1, 2)))\n")), cwd=tmp_path)
     assert any("no training was observed" in n for n in ran.report["notices"])
+
+
+@pytest.mark.slow
+def test_an_abrupt_exit_says_what_is_known_and_what_was_lost(write, tmp_path: Path) -> None:
+    """os._exit skips the exit handlers that write a process's summary: the report keeps what was
+    written before (the finding, torch imported, steps counted at 1, 2, 4, 8, 16...) and says what
+    was lost, in words; it never claims torch was not imported."""
+    script = write("abrupt.py", (
+        "import os\nimport torch\nfrom torch import nn\n"
+        "model = nn.Sequential(nn.Linear(4, 8), nn.Softmax(dim=1))\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "x, y = torch.randn(16, 4), torch.randint(0, 8, (16,))\n"
+        "for _ in range(20):\n"
+        "    opt.zero_grad()\n"
+        "    nn.functional.cross_entropy(model(x), y).backward()\n"
+        "    opt.step()\n"
+        "os._exit(5)\n"))
+    ran = torchdoctor_run(str(script), cwd=tmp_path)
+    meta = ran.report["meta"]
+    assert ran.codes == {"TD101"} and meta["exit_status"] == 5
+    (main,) = meta["processes"]
+    assert (main["role"], main["torch"], main["summary"], main["stats"]["steps"]) == ("main", True, "lost", 16)
+    assert meta["steps"] == 16 and "at least 16 optimizer steps" in meta["title"]
+    notices = " | ".join(ran.report["notices"])
+    assert "never imported torch" not in notices and "no training was observed" not in notices
+    assert f"pid {main['pid']} (the script) ended without running its exit handlers" in notices
+    assert "at least 16 optimizer steps" in notices and "end-of-run checks did not run" in notices
+    assert "None" not in ran.stderr
+
+    early = torchdoctor_run(str(write("early.py", "import os\nimport torch\nos._exit(0)\n")), cwd=tmp_path)
+    notices = " | ".join(early.report["notices"])
+    assert "never imported torch" not in notices and "ended without running its exit handlers" in notices
+    assert "no optimizer step" in notices and early.report["meta"]["steps"] == 0
+
+
+@pytest.mark.slow
+def test_dataloader_workers_stopped_at_exit_lose_nothing_worth_a_note(write, tmp_path: Path) -> None:
+    """Spawned persistent workers are stopped with SIGTERM when the script ends, by design: they
+    are listed as ended without their summary, but the report says nothing about them."""
+    script = write("spawned.py", (
+        "import torch\nfrom torch import nn\nfrom torch.utils.data import DataLoader, TensorDataset\n"
+        "if __name__ == '__main__':\n"
+        "    data = TensorDataset(torch.randn(32, 4), torch.randint(0, 2, (32,)))\n"
+        "    model = nn.Linear(4, 2)\n"
+        "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    loader = DataLoader(data, batch_size=8, num_workers=2, multiprocessing_context='spawn', persistent_workers=True)\n"
+        "    for x, y in loader:\n"
+        "        opt.zero_grad()\n"
+        "        nn.functional.cross_entropy(model(x), y).backward()\n"
+        "        opt.step()\n"))
+    ran = torchdoctor_run(str(script), cwd=tmp_path)
+    meta = ran.report["meta"]
+    assert meta["exit_status"] == 0 and ran.report.get("notices", []) == [], ran.report.get("notices")
+    assert meta["steps"] == 4 and meta["title"].endswith(" · 4 optimizer steps · " + meta["title"].rsplit(" · ", 1)[1])
 
 
 @pytest.mark.slow
@@ -136,7 +236,8 @@ def test_ctrl_c_gets_a_report_with_what_was_found(write, tmp_path: Path) -> None
     while "ready" not in process.stdout.readline() and time.monotonic() < deadline:
         pass
     os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole group
-    process.communicate(timeout=60)
+    rest, errors = process.communicate(timeout=60)
+    children.remember(process.args, process.returncode, rest, errors)
     report = json.loads(output.read_text())
     assert report["meta"]["exit_status"] == 130  # the script's own status: killed by SIGINT
     assert process.returncode == 1  # the findings reach --fail-on error

@@ -50,7 +50,8 @@ def job_events(proc: RankProcess) -> dict[str, Any]:
     job: dict[str, Any] = {}
     for event in proc.events:
         if event["ev"] == "rendezvous":
-            job.update(missing=event["missing"], rendezvous_seconds=event["seconds"], backends=event["backends"])
+            job.update(missing=event["missing"], rendezvous_seconds=event["seconds"], backends=event["backends"],
+                       rendezvous_deadline=event.get("deadline"))
         elif event["ev"] == "peers":
             job["peers"] = event["ranks"]
     return job

@@ -69,8 +69,8 @@ def execute(args: argparse.Namespace, config: Config) -> Report:
     if report is None:  # a rank other than 0 whose view rank 0 reports: stay quiet
         raise SystemExit(0)
     rank = launch.integer(os.environ.get("RANK")) if not standalone else None
-    if rank and args.output is not None:  # rank 0 writes --output; another rank that reports writes beside it
-        args.output = args.output.with_name(f"{args.output.stem}.rank{rank}{args.output.suffix}")
+    if rank:  # rank 0 writes --output; another rank that reports writes beside it
+        args.outputs = [output.beside(f"rank{rank}") for output in args.outputs]
     if standalone and args.nproc is None:
         report.notices.append("no launcher variables (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT): started 2 local ranks; use --nproc N for more")
     return report

@@ -76,6 +76,9 @@ class DistFacts:
     backends: list[str] = field(default_factory=list)
     missing: list[int] = field(default_factory=list)  # ranks that never reached the store (rank 0's view)
     rendezvous_seconds: float | None = None
+    #: how long rank 0 waited at most, from the start: the rendezvous timeout, or 3 s after its own
+    #: torch import when that came later (a slow start on a busy machine is not a missing rank)
+    rendezvous_deadline: float | None = None
     ranks: list[RankFacts] = field(default_factory=list)
 
     def rank(self, number: int) -> RankFacts | None:

@@ -11,6 +11,7 @@ from torchdoctor.core.report import CheckResult, Status
 from torchdoctor.dist.facts import DistFacts
 from torchdoctor.env.text import human_bytes
 from torchdoctor.dist.verdicts import RULES, ranks_text
+from torchdoctor.dist.worker import MIN_WAIT_AFTER_READY
 
 TITLES = {"launch": "Launch environment", "rendezvous": "Rendezvous", "consistency": "Consistency across ranks",
           "gpus": "GPU mapping"}
@@ -102,8 +103,20 @@ def _rendezvous(facts: DistFacts) -> str:
     world = facts.world_size or len(facts.ranks)
     joined = sum(1 for r in facts.ranks if r.arrived)
     host = "the launcher's store" if facts.agent_store else "rank 0's TCPStore"
-    took = f" {facts.rendezvous_seconds:.1f} s after start" if facts.rendezvous_seconds is not None else ""
-    return f"{joined}/{world} ranks joined{took} through {host} (timeout {facts.rendezvous_timeout or facts.timeout:g} s)"
+    timeout = facts.rendezvous_timeout or facts.timeout
+    deadline = facts.rendezvous_deadline
+    extended = deadline is not None and deadline > timeout + 0.05  # rank 0 imported torch late: it waited longer
+    if extended:
+        first = facts.rank(0)
+        ready = f" at {first.ready_seconds:.1f} s" if first is not None and first.ready_seconds is not None else ""
+        waited = (f"the {deadline:.1f} s rank 0 waited: the {timeout:g} s timeout, extended to {MIN_WAIT_AFTER_READY:g} s "
+                  f"after rank 0 had imported torch{ready} (on a machine this slow to start, the other ranks may still be importing)")
+    else:
+        waited = f"the {timeout:g} s timeout"
+    if joined < world or facts.rendezvous_seconds is None:
+        return f"{joined}/{world} ranks joined {host} within {waited}"
+    took = f"{joined}/{world} ranks joined {facts.rendezvous_seconds:.1f} s after start through {host}"
+    return f"{took}, within {waited}" if extended else f"{took} (timeout {timeout:g} s)"
 
 
 def _consistency(facts: DistFacts) -> str:

@@ -17,6 +17,7 @@ import datetime
 import errno
 import hashlib
 import json
+import math
 import os
 import platform
 import socket
@@ -64,12 +65,15 @@ class Worker:
         self.hosts_store = self.rank == 0 and not self.agent_store
         self._probe: str | None = "refused"
         self._prober: threading.Thread | None = None
+        self._ready = False  # torch is imported: from then on the deadline holds
         if not self.hosts_store:  # reach for the store while torch imports: the two waits overlap
             self._prober = threading.Thread(target=self._reach_store, name="reach-store", daemon=True)
             self._prober.start()
 
     def _reach_store(self) -> None:
-        self._probe = wait_for_port(self.addr, self.port, lambda: self.deadline)
+        # no deadline while torch still imports: the rank gets its time after that (see `ready`),
+        # however long the import took on a busy machine; the coordinator stops a rank that stays silent
+        self._probe = wait_for_port(self.addr, self.port, lambda: self.deadline if self._ready else math.inf)
 
     # -- facts -------------------------------------------------------------------------------
     def facts(self) -> dict[str, Any]:
@@ -106,6 +110,7 @@ class Worker:
         """torch is imported: make sure the deadlines leave time to meet the others."""
         margin = FOLLOWER_MARGIN if self.rank else 0.0
         self.deadline = max(self.deadline, time.time() + MIN_WAIT_AFTER_READY + margin)
+        self._ready = True
         facts["ready_seconds"] = round(time.time() - (self.args.deadline - self.args.rendezvous), 3)
 
     def remaining(self) -> float:
@@ -167,8 +172,9 @@ class Worker:
                 backends.append("nccl")
         go = {"ok": not waiting, "missing": sorted(waiting), "backends": backends}
         self.store.set(self.key("go"), json.dumps(go))
-        since_start = time.time() - (self.args.deadline - self.args.rendezvous)
-        emit("rendezvous", missing=sorted(waiting), seconds=round(since_start, 3), backends=backends)
+        start = self.args.deadline - self.args.rendezvous
+        emit("rendezvous", missing=sorted(waiting), seconds=round(time.time() - start, 3), backends=backends,
+             deadline=round(self.deadline - start, 3))
         return go
 
     def peer_facts(self, rank: int) -> dict[str, Any]:

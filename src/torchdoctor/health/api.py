@@ -26,7 +26,8 @@ def check(model: Any, data: Any, loss_fn: Any = None, optimizer: Any = None, **o
     """Health-check a model with its data (a DataLoader or one batch `(inputs, targets)`),
     and optionally its loss function and optimizer.
 
-    Options: `overfit_steps` (300), `overfit_samples` (8), `progress` (None: only on a
+    Options: `overfit_steps` (300), `overfit_samples` (8), `overfit_max_seconds` (120: a safety
+    net, said in a notice when it fires), `progress` (None: only on a
     terminal), `skip` (check names to leave out), and, to simulate another machine,
     `cpu_count`, `shm_free_bytes` and `start_method`.
     """

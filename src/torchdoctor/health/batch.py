@@ -1,6 +1,6 @@
 """One batch to check with, and how the model and loss are called on it.
 
-The data is a DataLoader (its first batch is taken the way training takes it, and the next few
+The data is a DataLoader (its first batch is taken the way training takes it, and a few more
 are timed for the throughput check) or one batch `(inputs, targets)`. Inputs are passed as
 `model(x)`, `model(*x)` for a tuple or list, `model(**x)` for a dict.
 """
@@ -16,27 +16,31 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader
 
+from torchdoctor.health.timing import one_thread, reference_seconds
 from torchdoctor.introspect.tensors import map_tree, tensors_in
 
-#: how long the loader probe may spend on batches after the first, and how many it takes
-PROBE_SECONDS = 1.0
-PROBE_BATCHES = 3
+#: batches timed once the batches already in flight (num_workers x prefetch_factor) are drained
+PROBE_BATCHES = 5
+#: a safety net only: the probe stops after this long, and the report says so
+PROBE_MAX_SECONDS = 30.0
 
 
 @dataclass
 class LoaderTimes:
-    """Seconds to the first batch (worker start-up included) and for each later batch."""
+    """Seconds to the first batch (worker start-up included) and for each batch timed after the
+    batches already in flight were drained (the loader's own pace, not its prefetch queue), and
+    the reference work's seconds measured beside them (see timing.py)."""
 
     first: float
     later: list[float] = field(default_factory=list)
+    reference: float = 0.0
+    capped: bool = False  # PROBE_MAX_SECONDS ended the probe before its batches were timed
 
     @property
     def per_batch(self) -> float | None:
-        """The median time per batch after the first (None when only one batch was seen)."""
-        if not self.later:
-            return None
-        ordered = sorted(self.later)
-        return ordered[len(ordered) // 2]
+        """The fastest batch after the first (see timing.py: the loader's own pace, whatever the
+        machine's load; None when no later batch was timed)."""
+        return min(self.later) if self.later else None
 
 
 @dataclass
@@ -99,6 +103,7 @@ def first_batch(data: Any, max_workers: int | None = None) -> Batch:
                 inputs, targets = split(batch)
                 return Batch(inputs, targets)
             raise DataError("the DataLoader yields no batch (is the dataset empty?)")
+        reference = reference_seconds()
         started = time.perf_counter()
         iterator = iter(data)
         try:
@@ -106,8 +111,8 @@ def first_batch(data: Any, max_workers: int | None = None) -> Batch:
                 batch = next(iterator)
             except StopIteration:
                 raise DataError("the DataLoader yields no batch (is the dataset empty?)") from None
-            times = LoaderTimes(first=time.perf_counter() - started)
-            _probe(iterator, times)
+            times = LoaderTimes(first=time.perf_counter() - started, reference=reference)
+            _probe(iterator, times, in_flight=data.num_workers * (data.prefetch_factor or 2) if data.num_workers else 0)
         finally:
             del iterator  # shuts down the worker processes
         inputs, targets = split(batch)
@@ -116,17 +121,35 @@ def first_batch(data: Any, max_workers: int | None = None) -> Batch:
     return Batch(inputs, targets)
 
 
-def _probe(iterator: Any, times: LoaderTimes) -> None:
-    deadline = time.perf_counter() + PROBE_SECONDS
-    for _ in range(PROBE_BATCHES):
-        started = time.perf_counter()
+def _probe(iterator: Any, times: LoaderTimes, in_flight: int) -> None:
+    """Take the `in_flight` batches the workers prefetched, then time PROBE_BATCHES more: a
+    number of batches, not of seconds (PROBE_MAX_SECONDS is a safety net), on one thread as the
+    training step they are compared with (see timing.py)."""
+    started = time.perf_counter()
+    wanted = in_flight + PROBE_BATCHES
+    with one_thread():
+        _take(iterator, times, in_flight, wanted, started)
+
+
+def _take(iterator: Any, times: LoaderTimes, in_flight: int, wanted: int, started: float) -> None:
+    for index in range(wanted):
+        before = time.perf_counter()
         try:
             next(iterator)
         except StopIteration:
             return
-        times.later.append(time.perf_counter() - started)
-        if time.perf_counter() > deadline:
+        now = time.perf_counter()
+        if index >= in_flight:
+            times.later.append(now - before)
+        if now - started > PROBE_MAX_SECONDS and index + 1 < wanted:
+            times.capped = True
             return
+
+
+def scalar_loss(loss_fn: Callable[..., Any], model: Callable[..., Any], inputs: Any, targets: Any) -> torch.Tensor:
+    """The loss of one forward pass as one number (a loss with reduction='none' is averaged)."""
+    loss = loss_fn(call_model(model, inputs), targets)
+    return loss if loss.dim() == 0 else loss.float().mean()
 
 
 def call_model(model: Callable[..., Any], inputs: Any) -> Any:

@@ -7,7 +7,6 @@ step, overfitting) or need eval mode get their own copies.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +39,8 @@ class Options:
 
     overfit_steps: int = 300
     overfit_samples: int = 8
+    #: a safety net only (said in a notice when it fires): the overfit check's budget is in steps
+    overfit_max_seconds: float = 120.0
     progress: bool | None = None
     cpu_count: int | None = None
     shm_free_bytes: int | None = None
@@ -95,7 +96,6 @@ class TrainPass:
     loss_failure: Failure | None = None
     backward_failure: Failure | None = None
     objective: str = ""  # what backward ran on: "the loss" or a stand-in
-    seconds: float = 0.0
     frozen_bn_before: dict[str, tuple[torch.Tensor, ...]] = field(default_factory=dict)
 
     @property
@@ -112,7 +112,6 @@ class CheckContext:
         self.options = options
         self._train: TrainPass | None = None
         self._eval: Copies | None = None
-        self.step_seconds: float | None = None
         self.stepped = False  # the step check has run the optimizer on the training pass's copy
 
     @property
@@ -229,7 +228,6 @@ def _train_pass(ctx: CheckContext) -> TrainPass:
         name: (m.running_mean.clone(), m.running_var.clone()) for name, m in _frozen_batchnorms(model).items()
     }
     inputs, targets = ctx.batch.fresh()
-    started = time.perf_counter()
     try:
         with torch.enable_grad(), capture_functions(result.functions), tracer:
             try:
@@ -256,7 +254,6 @@ def _train_pass(ctx: CheckContext) -> TrainPass:
                     result.backward_failure = Failure.of(exc)
     finally:
         watch.close()
-        result.seconds = time.perf_counter() - started
     return result
 
 

@@ -78,3 +78,4 @@ def run_checks(ctx: CheckContext, report: Report) -> None:
                 rules=tuple(check.RULES),
             ))
             report.findings.extend(outcome.findings)
+            report.notices.extend(outcome.notices)

@@ -26,6 +26,7 @@ from torchdoctor.core.errors import UsageError
 from torchdoctor.core.locate import display_path, innermost_user_frame, traceback_frames
 from torchdoctor.core.wording import article
 from torchdoctor.introspect.sites import Locator, SiteRecorder
+from torchdoctor.lint.source import Unreadable, read_source
 
 #: the keys of the factory's dict that the check reads
 KEYS = ("model", "data", "loss_fn", "optimizer")
@@ -76,13 +77,17 @@ def _import_file(path: Path) -> Any:
     spec = importlib.util.spec_from_file_location(name, path.resolve())
     if spec is None or spec.loader is None:
         raise UsageError(f"cannot import {path}: not a Python module")
+    try:
+        read_source(path)  # a file Python cannot decode is said in words, with its line
+    except Unreadable as problem:
+        raise UsageError(f"cannot import {path}: {problem.reason}") from None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
         del sys.modules[name]
-        where = f"{display_path(exc.filename or str(path))}:{exc.lineno}"
+        where = display_path(exc.filename or str(path)) + (f":{exc.lineno}" if exc.lineno else "")
         raise UsageError(f"cannot import {path}: SyntaxError: {exc.msg} at {where}") from None
     except (Exception, SystemExit) as exc:
         del sys.modules[name]

@@ -3,8 +3,11 @@
 Files named on the command line are always linted. Inside folders, `.py` files are linted
 unless a pattern excludes them: the defaults below (virtual environments, caches, build
 output), `[tool.torchdoctor] exclude`, `--exclude`, and the `.gitignore` files of the folders
-walked (and of their parents up to the repository root). Folder symlinks are not followed,
-so a link loop cannot trap the walk.
+walked (and of their parents up to the repository root). The build-output names (`build/`,
+`dist/`, `_build/`) are excluded only when the folder is not a Python package: a
+`mypackage/dist/__init__.py` is code (torch.distributed helpers are often named so), a
+`dist/` of wheels is not. Folder symlinks are not followed, so a link loop cannot trap the
+walk.
 """
 
 from __future__ import annotations
@@ -21,6 +24,10 @@ DEFAULT_EXCLUDE = (
     "__pycache__", "__pypackages__", "_build", "buck-out", "build", "dist", "node_modules",
     "site-packages", "venv",
 )
+
+
+#: default excludes that are also common names of real packages: excluded only when not a package
+BUILD_OUTPUTS = frozenset({"build", "dist", "_build"})
 
 
 @dataclass(frozen=True)
@@ -140,7 +147,9 @@ class Excluder:
             verdict = patterns.decide(path, is_dir)
             if verdict is not None:
                 return verdict
-        return bool(self.default.decide(path, is_dir))
+        if not self.default.decide(path, is_dir):
+            return False
+        return not (is_dir and path.name in BUILD_OUTPUTS and (path / "__init__.py").is_file())
 
     def parent_gitignores(self, folder: Path) -> list[Patterns]:
         """`.gitignore` files above `folder` up to the repository root (outermost first)."""

@@ -13,6 +13,7 @@ import re
 from typing import TYPE_CHECKING
 
 from torchdoctor.lint.model import Kind
+from torchdoctor.lint.names import dotted
 
 if TYPE_CHECKING:
     from torchdoctor.lint.context import Context
@@ -185,6 +186,8 @@ def _call_kind(call: ast.Call, ctx: Context) -> Kind | None:
             return Kind("sigmoid", "", call)
         if attr == "log_softmax":
             return Kind("log_probs", "", call)
+        if attr == "scale" and call.args and is_scaler(base, ctx):
+            return Kind("loss", "scaled", call)  # `scaler.scale(loss)`: the loss, multiplied by the scale
         if attr in KEEPS_KIND or attr in MODULE_METHODS:
             inner = kind_of(base, ctx)
             if inner is None:
@@ -224,6 +227,14 @@ def _call_kind(call: ast.Call, ctx: Context) -> Kind | None:
             return _returned(method.returns) if method is not None else None
         return _called(ctx.lookup(name), call)
     return None
+
+
+def is_scaler(node: ast.expr, ctx: Context) -> bool:
+    """A GradScaler by construction, or by name when its construction is not in sight."""
+    kind = kind_of(node, ctx)
+    if kind is not None:
+        return kind.tag == "scaler"
+    return "scaler" in (dotted(node) or "").rpartition(".")[2].lower()
 
 
 def _returned(returns: list[Kind | None]) -> Kind | None:
@@ -275,8 +286,6 @@ def _rooted_in_import(node: ast.expr, ctx: Context) -> bool:
 
 def iterated(node: ast.expr, ctx: Context) -> tuple[str, str | None]:
     """What a `for` loop iterates: ("dataloader" | "range" | "other", dotted name of the iterable)."""
-    from torchdoctor.lint.names import dotted
-
     while node.__class__ is ast.Call:
         func = node.func  # type: ignore[attr-defined]
         callee = ctx.qualified(func) or getattr(func, "id", None) or getattr(func, "attr", None)

@@ -25,7 +25,7 @@ from torchdoctor.lint.files import Excluder, Patterns, Skipped, Target, discover
 from torchdoctor.lint.fixes import unified_diff
 from torchdoctor.lint.source import MAX_BYTES, Source, Unreadable, decode, read_bytes
 
-SYNTAX_ERROR, UNDECODABLE, UNREADABLE, INTERNAL = "TD000", "TD004", "TD003", "TD005"
+SYNTAX_ERROR, UNDECODABLE, UNREADABLE, INTERNAL, NOT_LINTED = "TD000", "TD004", "TD003", "TD005", "TD007"
 FATAL = (SYNTAX_ERROR, UNDECODABLE, UNREADABLE, INTERNAL)
 #: deep enough for any hand-written code; the walk is recursive
 RECURSION_LIMIT = 12000
@@ -69,7 +69,7 @@ def lint_paths(paths: Sequence[str], config: Config, options: Options) -> Outcom
         targets = _targets([p for p in paths if p != "-"], config, options)
         for item in targets:
             if isinstance(item, Skipped):
-                report.notices.append(f"skipped {display_path(str(item.path))}: {item.reason}")
+                _not_linted(report, str(item.path), item.reason)
                 continue
             _lint_target(engine, item, options, outcome, state)
     finally:
@@ -101,16 +101,21 @@ def _targets(paths: Sequence[str], config: Config, options: Options) -> list[Tar
 def _lint_target(engine: Engine, target: Target, options: Options, outcome: Outcome, state: _Counts) -> None:
     path = display_path(str(target.path))
     try:
-        data = read_bytes(target.path, options.max_bytes)
+        data = read_bytes(target.path, None if target.explicit else options.max_bytes)
         text, encoding = decode(data)
     except Unreadable as problem:
         if problem.kind == "too-large":
-            outcome.report.notices.append(f"skipped {path}: {problem.reason}")
+            _not_linted(outcome.report, str(target.path), problem.reason)
             return
         code = UNREADABLE if problem.kind == "unreadable" else UNDECODABLE
         outcome.report.add(registry.get(code).finding(file=path, line=problem.line or 1, error=problem.reason))
         return
     _lint_source(engine, Source(path=path, text=text, encoding=encoding), target, options, outcome, state)
+
+
+def _not_linted(report: Report, path: str, reason: str) -> None:
+    """A file met in a folder and skipped: a finding, so that every report format shows it."""
+    report.add(registry.get(NOT_LINTED).finding(file=display_path(path), line=None, reason=reason))
 
 
 def _lint_source(

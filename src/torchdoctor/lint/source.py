@@ -85,11 +85,12 @@ class Source:
         return self.text[start:end]
 
 
-def read_bytes(path: Path, max_bytes: int = MAX_BYTES) -> bytes:
-    """The file's bytes, or `Unreadable` (missing, a directory, permission, a link loop, too big)."""
+def read_bytes(path: Path, max_bytes: int | None = MAX_BYTES) -> bytes:
+    """The file's bytes, or `Unreadable` (missing, a directory, permission, a link loop, or
+    bigger than `max_bytes`; None: no limit, for files the user named)."""
     try:
         size = os.stat(path).st_size
-        if size > max_bytes:
+        if max_bytes is not None and size > max_bytes:
             raise Unreadable(
                 "too-large", f"{size / 1024 / 1024:.1f} MB is over the {max_bytes // 1024 // 1024} MB limit for one file"
             )
@@ -99,21 +100,57 @@ def read_bytes(path: Path, max_bytes: int = MAX_BYTES) -> bytes:
         raise Unreadable("unreadable", exc.strerror or type(exc).__name__) from None
 
 
+def read_source(path: Path) -> str:
+    """A Python file's text as the interpreter decodes it (Unreadable says why not, with the line):
+    what `run` and `check` read before they run or import a file, so that an undecodable one is
+    refused in words rather than by a SyntaxError without a line."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise Unreadable("unreadable", exc.strerror or type(exc).__name__) from None
+    return decode(data)[0]
+
+
 def decode(data: bytes) -> tuple[str, str]:
-    """(text, encoding) using the BOM or `# -*- coding: ... -*-` cookie, as the interpreter does."""
-    if b"\0" in data[:8192] or b"\0" in data:
-        raise Unreadable("undecodable", "it contains NUL bytes (a binary file, not Python source)")
+    """(text, encoding) using the BOM or `# -*- coding: ... -*-` cookie, as the interpreter does.
+    Raises Unreadable("undecodable") with the line at fault, in words."""
+    nul = data.find(b"\0")
+    if nul >= 0:
+        line = data[:nul].count(b"\n") + 1
+        raise Unreadable("undecodable", f"line {line} contains a NUL byte (a binary file, not Python source)", line=line)
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as exc:
-        raise Unreadable("undecodable", str(exc)) from None
+    except SyntaxError as exc:  # an unknown encoding, or a cookie that contradicts the BOM
+        line = _cookie_line(data) or 1
+        message = str(exc.msg)
+        problem = (f"declares an unknown encoding {message.rsplit(': ', 1)[-1]!r}" if message.startswith("unknown encoding")
+                   else "declares an encoding that contradicts the file's UTF-8 byte order mark")
+        raise Unreadable("undecodable", f"line {line} {problem}", line=line) from None
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise Unreadable(
-            "undecodable", f"byte {data[exc.start]:#04x} at line {line} is not valid {encoding}", line=line
-        ) from None
+        byte = f"byte {data[exc.start]:#04x}"
+        if _cookie_line(data):
+            problem = f"line {line} is not {encoding} ({byte}), the encoding the file declares"
+        else:
+            problem = (f"line {line} is not UTF-8 ({byte}) and the file declares no other encoding "
+                       "(save it as UTF-8, or declare its encoding: # -*- coding: latin-1 -*-)")
+        raise Unreadable("undecodable", problem, line=line) from None
     if text.startswith("\ufeff"):
         text = text[1:]
     return text, encoding
+
+
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+")
+
+
+def _cookie_line(data: bytes) -> int | None:
+    """The line (1 or 2) of the `coding` declaration, as PEP 263 places it (None without one)."""
+    lines = data.split(b"\n", 2)[:2]
+    for number, line in enumerate(lines, 1):
+        if _COOKIE.match(line):
+            return number
+        if not line.strip().startswith(b"#") and line.strip():
+            break
+    return None

@@ -32,12 +32,22 @@ def is_backward(event: Event) -> bool:
 
 
 def is_scaled_backward(event: Event) -> bool:
-    """`scaler.scale(loss).backward()`."""
+    """`scaler.scale(loss).backward()`, or `loss = scaler.scale(loss)` ... `loss.backward()`."""
+    return scale_call(event) is not None
+
+
+def scale_call(event: Event) -> ast.Call | None:
+    """The `scaler.scale(loss)` call whose result a backward event runs on, inline or by name."""
     node = event.node
     if event.name != "backward" or not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
-        return False
+        return None
     inner = node.func.value
-    return isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "scale"
+    if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "scale":
+        return inner
+    kind = event.kind
+    if kind is not None and kind.tag == "loss" and kind.detail == "scaled" and isinstance(kind.node, ast.Call):
+        return kind.node
+    return None
 
 
 def is_gradient_computation(event: Event, ctx: Context) -> bool:
@@ -215,3 +225,23 @@ def passed_to_a_call(loop: ast.AST, names: set[str], ctx: Context) -> bool:
         if any(dotted(a) in names for a in [*node.args, *(k.value for k in node.keywords)]):
             return True
     return False
+
+
+def assigned_names(region: ast.AST) -> set[str]:
+    """The dotted names `region` (a loop, a function) binds: assignment and `for` targets (the
+    elements of a tuple target), and the arguments of the functions in it."""
+    names: set[str] = set()
+    for node in ast.walk(region):
+        if isinstance(node, ast.Assign):
+            targets: list[ast.expr] = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+            targets = [node.target]
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+            continue
+        else:
+            continue
+        for target in targets:
+            items = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+            names.update(d for t in items if (d := dotted(t)) is not None)
+    return names

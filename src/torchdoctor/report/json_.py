@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
+from importlib import resources
 from typing import Any, TextIO
 
 from torchdoctor.core.report import Report
@@ -14,3 +16,10 @@ def dumps(report: Report) -> str:
 
 def write(report: Report, stream: TextIO, **_: Any) -> None:
     stream.write(dumps(report))
+
+
+@functools.lru_cache(maxsize=1)
+def schema() -> dict[str, Any]:
+    """The JSON Schema of `torchdoctor.report/1`, shipped in the package (report.schema.json)."""
+    text = resources.files("torchdoctor.report").joinpath("report.schema.json").read_text(encoding="utf-8")
+    return dict(json.loads(text))

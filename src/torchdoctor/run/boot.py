@@ -117,9 +117,14 @@ def emit(finding: Finding, key: str) -> None:
 
 
 def _record(data: dict[str, Any]) -> None:
-    """Write a record other than a finding (checksums of a rank, ...), with this process's rank."""
-    if _STATE is not None:
-        _STATE.log.write({**data, "pid": os.getpid(), "rank": current_rank()})
+    """Write a record other than a finding (checksums of a rank, progress, ...), with this process's rank."""
+    if _STATE is None:
+        return
+    if data.get("type") in ("torch", "progress"):
+        if _STATE.role == "forked":
+            return  # a forked child always ends with os._exit: it never writes a summary to lose
+        data = {**data, "role": _STATE.role}
+    _STATE.log.write({**data, "pid": os.getpid(), "rank": current_rank()})
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
@@ -178,6 +183,9 @@ def _on_torch_imported(torch: ModuleType) -> None:
     _STATE.session = Session.start(
         emit=emit, enabled=frozenset(enabled) if enabled is not None else None, record=_record, folder=_STATE.log.folder
     )
+    # said now, so that a process that never reaches its exit handlers (os._exit, a signal) is not
+    # reported as one that never used torch
+    _record({"type": "torch"})
 
 
 def _after_fork_in_child() -> None:

@@ -2,7 +2,8 @@
 
 Runs the script exactly as `python SCRIPT ARGS...` would, observes it (and its child
 processes) through PyTorch's own hooks, and reports what went wrong at the script's own
-lines. The report goes to stderr (stdout belongs to the script); `--output` keeps a JSON copy.
+lines. The report goes to stderr (stdout belongs to the script); `--output FILE` writes it to a
+file of its own too (see report/outputs.py), apart from the script's output.
 The exit status is 1 when findings reach `--fail-on`, otherwise the script's own.
 
 No torch is imported in this process.

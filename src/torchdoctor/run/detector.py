@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 from torchdoctor.core.rule import Rule
-from torchdoctor.run.events import Backward, Batch, LoaderIter, LossCall, ModuleCall, Step, ZeroGrad
+from torchdoctor.run.events import Backward, Batch, CompiledCall, LoaderIter, LossCall, ModuleCall, Step, ZeroGrad
 from torchdoctor.run.outcome import Outcome
 
 if TYPE_CHECKING:
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 #: the event methods a detector may override (the session dispatches these by name)
 EVENTS = (
     "on_module_call",
+    "on_compiled_call",
     "on_loss",
     "on_backward",
     "on_backward_end",
@@ -54,6 +55,9 @@ class Detector:
 
     def on_module_call(self, event: ModuleCall) -> None:
         """A module's forward returned (warm-up only: global module hooks are removed after it)."""
+
+    def on_compiled_call(self, event: CompiledCall) -> None:
+        """A `torch.compile`d module returned (every call; its inside is not observed)."""
 
     def on_loss(self, event: LossCall) -> None:
         """A loss function is about to run (every call)."""

@@ -27,6 +27,18 @@ class ModuleCall:
 
 
 @dataclass(frozen=True)
+class CompiledCall:
+    """A `torch.compile`d module returned (every call; observed at its boundary)."""
+
+    module: Any  # the OptimizedModule
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    output: Any
+    seconds: float  # wall time of the call (the first calls include compiling)
+    index: int  # 1 for this module's first call
+
+
+@dataclass(frozen=True)
 class LossCall:
     """A loss function is about to run: `torch.nn.functional.<function>` or its `nn` module."""
 

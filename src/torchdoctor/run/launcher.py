@@ -19,7 +19,6 @@ import signal
 import subprocess
 import sys
 import time
-import tokenize
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from types import FrameType
 from typing import Protocol
 
 from torchdoctor.core.errors import UsageError
+from torchdoctor.lint.source import Unreadable, read_source
 from torchdoctor.run.records import ENV_DIR, ENV_PARENT
 
 BOOTSTRAP = Path(__file__).resolve().parent / "_bootstrap"
@@ -76,13 +76,14 @@ def _check_script(path: Path) -> None:
     if path.suffix in (".zip", ".pyz"):
         return  # a zip application: Python checks it
     try:
-        with tokenize.open(path) as handle:
-            source = handle.read()
-        compile(source, str(path), "exec", dont_inherit=True)
+        compile(read_source(path), str(path), "exec", dont_inherit=True)
+    except Unreadable as problem:  # what Python would refuse before running a line
+        raise UsageError(f"cannot run {path}: {problem.reason}") from None
     except SyntaxError as exc:
-        raise UsageError(f"cannot run {path}: {exc.msg} at line {exc.lineno}; fix the syntax error first") from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise UsageError(f"cannot read {str(path)!r}: {exc}") from None
+        where = f" at line {exc.lineno}" if exc.lineno else ""
+        raise UsageError(f"cannot run {path}: {exc.msg}{where}; fix the syntax error first") from None
+    except ValueError as exc:
+        raise UsageError(f"cannot run {path}: {exc}") from None
 
 
 def _check_module(module: str) -> None:

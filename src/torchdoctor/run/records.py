@@ -110,6 +110,8 @@ def read_folder(folder: Path) -> RunRecords:
     for path in sorted(folder.glob("p*.jsonl")):
         latest: dict[str, Finding] = {}
         account: dict[str, Any] | None = None
+        summary: dict[str, Any] | None = None
+        before_end: dict[str, Any] = {}  # the "torch" and latest "progress" records
         for record in _records(path):
             if record.get("type") == "finding":
                 try:
@@ -117,7 +119,9 @@ def read_folder(folder: Path) -> RunRecords:
                 except (KeyError, ValueError, TypeError):
                     continue
             elif record.get("type") == "process":
-                processes.append(record)
+                summary = record
+            elif record.get("type") in ("torch", "progress"):
+                before_end[record["type"]] = record
             elif record.get("type") in SHARED:
                 shared.append(record)
             elif record.get("type") == "memory":
@@ -125,8 +129,24 @@ def read_folder(folder: Path) -> RunRecords:
         per_process[path.name] = latest
         if account is not None:
             memory.append(account)
+        if summary is not None:
+            processes.append(summary)
+        elif before_end:
+            processes.append(lost_summary(before_end))
     findings = merge(f for found in per_process.values() for f in found.values())
     return RunRecords(findings=findings, processes=processes, shared=shared, memory=memory)
+
+
+def lost_summary(before_end: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The summary of a process that ended without writing one (os._exit, a signal), from what it
+    wrote before: it used torch, and its counts at its last progress record (a lower bound)."""
+    first = before_end.get("torch") or before_end["progress"]
+    progress = before_end.get("progress", {})
+    return {
+        "type": "process", "pid": first.get("pid"), "role": first.get("role"), "rank": progress.get("rank", first.get("rank")),
+        "torch": True, "outcome": "unknown", "summary": "lost",
+        "stats": {k: int(progress[k]) for k in ("steps", "backward") if isinstance(progress.get(k), int)},
+    }
 
 
 def _records(path: Path) -> Iterable[dict[str, Any]]:

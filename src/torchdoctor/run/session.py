@@ -26,7 +26,17 @@ from torchdoctor.introspect.tensors import tensors_in
 from torchdoctor.rules.api.run_internal_error import RULE as INTERNAL_ERROR
 from torchdoctor.run import reporting
 from torchdoctor.run.detector import EVENTS, Detector, overridden
-from torchdoctor.run.events import Backward, Batch, LoaderIter, Location, LossCall, ModuleCall, Step, ZeroGrad
+from torchdoctor.run.events import (
+    Backward,
+    Batch,
+    CompiledCall,
+    LoaderIter,
+    Location,
+    LossCall,
+    ModuleCall,
+    Step,
+    ZeroGrad,
+)
 from torchdoctor.run.faults import FAULTS, Fault, debugging
 from torchdoctor.run.instruments import functional
 from torchdoctor.run.instruments.autograd import BackwardWatch, GradTracker
@@ -99,6 +109,7 @@ class Session:
         self.zero_grad_calls: weakref.WeakKeyDictionary[Any, Location | None] = weakref.WeakKeyDictionary()
         self._instruments: dict[type[Any], Any] = {}
         self._replaying = False
+        self._compiled_calls: weakref.WeakKeyDictionary[nn.Module, int] = weakref.WeakKeyDictionary()
         #: the last call of a compiled module: (module, weak args, weak kwargs, its output tensors)
         self._last_compiled: tuple[weakref.ref[nn.Module], Any, Any, list[weakref.ref[torch.Tensor]]] | None = None
         self.detectors = [cls(self) for cls in (detectors if detectors is not None else _builtin()) if self._wanted(cls)]
@@ -288,18 +299,27 @@ class Session:
         it raises."""
         if self._replaying:
             return None
-        self._replaying = True
         try:
-            with self._outside(), untouched(module), contextlib.redirect_stdout(io.StringIO()):
+            with self.privately(module) as model:
                 if trace is not None:
                     trace.resume()
                 try:
-                    return eager(module)(*args, **kwargs)
+                    return model(*args, **kwargs)
                 finally:
                     if trace is not None:
                         trace.leave()
         except Exception:  # noqa: BLE001 - a forward that cannot be replayed tells nothing
             return None
+
+    @contextlib.contextmanager
+    def privately(self, module: nn.Module) -> Iterator[nn.Module]:
+        """A context to run `module` (its eager module, when compiled: the one handed out) once
+        more without changing the run (run/replay.py): torchdoctor's hooks and traces set aside
+        and its detectors told nothing, forked RNG, buffers swapped for copies, prints dropped."""
+        self._replaying = True
+        try:
+            with self._outside(), untouched(module), contextlib.redirect_stdout(io.StringIO()):
+                yield eager(module)
         finally:
             self._replaying = False
 
@@ -446,6 +466,10 @@ class Session:
     def _on_step_end(self, event: Step) -> None:
         self.next_seq()
         self._dispatch("on_step_end", event)
+        steps = self.optimizers.total_steps
+        if self._record is not None and steps & (steps - 1) == 0:
+            # at steps 1, 2, 4, 8, ...: what survives when the summary at exit never comes (os._exit)
+            self._record({"type": "progress", "steps": steps, "backward": self.backward.completed})
         if self.warmup:
             self.grads.stepped(params_of(event.optimizer))
             stepped = [info.steps for info in self.optimizers.known.values() if info.steps]
@@ -470,13 +494,16 @@ class Session:
             if not trace.end():
                 self._ended_traces.append(trace)
 
-    def _compiled_return(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> None:
+    def _compiled_return(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any, seconds: float) -> None:
         """A compiled module returned. Its ops ran where no trace sees them: during a traced
         step, its forward is replayed eagerly under the trace, so the watchers see them."""
         self.modules.compiled_return(module, args, kwargs, output)
         self._last_compiled = (weakref.ref(module), weak(args), weak(kwargs), [weakref.ref(t) for t in tensors_in(output)])
         if self._trace is not None and self._trace.active:
             self.replay(module, args, kwargs, self._trace)
+        if self._has("on_compiled_call"):
+            index = self._compiled_calls[module] = self._compiled_calls.get(module, 0) + 1
+            self._dispatch("on_compiled_call", CompiledCall(module, args, kwargs, output, seconds, index))
 
     @contextlib.contextmanager
     def _outside(self) -> Iterator[None]:

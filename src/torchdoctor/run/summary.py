@@ -57,7 +57,8 @@ def build(target: Target, finished: Finished, records: RunRecords) -> Report:
             "seconds": round(finished.seconds, 3),
             "steps": records.total("steps"),
             "processes": [
-                {k: p.get(k) for k in ("pid", "role", "rank", "torch", "seconds", "stats")} for p in records.processes
+                {k: p.get(k) for k in ("pid", "role", "rank", "torch", "seconds", "stats", "summary") if k in p}
+                for p in records.processes
             ],
         }
     )
@@ -92,10 +93,10 @@ def _title(target: Target, finished: Finished, records: RunRecords) -> str:
     parts = [f"torchdoctor run {target.display()}", end]
     steps, backward = records.total("steps"), records.total("backward")
     if steps:
-        parts.append(f"{steps} optimizer step{'s' if steps != 1 else ''}")
+        parts.append(f"{'at least ' if _lost(records) else ''}{steps} optimizer step{'s' if steps != 1 else ''}")
     elif backward:  # weights updated by hand: no torch optimizer
         parts.append(f"{backward} backward pass{'es' if backward != 1 else ''}, no torch optimizer")
-    observed = [p for p in records.processes if p.get("torch")]
+    observed = [p for p in records.processes if p.get("torch") and (p.get("summary") != "lost" or _trains(p))]
     if len(observed) > 1:
         parts.append(f"{len(observed)} processes")
     parts.append(f"{finished.seconds:.1f} s")
@@ -112,9 +113,11 @@ def _notices(finished: Finished, records: RunRecords) -> list[str]:
         notes.append(f"the script was stopped by {_signal_name(finished.signal or 0)}; the report covers what ran until then")
     torch_used = any(p.get("torch") for p in records.processes)
     crashed = any(p.get("outcome") == "crashed" for p in records.processes) or finished.signal is not None
+    lost = _lost(records)
+    notes.extend(_lost_note(p) for p in lost)
     if not crashed and not torch_used:
         notes.append("the script never imported torch: there was nothing to observe")
-    elif not crashed and records.total("steps") == 0 and records.total("backward") == 0:
+    elif not crashed and not lost and records.total("steps") == 0 and records.total("backward") == 0:
         notes.append(
             "no training was observed: the script never called backward() or optimizer.step() "
             "(run the training entry point, or check that the loop is reached)"
@@ -123,6 +126,28 @@ def _notices(finished: Finished, records: RunRecords) -> list[str]:
         for note in process.get("notes") or []:
             notes.append(f"pid {process.get('pid')}: {note}")
     return notes
+
+
+def _lost(records: RunRecords) -> list[dict[str, Any]]:
+    """Processes that used torch, ended without writing their summary (see records.lost_summary)
+    and matter to the report: the script, a rank, or a process that trained. (DataLoader workers
+    started by spawn are stopped with SIGTERM by design: nothing of theirs is lost.)"""
+    return [p for p in records.processes if p.get("summary") == "lost" and _trains(p)]
+
+
+def _trains(process: dict[str, Any]) -> bool:
+    return process.get("role") in ("main", "rank") or bool(process.get("stats", {}).get("steps"))
+
+
+def _lost_note(process: dict[str, Any]) -> str:
+    """What is known of a process that ended abruptly, and what was lost, in words."""
+    who = "the script" if process.get("role") == "main" else f"rank {process['rank']}" if process.get("rank") is not None else process.get("role") or "a process"
+    steps = process.get("stats", {}).get("steps", 0)
+    counted = (f"at least {steps} optimizer step{'s' if steps != 1 else ''} (counted at steps 1, 2, 4, 8, ...)"
+               if steps else "no optimizer step before it ended")
+    return (f"pid {process.get('pid')} ({who}) ended without running its exit handlers (os._exit, or killed): "
+            f"it imported torch and made {counted}; its end-of-run checks did not run and its exact counts were lost "
+            "(the findings it reported before are listed)")
 
 
 def _killed_finding(finished: Finished) -> Finding | None:

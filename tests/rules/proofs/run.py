@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
+from tests import children
 from torchdoctor.core.rule import Rule
 
 
@@ -26,7 +26,7 @@ def triggered(source: str, folder: Path, rule: Rule) -> set[str]:
     target = [str(script)]
     if first.startswith("# torchrun "):
         target = ["-m", "torch.distributed.run", "--standalone", *first.split()[2:], str(script)]
-    result = subprocess.run(
+    result = children.run(
         [sys.executable, "-m", "torchdoctor", "run", "--format", "json", "--output", str(report), *target],
         cwd=folder,
         capture_output=True,

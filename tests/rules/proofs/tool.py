@@ -8,10 +8,10 @@ file in it are linted by name, as a user naming them on the command line would.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
+from tests import children
 from torchdoctor.core.config import Config
 from torchdoctor.core.rule import Rule
 from torchdoctor.lint.runner import Options, lint_paths
@@ -19,7 +19,7 @@ from torchdoctor.lint.runner import Options, lint_paths
 
 def triggered(source: str, folder: Path, rule: Rule) -> set[str]:
     folder.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-c", source], cwd=folder, check=True, timeout=60)
+    children.run([sys.executable, "-c", source], cwd=folder, check=True, timeout=60)
     names = sorted(str(folder / name) for name in os.listdir(folder))
     outcome = lint_paths(names, Config(), Options())
     return {finding.rule for finding in outcome.report.findings}

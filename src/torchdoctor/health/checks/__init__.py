@@ -15,12 +15,14 @@ from torchdoctor.core.finding import Finding
 @dataclass
 class Outcome:
     """What one check found. `skipped` gives the reason it could not run; `failed` marks a
-    failure that another check explains (so it carries no finding of its own)."""
+    failure that another check explains (so it carries no finding of its own); `notices` go to
+    the report's notes (what the reader must not miss, e.g. a safety net that fired)."""
 
     findings: list[Finding] = field(default_factory=list)
     detail: str = ""
     skipped: str | None = None
     failed: str | None = None
+    notices: list[str] = field(default_factory=list)
 
 
 def shape(value: Any) -> str:

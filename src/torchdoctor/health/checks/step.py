@@ -3,8 +3,6 @@ frozen parameters and frozen batch-norm statistics alone (TD116, TD132, TD307)."
 
 from __future__ import annotations
 
-import time
-
 import torch
 
 from torchdoctor.core.finding import Finding
@@ -32,7 +30,6 @@ def run(ctx: CheckContext) -> Outcome:
     findings = _batchnorm_drift(ctx, tp)
     optimizer = tp.copies.optimizer
     if optimizer is None:
-        ctx.step_seconds = tp.seconds
         return Outcome(findings, detail="no optimizer given: only batch-norm statistics checked")
     if tp.backward_failure is not None:
         return Outcome(findings, skipped="the backward pass failed")
@@ -40,12 +37,10 @@ def run(ctx: CheckContext) -> Outcome:
     named = list(model.named_parameters())
     before = {name: p.detach().clone() for name, p in named}
     grads = {name: p.grad for name, p in named}
-    started = time.perf_counter()
     try:
         optimizer.step()
     except Exception as exc:  # the user's optimizer failed on real gradients
         return Outcome(findings, skipped=f"optimizer.step() raises {type(exc).__name__}: {exc}")
-    ctx.step_seconds = tp.seconds + (time.perf_counter() - started)
     ctx.stepped = True
     lr_of = {id(p): group.get("lr", None) for group in optimizer.param_groups for p in group["params"]}
     frozen_moved = [n for n, p in named if not p.requires_grad and not torch.equal(before[n], p.detach())]

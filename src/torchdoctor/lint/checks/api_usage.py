@@ -5,6 +5,7 @@ non-leaf copy (TD169)."""
 from __future__ import annotations
 
 import ast
+import re
 
 from torchdoctor.core.finding import Edit, Fix
 from torchdoctor.lint.api import FILE_END, Context, check, keyword, literal, may_pass
@@ -48,18 +49,56 @@ def deprecated_amp_decorator(node: ast.FunctionDef, ctx: Context) -> None:
 @check("TD167", ast.Try)
 def remember_amp_fallbacks(node: ast.Try, ctx: Context) -> None:
     """`try: torch.amp.GradScaler(...) except ...: torch.cuda.amp.GradScaler()` is a fallback
-    for an old torch, written on purpose: remember the `except` lines."""
+    for an old torch, written on purpose: remember the `except` lines. `try: from torch.amp
+    import GradScaler except ImportError: from torch.cuda.amp import GradScaler` binds the new
+    one wherever it exists: remember the names."""
     uses_new = any(isinstance(n, ast.Call) and (ctx.qualified(n.func) or "").startswith("torch.amp.")
                    for statement in node.body for n in ast.walk(statement))
     if uses_new:
         ctx.memo.setdefault("TD167", []).extend((h.lineno, h.end_lineno) for h in node.handlers)
+    new = {alias.asname or alias.name for statement in node.body if isinstance(statement, ast.ImportFrom)
+           and statement.module in ("torch", "torch.amp") for alias in statement.names}
+    if new:
+        ctx.memo.setdefault("TD167-new", set()).update(new)
+
+
+_AMP_WORD = re.compile(r"\bamp\b")
+_VERSION_WORDS = re.compile(r"version|torch_(greater|less|ge|gt|le|lt)|_torch_\d", re.I)
+
+
+@check("TD167", ast.If)
+def remember_version_branches(node: ast.If, ctx: Context) -> None:
+    """`if torch_version < (2, 4): torch.cuda.amp.GradScaler() else: torch.amp.GradScaler("cuda")`:
+    both branches of a test on the torch version (or on `hasattr(torch, ...)`) are written on purpose."""
+    uses = ctx.memo.get("TD167-file")
+    if uses is None:
+        uses = ctx.memo["TD167-file"] = _AMP_WORD.search(ctx.source.text) is not None
+    if not uses:
+        return  # no torch.cuda.amp / torch.cpu.amp in the file: no fallback to remember
+    for item in ast.walk(node.test):
+        if isinstance(item, ast.Name):
+            word = item.id
+        elif isinstance(item, ast.Attribute):
+            word = item.attr
+        elif (isinstance(item, ast.Call) and isinstance(item.func, ast.Name) and item.func.id == "hasattr"
+              and item.args and (ctx.qualified(item.args[0]) or "").startswith("torch")):
+            word = "version"
+        else:
+            continue
+        if _VERSION_WORDS.search(word):
+            ctx.memo.setdefault("TD167", []).append((node.lineno, node.end_lineno))
+            return
 
 
 def _fallback(node: ast.AST, ctx: Context) -> bool:
-    """The old API kept next to the new one for older torch versions (try/except, `x if new else old`)."""
+    """The old API kept next to the new one for older torch versions (try/except, a version
+    test, `x if new else old`)."""
     line = node.lineno  # type: ignore[attr-defined]
     if any(start <= line <= (end or start) for start, end in ctx.memo.get("TD167", [])):
         return True
+    root = node.func if isinstance(node, ast.Call) else node
+    if isinstance(root, ast.Name) and root.id in ctx.memo.get("TD167-new", ()):
+        return True  # bound by `from torch.amp import ...` wherever that exists
     statement = ctx.statement
     return statement is not None and any(
         isinstance(n, ast.Call) and (ctx.qualified(n.func) or "").startswith("torch.amp.") for n in ast.walk(statement))
@@ -120,14 +159,50 @@ def requires_grad_then_copied(node: ast.Call, ctx: Context) -> None:
     if not trainable or not isinstance(made, ast.Call):
         return
     name = ctx.qualified(made.func) or ""
-    if not name.startswith("torch.") or name.startswith("torch.nn."):
+    if not name.startswith("torch.") or name.startswith("torch.nn.") or _same_dtype(made, name, node, ctx):
         return
     statement = ctx.statement
-    if (isinstance(statement, ast.Assign) and statement.value is node and len(statement.targets) == 1
+    if (isinstance(statement, ast.Assign) and _chained_from(statement.value, node) and len(statement.targets) == 1
             and isinstance(statement.targets[0], ast.Name)):
         ctx.memo.setdefault("TD169", []).append((ctx.scope, statement.targets[0].id, node, func.attr))
     else:
         ctx.report("TD169", node, call=ctx.text(node), method=func.attr)
+
+
+def _chained_from(value: ast.expr, node: ast.Call) -> bool:
+    """`value` is `node`, or method calls on it (`node.requires_grad_(True)`): the same tensor."""
+    while value is not node and isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+        value = value.func.value
+    return value is node
+
+
+#: factories whose result has the default dtype (float32 unless the file changes it) when no dtype is given
+_DEFAULT_DTYPE_FACTORIES = frozenset({"torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.empty",
+                                      "torch.full", "torch.linspace", "torch.logspace", "torch.eye"})
+_DTYPE_NAMES = {"torch.float32": "float32", "torch.float": "float32", "torch.float64": "float64",
+                "torch.double": "float64", "torch.float16": "float16", "torch.half": "float16",
+                "torch.bfloat16": "bfloat16"}
+_CONVERSIONS = {"float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16"}
+
+
+def _same_dtype(made: ast.Call, factory: str, copy: ast.Call, ctx: Context) -> bool:
+    """`torch.zeros(n, requires_grad=True).float()`: converting to the dtype the tensor already
+    has returns the tensor itself (still a leaf, checked on torch 2.13), not a copy."""
+    method = copy.func.attr  # type: ignore[attr-defined]
+    if method in _CONVERSIONS:
+        target = _CONVERSIONS[method]
+    elif method == "to" and len(copy.args) == 1 and not copy.keywords:
+        target = _DTYPE_NAMES.get(ctx.qualified(copy.args[0]) or "")
+    else:
+        return False
+    given = keyword(made, "dtype")
+    if given is not None:
+        source = _DTYPE_NAMES.get(ctx.qualified(given) or "")
+    elif factory in _DEFAULT_DTYPE_FACTORIES and "set_default" not in ctx.source.text:
+        source = "float32"
+    else:
+        return False
+    return source is not None and source == target
 
 
 @check("TD169", FILE_END)
@@ -135,8 +210,14 @@ def report_copies_used_as_weights(tree: ast.Module, ctx: Context) -> None:
     """`x = torch.rand(n, requires_grad=True).to(device)` used only as an input (`model(x)`,
     `x * 2`) is a tensor that lets gradients flow, not a weight: its own .grad is never needed."""
     for scope, variable, node, method in ctx.memo.get("TD169", []):
-        if _used_as_weight(scope.node, variable, ctx):
+        if _used_as_weight(scope.node, variable, ctx) and not _retains_grad(scope.node, variable):
             ctx.report("TD169", node, call=ctx.text(node), method=method)
+
+
+def _retains_grad(function: ast.AST, variable: str) -> bool:
+    """`x.retain_grad()`: the author knows `x` is not a leaf and asks for its `.grad` anyway."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "retain_grad"
+               and isinstance(n.func.value, ast.Name) and n.func.value.id == variable for n in ast.walk(function))
 
 
 _COLLECTS = frozenset({"append", "extend", "insert", "add"})

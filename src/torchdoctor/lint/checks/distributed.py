@@ -1,4 +1,8 @@
-"""TD165: a collective that only some ranks reach (inside `if rank == 0:` and the like)."""
+"""TD165: a collective that only some ranks reach (inside `if rank == 0:` and the like).
+
+A condition on a value that a collective has made the same on every rank (`all_reduce(flags)`
+then `if flags[0].item() > 0:`) is not a rank condition, whatever the value is called.
+"""
 
 from __future__ import annotations
 
@@ -37,10 +41,46 @@ def rank_test(test: ast.expr, ctx: Context) -> bool:
 
 def _is_rank(node: ast.expr, ctx: Context) -> bool:
     name = _name(node)
-    if name is None:
+    if name is None or name in _synced(ctx):
         return False
     last = name.rpartition(".")[2].lower()
+    if last.rpartition("_")[2] == "ranks":
+        return False  # `num_ranks`, `overflow_ranks`: a count or a list of ranks, not this rank
     return any(word in last for word in _RANK_WORDS) and "world" not in last and "size" not in last
+
+
+#: collectives after which the tensor (or list) passed first holds the same value on every rank
+_SYNCING = frozenset({"all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object", "broadcast",
+                      "broadcast_object_list"})
+
+
+def _synced(ctx: Context) -> set[str]:
+    """Names in the current function whose value a collective made equal on every rank."""
+    store: dict[int, set[str]] = ctx.memo.setdefault("TD165-synced", {})
+    return store.get(id(ctx.scope), set())
+
+
+@check("TD165", ast.Call, names=_SYNCING)
+def synced_by_collective(node: ast.Call, ctx: Context) -> None:
+    name = ctx.qualified(node.func) or ""
+    if name.rpartition(".")[0] != "torch.distributed" or not node.args:
+        return
+    target = dotted(node.args[0])
+    if target is not None:
+        ctx.memo.setdefault("TD165-synced", {}).setdefault(id(ctx.scope), set()).add(target)
+
+
+@check("TD165", ast.Assign)
+def computed_from_synced(node: ast.Assign, ctx: Context) -> None:
+    """`a, b = flags[0].item(), flags[1].item()` after `all_reduce(flags)`: a and b agree on every rank."""
+    synced = _synced(ctx)
+    if not synced or not any(dotted(n) in synced for n in ast.walk(node.value)  # type: ignore[arg-type]
+                             if isinstance(n, (ast.Name, ast.Attribute))):
+        return
+    for target in node.targets:
+        for item in ast.walk(target):
+            if isinstance(item, (ast.Name, ast.Attribute)) and dotted(item) is not None:
+                synced.add(dotted(item))  # type: ignore[arg-type]
 
 
 def _name(node: ast.expr) -> str | None:

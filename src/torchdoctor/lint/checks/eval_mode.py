@@ -113,9 +113,11 @@ def _frozen_models(ctx: Context) -> set[str]:
 
 
 def _called_with_backward(model: str | None, events: list[tuple[Event, Event]], backwards: list[Event]) -> bool:
-    """`model(x)` runs in the same loop (and function) as a backward(): it is the trained model."""
+    """`model(x)` runs in the same loop (and function) as a backward(), with gradients on: it is
+    the trained model. (One called only under `no_grad`, such as an EMA copy drawing samples for
+    a preview, is not.)"""
     for event, _ in events:
-        if event.name == "call" and event.receiver == model:
+        if event.name == "call" and event.receiver == model and not event.grad_disabled:
             if any(b.scope is event.scope and b.loops == event.loops for b in backwards):
                 return True
     return False

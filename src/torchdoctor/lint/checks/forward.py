@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.core.finding import Fix
-from torchdoctor.lint.api import Context, check, may_pass
+from torchdoctor.lint.api import FILE_END, ClassInfo, Context, check, keyword, may_pass
 
 _REWRAP = frozenset({"torch.tensor", "torch.as_tensor", "torch.from_numpy", "torch.Tensor", "torch.FloatTensor"})
 _METADATA = frozenset({"shape", "size", "dtype", "device", "ndim", "dim", "numel", "is_cuda", "requires_grad", "layout"})
@@ -108,12 +108,26 @@ def _methods(ctx: Context) -> frozenset[str]:
     return ctx.class_info.methods if ctx.class_info is not None else frozenset()
 
 
+def _unknown_items(node: ast.Assign, ctx: Context) -> bool:
+    """`feats, lengths = upsample(feats, durations)`: a helper (a function, or one of the
+    class's own methods) that returns a tuple may return sizes or indices beside activations;
+    its items are not known to be activations. (A submodule's or torch function's are.)"""
+    value = node.value
+    if not isinstance(value, ast.Call) or not any(isinstance(t, (ast.Tuple, ast.List)) for t in node.targets):
+        return False
+    func = value.func
+    if isinstance(func, ast.Name):
+        return not (ctx.qualified(func) or "").startswith("torch.")
+    return (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
+            and func.attr in _methods(ctx))
+
+
 @check("TD121", ast.Assign)
 def track_activations(node: ast.Assign, ctx: Context) -> None:
     if not ctx.in_forward:
         return
     names = _activations(ctx)
-    carries = _carries(node.value, names, _methods(ctx))
+    carries = _carries(node.value, names, _methods(ctx)) and not _unknown_items(node, ctx)
     for target in node.targets:
         for item in ast.walk(target):
             if isinstance(item, ast.Name):
@@ -139,9 +153,25 @@ def detached_output(node: ast.Return, ctx: Context) -> None:
         ctx.report("TD121", value, call=ctx.text(value), message=message)
 
 
+#: dtypes without gradients: a tensor of counts, sizes or masks has nothing to cut
+_DISCRETE_DTYPES = frozenset({
+    "torch.int8", "torch.int16", "torch.int32", "torch.int64", "torch.uint8", "torch.uint16", "torch.uint32",
+    "torch.uint64", "torch.long", "torch.int", "torch.short", "torch.bool",
+})
+
+
+def _discrete_result(node: ast.Call, ctx: Context) -> bool:
+    """`torch.tensor(sizes, dtype=torch.int64)`, `torch.tensor(lengths).long()`: an integer tensor."""
+    dtype = keyword(node, "dtype")
+    if dtype is not None and ctx.qualified(dtype) in _DISCRETE_DTYPES:
+        return True
+    parent = ctx.parent
+    return isinstance(parent, ast.Attribute) and parent.value is node and parent.attr in _DISCRETE_METHODS
+
+
 @check("TD121", ast.Call, names={"tensor", "as_tensor", "from_numpy", "Tensor", "FloatTensor"})
 def rewrapped_activation(node: ast.Call, ctx: Context) -> None:
-    if not ctx.in_forward or ctx.grad_disabled or not node.args:
+    if not ctx.in_forward or ctx.grad_disabled or not node.args or _discrete_result(node, ctx):
         return
     if ctx.qualified(node.func) in _REWRAP and _carries(node.args[0], _activations(ctx), _methods(ctx)):
         ctx.report("TD121", node, call=ctx.text(node))
@@ -196,17 +226,75 @@ def _guarded_by_training(ctx: Context) -> bool:
     return False
 
 
+def _method(ctx: Context) -> str | None:
+    """The method of the enclosing class the current code belongs to (through nested functions)."""
+    scope = ctx.scope
+    while scope is not None and scope.cls is None:
+        scope = scope.parent
+    if scope is None or scope.cls is not ctx.class_info:
+        return None
+    return scope.name.rpartition(".")[2]
+
+
+def _forward_like(method: str) -> bool:
+    """`forward`, `forward_features`, `_forward_impl`: the module's computation itself."""
+    return "forward" in method
+
+
 @check("TD130", ast.Call, names=_DROPOUTS)
 def functional_dropout_ignores_eval(node: ast.Call, ctx: Context) -> None:
     info = ctx.class_info
-    if ctx.scope.cls is None and ctx.function is None or info is None:
+    method = _method(ctx) if info is not None else None
+    if info is None or method is None:
         return
     name = ctx.qualified(node.func) or ""
     if name.rpartition(".")[0] != "torch.nn.functional" or may_pass(node, "training", 2):
         return
     if not (info.is_module or "forward" in info.methods) or _guarded_by_training(ctx):
         return
+    if ctx.grad_disabled and not _forward_like(method):
+        return  # a sampling or inference method under no_grad: dropout there is asked for, not inherited
     fix = None
     if "self" in ctx.scope.params:
         fix = Fix(title="Pass `training=self.training`", edits=(ctx.add_keyword(node, "training=self.training"),))
-    ctx.report("TD130", node, call=ctx.text(node.func), fix=fix)
+    if _forward_like(method):
+        ctx.report("TD130", node, call=ctx.text(node.func), fix=fix)
+    else:
+        ctx.memo.setdefault("TD130", []).append((info, method, node, fix))
+
+
+@check("TD130", FILE_END)
+def dropout_in_methods_forward_calls(tree: ast.Module, ctx: Context) -> None:
+    """A dropout in another method counts only when forward() runs it (`self.block(x)` ->
+    `def block`): methods that sample, generate or post-process are not the module's forward."""
+    reachable: dict[int, set[str]] = {}
+    for info, method, node, fix in ctx.memo.get("TD130", []):
+        if id(info) not in reachable:
+            reachable[id(info)] = _called_from_forward(info, ctx)
+        if method in reachable[id(info)]:
+            call = ctx.text(node.func)
+            ctx.report("TD130", node, call=call, fix=fix, message=(
+                f"`{call}` in `{method}()`, which forward() calls, has no `training=` argument: it keeps dropping "
+                "activations after model.eval()"))
+
+
+def _called_from_forward(info: ClassInfo, ctx: Context) -> set[str]:
+    """The methods of `info` that its forward-like methods call through `self.`, transitively."""
+    calls: dict[str, set[str]] = {}
+    for scope in ctx.scopes:
+        owner = scope
+        while owner is not None and owner.cls is None:
+            owner = owner.parent
+        if owner is None or owner.cls is not info:
+            continue
+        method = owner.name.rpartition(".")[2]
+        calls.setdefault(method, set()).update(
+            e.receiver[5:] for e in scope.events if e.name == "call" and (e.receiver or "").startswith("self."))
+    found: set[str] = set()
+    todo = [m for m in calls if _forward_like(m)]
+    while todo:
+        for callee in calls.get(todo.pop(), ()):
+            if callee not in found and callee in info.methods:
+                found.add(callee)
+                todo.append(callee)
+    return found

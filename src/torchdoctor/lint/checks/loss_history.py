@@ -1,4 +1,8 @@
-"""TD147: a running total of loss tensors that keeps every step's autograd graph alive."""
+"""TD147: a running total of loss tensors that keeps every step's autograd graph alive.
+
+A total that the same loop sets back to a fresh value (`running_loss = 0` after each optimizer
+step) holds the graphs of a few iterations at most: nothing grows, and it is not flagged.
+"""
 
 from __future__ import annotations
 
@@ -40,10 +44,35 @@ def _remember(node: ast.AST, target: ast.expr, value: ast.expr, ctx: Context) ->
     ctx.memo.setdefault("TD147", []).append((ctx.scope, ctx.loops, node, name, value))
 
 
+_FRESH = (ast.Constant, ast.Call, ast.UnaryOp)
+
+
+@check("TD147", ast.Assign, needs_torch=False)
+def total_reset(node: ast.Assign, ctx: Context) -> None:
+    """`running_loss = 0` (or `= torch.zeros(())`, `running_loss, n = 0.0, 0`) inside a loop."""
+    if not ctx.loops or not isinstance(node.value, (*_FRESH, ast.Tuple)):
+        return
+    pairs: list[tuple[ast.expr, ast.expr]] = []
+    for target in node.targets:
+        if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple) and len(target.elts) == len(node.value.elts):
+            pairs.extend(zip(target.elts, node.value.elts))
+        else:
+            pairs.append((target, node.value))
+    for target, value in pairs:
+        name = dotted(target)
+        if name is None or not isinstance(value, _FRESH):
+            continue
+        if not any(isinstance(n, (ast.Name, ast.Attribute)) and dotted(n) == name for n in ast.walk(value)):
+            ctx.memo.setdefault("TD147-reset", []).append((ctx.scope, ctx.loops, name))
+
+
 @check("TD147", FILE_END, tracks=TRACKED, needs_torch=False)
 def report_accumulated_losses(tree: ast.Module, ctx: Context) -> None:
+    resets = ctx.memo.get("TD147-reset", [])
     for scope, loops, node, total, value in ctx.memo.get("TD147", []):
         loop = loops[-1]
+        if any(s is scope and name == total and any(n is loop for n in reset_loops) for s, reset_loops, name in resets):
+            continue  # set back to a fresh value in the same loop: the graphs kept are a few iterations' at most
         term = dotted(value)
         backwards = [e for e in scope.events if is_backward(e)]
         if any(e.receiver == total for e in backwards):

@@ -111,6 +111,7 @@ def registered_by_setattr(node: ast.Call, ctx: Context) -> None:
 @check("TD122", FILE_END)
 def report_plain_containers(tree: ast.Module, ctx: Context) -> None:
     seen: set[tuple[int, str]] = set()
+    optimized = ctx.memo.get("optimized-attributes", set())
     values = ctx.memo.get("TD122-values", {})
     by_hand = ctx.memo.get("TD122-setattr", set())
     for info, attribute, node, container, registered, scope in ctx.memo.get("TD122", []):
@@ -123,11 +124,18 @@ def report_plain_containers(tree: ast.Module, ctx: Context) -> None:
         seen.add((id(info), attribute))
         parameters_only = registered == {"parameter"}
         what = "nn.Parameter objects" if parameters_only else "submodules"
+        fix = _wrap_fix(node, container, registered, ctx)
+        if (id(info), attribute) in optimized:
+            # trained by optimizers of their own: what is lost is the rest of registration
+            ctx.report("TD122", node, severity=Severity.WARNING, fix=fix, message=(
+                f"{what} stored in a plain {container} in `self.{attribute}`: the class's own optimizers train "
+                "them, but they are not registered, so `model.parameters()`, `.to()` and the state_dict "
+                "(checkpoints) leave them out"))
+            continue
         # a plain list of parameters is also how TorchScript code indexes them by a variable
         # (an nn.ParameterList cannot be), filled from the checkpoint by hand: a warning only
         ctx.report("TD122", node, what=what, container=container, attribute=attribute,
-                   severity=Severity.WARNING if parameters_only else None,
-                   fix=_wrap_fix(node, container, registered, ctx))
+                   severity=Severity.WARNING if parameters_only else None, fix=fix)
 
 
 def _wrap_fix(node: ast.AST, container: str, registered: set[str], ctx: Context) -> Fix | None:
@@ -181,14 +189,43 @@ def tensor_attribute_not_parameter(node: ast.Assign, ctx: Context) -> None:
     name = ctx.qualified(value.func) or ""
     if not name.startswith(_FACTORIES_PREFIX) or name.startswith("torch.nn."):
         return
+    if name in _WRAPPERS and value.args and not isinstance(value.args[0], ast.Call):
+        return  # `Variable(self.input_ref, requires_grad=True)`: an input that needs its gradient, not a weight
     if not trainable and literal(keyword(value, "requires_grad")) is not True:
         return
     ctx.memo.setdefault("TD123", []).append((ctx.class_info, attribute, node))
 
 
+#: pre-0.4 wrappers of an existing tensor
+_WRAPPERS = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+
+
+#: the optimizers of `torch.optim` (torch 2.13), by the name a call ends with
+OPTIMIZER_CLASSES = frozenset({"ASGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "Muon",
+                               "NAdam", "RAdam", "RMSprop", "Rprop", "SGD", "SparseAdam"})
+
+
+@check(("TD122", "TD123"), ast.Call, names=OPTIMIZER_CLASSES)
+def attribute_given_to_optimizer(node: ast.Call, ctx: Context) -> None:
+    """`torch.optim.RMSprop([self.lambda_op])`, `SGD(self.heads[i].parameters())`: the class
+    optimizes the tensor (or the listed modules) itself, so they are trained unregistered."""
+    if ctx.class_info is None or not (ctx.qualified(node.func) or "").startswith("torch.optim."):
+        return
+    given = [*node.args[:1], *(k.value for k in node.keywords if k.arg == "params")]
+    optimized = ctx.memo.setdefault("optimized-attributes", set())
+    for value in given:
+        for item in ast.walk(value):
+            attribute = _self_attribute(item)  # type: ignore[arg-type]
+            if attribute is not None:
+                optimized.add((id(ctx.class_info), attribute))
+
+
 @check("TD123", FILE_END)
 def report_tensor_attributes(tree: ast.Module, ctx: Context) -> None:
+    optimized = ctx.memo.get("optimized-attributes", set())
     for info, attribute, node in ctx.memo.get("TD123", []):
+        if (id(info), attribute) in optimized:
+            continue
         if _registered(info.attributes.get(attribute)) is None and not _registered_by_name(info, attribute, ctx):
             nn = _nn_alias(ctx)
             fix = Fix(title="Wrap in `nn.Parameter`", edits=(ctx.edit(node.value, f"{nn}.Parameter({ctx.text(node.value)})"),),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.core.finding import Fix
-from torchdoctor.lint.api import Context, check, keyword, literal
+from torchdoctor.lint.api import FILE_END, Context, check, keyword, literal
 
 #: methods of modules, optimizers and tensors that do nothing unless called
 _METHODS = frozenset({"eval", "train", "zero_grad", "step", "backward", "detach_", "requires_grad_", "cuda", "cpu",
@@ -40,11 +40,62 @@ def tensor_copy_discarded(node: ast.Expr, ctx: Context) -> None:
     ctx.report("TD154", node, call=ctx.text(call), name=receiver.id, fix=fix)
 
 
-@check("TD160", ast.Expr)
-def non_strict_load_ignored(node: ast.Expr, ctx: Context) -> None:
-    call = node.value
-    if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "load_state_dict"
-            and literal(keyword(call, "strict")) is False and call.args):
-        state = ctx.kind(call.args[0])
-        if state is not None and state.tag == "checkpoint":  # read from a file, not copied from a live model
-            ctx.report("TD160", node, target=ctx.text(call.func.value))
+@check("TD160", ast.Call, names={"load_state_dict"})
+def non_strict_load(node: ast.Call, ctx: Context) -> None:
+    """Every `x.load_state_dict(state, strict=False)`, with where `state` comes from."""
+    if not isinstance(node.func, ast.Attribute) or literal(keyword(node, "strict")) is not False or not node.args:
+        return
+    given = node.args[0]
+    state = ctx.kind(given)
+    checkpoint = state is not None and state.tag == "checkpoint"  # read from a file, not copied from a live model
+    if checkpoint and state.node is not None:  # type: ignore[union-attr]
+        origin: int | None = id(state.node)  # type: ignore[union-attr]
+    else:  # another state dict held in a variable (`adapter_sd`), not a copy of a live model or an edit
+        origin = id(given) if isinstance(given, (ast.Name, ast.Subscript)) and state is None else None
+    ignored = isinstance(ctx.parent, ast.Expr) and checkpoint
+    ctx.memo.setdefault("TD160", []).append((ctx.scope, ctx.text(node.func.value), origin, ctx.parent if ignored else None))
+
+
+#: calls that check a result (pytest, unittest, torch.testing, numpy.testing)
+_ASSERTIONS = frozenset({"assert_close", "assert_allclose", "assert_equal", "assert_array_equal",
+                         "assert_array_almost_equal", "assertEqual", "assertTrue", "assertAlmostEqual",
+                         "assertFalse", "assertIsNone", "assertNotEqual"})
+
+
+@check("TD160", ast.Assert)
+def assertion(node: ast.Assert, ctx: Context) -> None:
+    _remember_check(node, ctx)
+
+
+@check("TD160", ast.Call, names=_ASSERTIONS)
+def assertion_call(node: ast.Call, ctx: Context) -> None:
+    _remember_check(node, ctx)
+
+
+def _remember_check(node: ast.Assert | ast.Call, ctx: Context) -> None:
+    """An assertion checks a load when it names the loaded model itself (`assert
+    torch.equal(model.weight, ...)`). (One on a value computed from the model may test
+    something else: a Lightning test asserts on pruning buffers after a load that matched no
+    key.)"""
+    if "TD160" not in ctx.memo:
+        return  # no non-strict load before it in the file: nothing to check
+    names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    ctx.memo.setdefault("TD160-checks", []).append((ctx.scope, node.lineno, names))
+
+
+@check("TD160", FILE_END)
+def report_ignored_loads(tree: ast.Module, ctx: Context) -> None:
+    """Left alone: loads the function checks afterwards (an assertion on the model's outputs
+    or weights follows), and partial loads that complement each other (`model` gets the
+    adapter weights from one file and the base weights from another, both `strict=False`)."""
+    loads = ctx.memo.get("TD160", [])
+    checks = ctx.memo.get("TD160-checks", [])
+    for scope, target, origin, statement in loads:
+        if statement is None:
+            continue
+        root = target.partition(".")[0]
+        if any(s is scope and line > statement.lineno and root in names for s, line, names in checks):
+            continue
+        if any(s is scope and t == target and o is not None and o != origin for s, t, o, _ in loads):
+            continue
+        ctx.report("TD160", statement, target=target)

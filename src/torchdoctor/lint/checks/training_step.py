@@ -11,9 +11,10 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.lint.api import FILE_END, Context, Event, Scope, check, literal, looks_like_optimizer
-from torchdoctor.lint.names import dotted, keyword
+from torchdoctor.lint.names import dotted, keyword, terminal
 from torchdoctor.lint.steps import (
     TRACKED,
+    assigned_names,
     has_closure,
     inside,
     is_backward,
@@ -27,6 +28,7 @@ from torchdoctor.lint.steps import (
     parameters_owner,
     passed_to_a_call,
     reached,
+    scale_call,
     stepped_optimizer,
 )
 
@@ -42,8 +44,9 @@ def missing_zero_grad(tree: ast.Module, ctx: Context) -> None:
                 events = [e for e, _ in reached([e for e in scope.events if inside(e, loop)], ctx)]
                 if not any(is_backward(e) for e in events):
                     continue
-                if any(e.name == "optimizer_created" and e.receiver == step.receiver for e in events):
-                    break  # a new optimizer (over new tensors) every iteration: nothing accumulates
+                if any(e.name == "optimizer_created" and e.receiver == step.receiver
+                       and _over_fresh_tensors(e.node.value, loop) for e in events):  # type: ignore[attr-defined]
+                    break  # a new optimizer over tensors made in this iteration: nothing accumulates
                 resets = [e for e in events if is_grad_reset(e)]
                 if id(loop) not in flagged and not resets:
                     models = {e.receiver for e in events if e.name == "call" and e.scope is scope}
@@ -76,10 +79,11 @@ def _step_in_called_function(loop: ast.AST, scope: Scope, reported: set[int], ct
     if any(is_grad_reset(e) for e in events) or not any(is_backward(e) for e in events):
         return
     for step, via in steps:
-        if any(e.name == "optimizer_created" and e.receiver == step.receiver for e in events):
+        if any(e.name == "optimizer_created" and e.receiver == step.receiver
+               and _over_fresh_tensors(e.node.value, loop) for e in events):  # type: ignore[attr-defined]
             continue
         if _made_in(step, step.scope):
-            continue  # a new optimizer every call, as in a loop that builds one per iteration
+            continue  # a new optimizer over new tensors every call, as in a loop that builds one per iteration
         if passed_to_a_call(loop, {step.receiver or "", *(dotted(a) or "" for a in via.node.args)}, ctx):  # type: ignore[attr-defined]
             continue
         reported.add(id(step.node))
@@ -90,12 +94,31 @@ def _step_in_called_function(loop: ast.AST, scope: Scope, reported: set[int], ct
 
 
 def _made_in(step: Event, scope: Scope | None) -> bool:
-    """The stepped optimizer is built in `scope` (a function), so anew on every call."""
+    """The stepped optimizer is built in `scope` (a function), so anew on every call, over
+    tensors the function makes too."""
     made = _constructor(step)
     function = scope.node if scope is not None else None
     if made is None or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
-    return function.lineno <= made.lineno <= (function.end_lineno or function.lineno)  # type: ignore[attr-defined]
+    inside_function = function.lineno <= made.lineno <= (function.end_lineno or function.lineno)  # type: ignore[attr-defined]
+    return inside_function and _over_fresh_tensors(made, function)
+
+
+def _over_fresh_tensors(made: ast.expr, region: ast.AST) -> bool:
+    """An optimizer built in `region` (a loop body, a function) over tensors that `region` also
+    makes: each one starts without gradients. A new optimizer over a model's parameters (or
+    over tensors made before) does not reset their `.grad`: backward() keeps adding to it
+    (checked on torch 2.13). Unknown parameters count as fresh: silence, not a guess."""
+    if not isinstance(made, ast.Call) or not made.args:
+        return True
+    given = made.args[0]
+    if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in (
+            "parameters", "named_parameters") for n in ast.walk(given)):
+        return False
+    if not isinstance(given, (ast.List, ast.Tuple)) or not all(dotted(e) for e in given.elts):
+        return True
+    assigned = assigned_names(region)
+    return all(dotted(e) in assigned for e in given.elts)
 
 
 def _other_optimizers_only(step: Event, resets: list[Event], loop: ast.AST, ctx: Context) -> bool:
@@ -197,6 +220,8 @@ def accumulation_reset_every_micro_batch(tree: ast.Module, ctx: Context) -> None
                 if (reset.name != "zero_grad" or not reset.loops or reset.loops[-1] is not loop
                         or any(_within(c, loop) for c in reset.conditions) or not _resets(reset, step, optimizer)):
                     continue
+                if order(reset, step) is None:
+                    continue  # the other branch of an `if accumulation_steps > 1:` (no accumulation there)
                 if any(is_backward(e) and gate not in e.conditions and order(reset, e) == -1 and _encloses(reset, e)
                        for e in in_loop):
                     ctx.report("TD115", reset.node, every=f"when `{ast.unparse(gate.test)}`")
@@ -312,8 +337,8 @@ def _around(events: list[Event], event: Event) -> list[Event]:
 
 
 def _scaler_name(backward: Event) -> str:
-    inner = backward.node.func.value  # type: ignore[attr-defined]
-    return dotted(inner.func.value) or "scaler"
+    scale = scale_call(backward)
+    return (dotted(scale.func.value) if scale is not None else None) or "scaler"  # type: ignore[attr-defined]
 
 
 @check("TD156", FILE_END, tracks=TRACKED, needs_torch=False)
@@ -341,7 +366,7 @@ def _is_scheduler(event: Event) -> bool:
     return "sched" in name and "step" not in name
 
 
-@check(("TD110", "TD157"), ast.Assign)
+@check(("TD110", "TD157", "TD173"), ast.Assign)
 def optimizer_created_in_loop(node: ast.Assign, ctx: Context) -> None:
     if not ctx.loops or not isinstance(node.value, ast.Call) or len(node.targets) != 1:
         return
@@ -375,6 +400,8 @@ def _over_model_parameters(call: ast.Call) -> bool:
 def loss_computed(node: ast.Assign, ctx: Context) -> None:
     """Remember `loss = criterion(...)` inside loops: the loop trains something."""
     if ctx.loops and len(node.targets) == 1:
+        if isinstance(node.value, ast.Call) and "backward" in (terminal(node.value.func) or "").lower():
+            return  # `loss = trainer.forward_backward_step(batch)`: the call runs the backward itself
         target = dotted(node.targets[0])
         kind = ctx.kind(node.value)
         named = kind is None and target is not None and "loss" in target.rpartition(".")[2].lower()
@@ -414,4 +441,12 @@ def step_missing(tree: ast.Module, ctx: Context) -> None:
                 continue
             if any(e.name == "step" for e in events) or passed_to_a_call(loop, {r.receiver or "" for r in resets}, ctx):
                 continue
+            if _steps_by_another_name(loop, {r.receiver for r in resets}):
+                continue
             ctx.report("TD172", resets[0].node, optimizer=resets[0].receiver)
+
+
+def _steps_by_another_name(loop: ast.AST, optimizers: set[str | None]) -> bool:
+    """`optimizer.step_and_update_lr()`: a wrapper's own method that steps (its name says so)."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and "step" in n.func.attr
+               and dotted(n.func.value) in optimizers for n in ast.walk(loop))

@@ -15,7 +15,11 @@ RULE = Rule(
 ## What it does
 Flags the device-specific mixed-precision entry points `torch.cuda.amp.GradScaler`,
 `torch.cuda.amp.autocast`, `torch.cpu.amp.autocast`, `torch.cpu.amp.GradScaler` and
-`torch.cuda.amp.custom_fwd/custom_bwd`.
+`torch.cuda.amp.custom_fwd/custom_bwd`. Not flagged where the old API is kept on purpose for
+older torch versions: in a branch of a test on the torch version (`if torch_version < ...:`,
+`if hasattr(torch, "amp"):`), in the `except` of a `try` that uses `torch.amp`, in the same
+statement as `torch.amp`, or under a name that `try: from torch.amp import GradScaler` binds
+(`except ImportError: from torch.cuda.amp import GradScaler`).
 
 ## Why is this bad?
 They are deprecated in favour of the device-generic `torch.amp` API and print a

@@ -14,7 +14,10 @@ RULE = Rule(
     doc="""
 ## What it does
 Flags `load_state_dict(..., strict=False)` used as a statement, so that the missing and
-unexpected keys it returns are never looked at.
+unexpected keys it returns are never looked at, when the state dict was read from a file in
+the same function. Left alone: a load that the function checks afterwards (an `assert` or an
+`assert_close` on the model follows), and partial loads that complement each other (the adapter's weights
+from one file and the base model's from another, each `strict=False`, into the same model).
 
 ## Why is this bad?
 `strict=False` turns every mismatch into a no-op. A checkpoint saved from a

@@ -14,7 +14,11 @@ RULE = Rule(
     doc="""
 ## What it does
 Flags `torch.load(...)` without `map_location` in a file that sets up distributed training
-(`init_process_group` or `DistributedDataParallel`).
+(`init_process_group` or `DistributedDataParallel`). Left alone: a function that passes
+`map_location` to another `torch.load` (it places loads on purpose), a checkpoint that only a
+GradScaler reads (its state is floats and ints: nothing to place), a load of what the same
+function saved with `torch.save` before (one process reading back its own tensors), and a
+`test_*` function (pytest runs it in a single process).
 
 ## Why is this bad?
 Tensors remember the device they were saved from. A checkpoint written by rank 0 from `cuda:0`

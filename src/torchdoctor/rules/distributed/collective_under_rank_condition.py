@@ -25,7 +25,9 @@ metric), it waits forever for the others: the job hangs with no error until the 
 kills it after its timeout (10 minutes by default), far from the line that caused it. (The
 deliberate hand-shake `if rank != 0: barrier()` ... `if rank == 0: barrier()`, where each
 rank calls the barrier once, is not flagged, nor is `if local_rank != -1:`, which tests whether
-the job is distributed at all and is true on every rank or on none.)
+the job is distributed at all and is true on every rank or on none, nor a condition on a value
+that a collective made the same on every rank, such as a count of ranks summed by
+`all_reduce` a few lines up.)
 
 ## Example
 ```python

@@ -15,7 +15,7 @@ RULE = Rule(
 ## What it does
 Reports a file named on the command line that exists but cannot be read: no permission, a
 symbolic link that leads nowhere or to itself (a loop), a file that vanished while the
-command ran. (Inside folders, broken links are skipped with a note instead.)
+command ran. (Inside folders, a broken link is reported as TD007 instead, and the run goes on.)
 
 ## Why is this bad?
 Nothing in the file was checked. The command goes on with the other files and exits with

@@ -23,8 +23,10 @@ gradient through this path. When it is the only path, those layers never train, 
 the only symptom is a loss that stops improving. (A deliberate stop-gradient, such as a
 target network or an EMA teacher, is fine: that is why this is a warning, and `.detach()`
 of a value that only feeds logging is not flagged, nor are values that carry no gradient
-anyway: sizes, indices (`argmax`, `.max(1)[1]`), `h.data.new(...)`, an in-place
-`h.data.masked_fill_(...)`, a `.data` put in a logging dict.)
+anyway: sizes, indices (`argmax`, `.max(1)[1]`), integer tensors (`torch.tensor(counts,
+dtype=torch.int64)`, `torch.tensor(lengths).long()`), what a helper returning a tuple gives
+beside its activations (`feats, lengths = upsample(feats, durations)`), `h.data.new(...)`,
+an in-place `h.data.masked_fill_(...)`, a `.data` put in a logging dict.)
 
 ## Example
 ```python

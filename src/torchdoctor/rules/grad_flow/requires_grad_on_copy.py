@@ -18,7 +18,10 @@ converted in the same expression: `torch.randn(3, requires_grad=True).cuda()`,
 `.to(device)`, `.double()`, ... when the copy is used as a weight: returned, stored, collected,
 given to an optimizer or read for its `.grad`. A copy used only as an input (`model(x)`, `x *
 w`), whose own gradient nobody reads (a tensor that requires grad so that activation
-checkpointing has something to differentiate), is not flagged.
+checkpointing has something to differentiate), is not flagged; nor is a conversion to the
+dtype the tensor already has (`torch.zeros(n, requires_grad=True).float()`), which returns the
+tensor itself, still a leaf; nor a copy whose `.retain_grad()` the function calls (a non-leaf
+kept on purpose, whose `.grad` is then filled).
 
 ## Why is this bad?
 A move or a dtype conversion returns a new tensor computed *from* the trainable one, so the

@@ -14,7 +14,10 @@ RULE = Rule(
     doc="""
 ## What it does
 Flags a tensor created with `requires_grad=True` (or `.requires_grad_()`) and assigned to an
-attribute of an `nn.Module` in `__init__`, instead of being wrapped in `nn.Parameter`.
+attribute of an `nn.Module`, instead of being wrapped in `nn.Parameter`. A tensor that the
+class itself hands to an optimizer (`torch.optim.RMSprop([self.lambda_op])`) is trained that
+way and is not flagged, nor is `Variable(existing_tensor, requires_grad=True)`, the pre-0.4
+way of asking for an input's gradient.
 
 ## Why is this bad?
 Only `nn.Parameter` attributes are registered. A plain tensor with `requires_grad=True`

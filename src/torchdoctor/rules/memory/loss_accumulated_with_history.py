@@ -15,7 +15,8 @@ RULE = Rule(
 ## What it does
 Flags a running total built from loss tensors (`total += loss`, `total = total + loss`) in a
 training or evaluation loop, outside `torch.no_grad()`, when the tensor still carries its
-autograd history.
+autograd history. Lint leaves alone a total that the same loop sets back to a fresh value
+(`running_loss = 0` after each optimizer step): it holds a few iterations' graphs at most.
 
 ## Why is this bad?
 The sum is itself part of the autograd graph: it holds a reference to every step's loss node,

@@ -14,9 +14,12 @@ RULE = Rule(
     hint="Pass `training=self.training`, or use an `nn.Dropout` module, which follows train()/eval().",
     doc="""
 ## What it does
-Flags `F.dropout` (and `dropout1d/2d/3d`, `alpha_dropout`, `feature_alpha_dropout`) called in
-an `nn.Module` method without a `training=` argument. Lint leaves alone a call inside
-`if self.training:`: there the default `training=True` is right.
+Flags `F.dropout` (and `dropout1d/2d/3d`, `alpha_dropout`, `feature_alpha_dropout`) called
+without a `training=` argument in an `nn.Module`'s `forward()` (or a method named like it,
+`forward_features`, `_forward_impl`), or in a method of the module that `forward()` calls.
+Lint leaves alone a call inside `if self.training:` (there the default `training=True` is
+right), and other methods: a sampling or generation method (often under `@torch.no_grad()`)
+that applies dropout to its noise asks for it on every call.
 
 ## Why is this bad?
 Functional dropout defaults to `training=True` and knows nothing about `model.eval()`. The

@@ -13,10 +13,12 @@ RULE = Rule(
     hint="A model that cannot memorise a handful of samples has a bug between output and loss, or an optimizer that barely moves it: see the other findings, and check the learning rate.",
     doc="""
 ## What it does
-Trains a copy of the model on one small batch (up to 8 samples) for a bounded number of steps
-with your optimizer, and reports a loss that stops falling (over the last third of the steps
-it improves by less than 2% of its first value) before reaching half its first value, with the
-loss curve. A loss still falling when the budget runs out is inconclusive and not reported.
+Trains a copy of the model on one small batch (up to 8 samples) for a number of steps with your
+optimizer (300, fewer for a model whose step costs more than a third of a GFLOP: the budget is
+counted in steps and operations, never in seconds, so a busy machine gets the same verdict), and
+reports a loss that stops falling (over the last third of the steps it improves by less than 2%
+of its first value) before reaching half its first value, with the loss curve. A loss still
+falling when the budget runs out is inconclusive and not reported.
 When your optimizer gets stuck, it retries with `Adam(lr=1e-3)`: if that does better the
 finding is `info` and blames the optimizer settings (a learning rate far too small, a huge
 weight decay); if it gets stuck too, something between the model and the loss is broken.

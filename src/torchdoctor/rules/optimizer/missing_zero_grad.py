@@ -20,7 +20,10 @@ The backward and the step may sit in a function the loop calls (`for batch in lo
 train_step(batch)`). With several optimizers built in the file, one that is stepped while only
 *another* one, over other parameters, is reset (a GAN loop that resets only the generator's
 optimizer) is flagged too. Gradient accumulation, where the reset runs every K iterations, is
-not flagged.
+not flagged. An optimizer built again in every iteration changes nothing: a new
+`SGD(model.parameters())` does not reset the parameters' `.grad` (checked on torch 2.13), so
+that loop is flagged too; one built over a tensor made in the same iteration (a latent
+optimised afresh at each step) starts from no gradient and is not.
 
 ## Why is this bad?
 `backward()` adds into `.grad` by design. Without a reset, step N updates the weights with

@@ -13,9 +13,13 @@ RULE = Rule(
     hint="Move expensive work out of __getitem__ (decode or precompute once, cache), use worker processes (num_workers > 0) with pin_memory=True for a GPU, or make the transforms cheaper.",
     doc="""
 ## What it does
-Times the DataLoader for a few batches after the first and compares the time per batch with
-one training step (forward, backward and optimizer step on the same batch), measured in the
-same run. It reports a loader that is more than 1.5 times slower than the step.
+Times the DataLoader for a few batches (after the first, and after the batches its workers had
+already prefetched) and compares its fastest batch with the fastest of a few training steps
+(forward, backward and optimizer step on the same batch), both timed in the same process on one
+thread. It reports a loader more than 1.5 times slower than the step, when a batch also takes
+more than 200 times a fixed reference piece of work timed beside it (about 8 ms on an idle
+machine: below that, timing noise decides). Every threshold is a ratio of times measured
+together, so a busy machine, which slows all of them, gives the same verdict.
 
 ## Why is this bad?
 The step waits for the next batch: the GPU (or CPU) sits idle for most of the time, and a

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from torchdoctor.run.detector import Detector
 from torchdoctor.run.detectors.collectives import CollectiveSequence
+from torchdoctor.run.detectors.compiled import CompileDoctor
 from torchdoctor.run.detectors.data import WorkerFunctionsPicklable
 from torchdoctor.run.detectors.ddp import DDPUnusedParameters
 from torchdoctor.run.detectors.gradients import ParametersWithoutGradient
+from torchdoctor.run.detectors.growth import GradientGrowth, LowPrecisionLoss, ScalerSkips, WeightDrift
 from torchdoctor.run.detectors.loader_memory import LoaderHostMemory
 from torchdoctor.run.detectors.loss import LossInputs
 from torchdoctor.run.detectors.memory_account import MemoryAccount
@@ -36,10 +38,15 @@ DETECTORS: tuple[type[Detector], ...] = (
     ParametersWithoutGradient,
     LossInputs,
     NonFiniteLoss,
+    GradientGrowth,
+    WeightDrift,
+    ScalerSkips,
+    LowPrecisionLoss,
     WorkerFunctionsPicklable,
     CollectiveSequence,
     ReplicaChecksums,
     DDPUnusedParameters,
+    CompileDoctor,
     *SILENT_BUG_DETECTORS,
     MemoryAccount,
     MemoryLeaks,

@@ -1,62 +1,42 @@
-"""TD145: the first NaN/Inf of the run, and the op and user line that produced it.
+"""TD145: the first NaN/Inf of the run, the op that made it, its user line, and why.
 
 Every step costs one finiteness check of the loss when backward() is called (for a CPU loss a
-read of one number; for a GPU loss an asynchronous copy read one step later, never a sync).
-Only when the loss turns non-finite does the detector work, before that backward() runs, while
-the parameters are still those that produced it: if a parameter is already non-finite the
-previous update was poisoned; if the batch is, the data is; otherwise the model's forward pass
-is replayed on the same batch, under no_grad, with the RNG and the buffers restored after it,
-through a TorchFunctionMode that stops at the first op whose inputs are finite and whose
-output is not.
+read of one number; for a GPU loss an asynchronous copy read one step later, never a sync),
+and, on a CPU run, one fused norm of the gradients before each optimizer step.
+
+When the loss turns non-finite the detector works before that backward() runs, while the
+parameters are still those that produced it: if a parameter is already non-finite the
+previous update was poisoned; if the batch is, the data is; otherwise the model's forward
+pass is replayed privately (session.privately: forked RNG, buffers swapped for copies) under
+a dispatch mode that stops at the first aten op whose inputs are finite and whose output is
+not, and says what its inputs show (nan_origin.py).
+
+When the loss is finite but the gradients are not, it works before optimizer.step() applies
+them (the weights are still finite): the forward pass and the loss are replayed with
+autograd's anomaly mode recording each node's forward line, and the backward pass under the
+same dispatch mode names the forward op whose gradient is not finite. This costs what
+`detect_anomaly` costs, once.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import math
+import warnings
 import weakref
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import nn
-from torch.overrides import TorchFunctionMode
 
-from torchdoctor.core.locate import caller_in_user_code, display_path
+from torchdoctor.core.locate import display_path
 from torchdoctor.rules.numerics.non_finite_values import RULE
 from torchdoctor.run.detector import Detector
+from torchdoctor.run.detectors.nan_origin import Culprit, FirstNonFinite, any_non_finite, cause_of
 from torchdoctor.run.detectors.optimizer import names_text
-from torchdoctor.run.events import Backward, Location, ModuleCall
-from torchdoctor.run.faults import passes_through
-from torchdoctor.run.instruments.compiled import eager
+from torchdoctor.run.events import Backward, Location, LossCall, ModuleCall, Step
+from torchdoctor.run.instruments.grad_norms import GradNorms
 from torchdoctor.run.instruments.optim import params_of
-from torchdoctor.run.instruments.trace import function_name
-from torchdoctor.run.patching import call_in_mode
-from torchdoctor.run.replay import leaves, strong, untouched, weak
-
-
-@dataclass
-class Culprit:
-    op: str
-    location: Location | None
-
-
-class FirstNonFinite(TorchFunctionMode):
-    """Finds the first torch call with finite floating inputs and a non-finite floating output."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.culprit: Culprit | None = None
-
-    @passes_through
-    def __torch_function__(self, func: Callable[..., Any], types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
-        kwargs = kwargs or {}
-        result = call_in_mode(func, args, kwargs)
-        if self.culprit is None and _any_non_finite(result) and not _any_non_finite((args, kwargs)):
-            self.culprit = Culprit(function_name(func), caller_in_user_code())
-        return result
+from torchdoctor.run.replay import leaves, strong, weak
 
 
 class NonFiniteLoss(Detector):
@@ -65,12 +45,32 @@ class NonFiniteLoss(Detector):
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
         self._done = False
-        self._inputs: dict[int, tuple[weakref.ref[nn.Module], Any, Any]] = {}
+        #: id(model) -> the model, its last training call's arguments and output tensors (all weakly)
+        self._inputs: dict[int, tuple[weakref.ref[nn.Module], Any, Any, Any]] = {}
         self._pending: _AsyncCheck | None = None
+        #: the last loss call: its function, and weakly its input, target and other arguments
+        self._loss: tuple[str, weakref.ref[torch.Tensor], Any, Any] | None = None
+
+    def on_loss(self, event: LossCall) -> None:
+        if not self._done:
+            self._loss = (event.function, weakref.ref(event.input), weak(event.target), weak((event.args[2:], event.kwargs)))
+
+    def on_step(self, event: Step) -> None:
+        """Gradients that are not finite, before this step applies them (CPU parameters: a GPU
+        gradient would have to be read back every step; its NaN shows in the loss a step later)."""
+        if self._done:
+            return
+        measured = self.ctx.instrument(GradNorms).at_step(event.optimizer, event.index)
+        if measured is None:
+            return
+        params, norms = measured
+        if math.isfinite(float(norms.sum())):
+            return
+        self._explain_gradients([p for p, norm in zip(params, norms.tolist()) if not math.isfinite(norm)])
 
     def on_module_call(self, event: ModuleCall) -> None:
         if event.root and not self._done and event.grad_enabled:
-            self._capture(event.module, event.args, event.kwargs)
+            self._capture(event.module, event.args, event.kwargs, event.output)
 
     def on_backward(self, event: Backward) -> None:
         if self._done or not event.tensors:
@@ -96,13 +96,14 @@ class NonFiniteLoss(Detector):
         for root in self.ctx.model_roots():
             self.ctx.hold(self.ctx.modules.watch(root, self._watched_call))
 
-    def _watched_call(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], _output: Any) -> None:
+    def _watched_call(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> None:
         if not self._done and torch.is_grad_enabled():
-            self._capture(module, args, kwargs)
+            self._capture(module, args, kwargs, output)
 
-    def _capture(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def _capture(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> None:
         if any(True for _ in module.parameters(recurse=False)) or module._modules:
-            self._inputs[id(module)] = (weakref.ref(module), weak(args), weak(kwargs))
+            outputs = [weakref.ref(t) for t in leaves(output) if isinstance(t, torch.Tensor)]
+            self._inputs[id(module)] = (weakref.ref(module), weak(args), weak(kwargs), outputs)
 
     # -- explaining ---------------------------------------------------------------------------
 
@@ -136,13 +137,7 @@ class NonFiniteLoss(Detector):
                 evidence=evidence,
             )
         elif kind == "op" and culprit is not None:
-            self.ctx.report(
-                RULE,
-                at=culprit.location or True,
-                what=f"the loss at step {step + 1}",
-                origin=f"`{culprit.op}` on this line: its inputs are finite, its output is not",
-                evidence={**evidence, "op": culprit.op},
-            )
+            self._report_op(culprit, f"the loss at step {step + 1}", evidence)
         else:
             self.ctx.report(
                 RULE,
@@ -151,6 +146,62 @@ class NonFiniteLoss(Detector):
                 hint="Look at the loss code for log(0), division by zero or sqrt of a negative; clamp probabilities (`p.clamp_min(1e-7)`) or use the logits versions (`cross_entropy`, `binary_cross_entropy_with_logits`).",
                 evidence=evidence,
             )
+
+    def _report_op(self, culprit: Culprit, what: str, evidence: dict[str, Any]) -> None:
+        cause, fix = cause_of(culprit)
+        if culprit.forward_op is not None:
+            message = f"{what} contain NaN or Inf, first produced by the backward of `{culprit.forward_op}` on this line: {cause}"
+        else:
+            message = RULE.message.format(what=what, origin=f"`{culprit.op}` on this line: {cause}")
+        self.ctx.report(
+            RULE,
+            at=culprit.place or True,
+            message=message,
+            hint=fix,
+            evidence={**evidence, "op": culprit.aten, "inputs": [o.text for o in culprit.operands],
+                      **({"backward_of": culprit.backward_of} if culprit.backward_of else {})},
+        )
+
+    def _explain_gradients(self, bad: list[torch.Tensor]) -> None:
+        """Gradients that are not finite from a finite loss: replay the step's forward, loss and
+        backward privately and name the forward op whose gradient is not."""
+        self._done = True
+        step = self.ctx.steps + 1
+        names = names_text([self.ctx.modules.param_name(p) or f"parameter {tuple(p.shape)}" for p in bad])
+        what = f"the gradients of {names} at step {step} (the loss is finite)"
+        evidence = {"step": step}
+        culprit = self._replay_backward(bad)
+        if culprit is not None:
+            self._report_op(culprit, what, evidence)
+            return
+        self.ctx.report(  # at the optimizer.step() that would apply them
+            RULE,
+            message=f"{what} contain NaN or Inf before this optimizer step applies them (no model forward to replay to find the op)",
+            hint="Guard ops whose gradient is infinite at a point (`sqrt`, `pow` with exponent < 1, `acos`, `log`) with an epsilon, and clip the gradients (`torch.nn.utils.clip_grad_norm_`).",
+            evidence=evidence,
+        )
+
+    def _replay_backward(self, bad: list[torch.Tensor]) -> Culprit | None:
+        for ref, args, kwargs, outputs in list(self._inputs.values()):
+            root, real_args, real_kwargs = ref(), strong(args), strong(kwargs)
+            loss_input = self._loss[1]() if self._loss is not None else None
+            loss_call = self._loss if loss_input is not None and [o() for o in outputs] == [loss_input] else None
+            if root is None or real_args is None or real_kwargs is None:
+                continue
+            tracer = FirstNonFinite()
+            try:
+                with self.ctx.privately(root) as model, torch.enable_grad(), warnings.catch_warnings(), \
+                        torch.autograd.set_detect_anomaly(True, check_nan=False):
+                    warnings.simplefilter("ignore")
+                    output = model(*real_args, **real_kwargs)
+                    loss = _loss_again(loss_call, output)
+                    with tracer:
+                        torch.autograd.grad(loss, bad, allow_unused=True)
+            except Exception:  # noqa: BLE001 - a step that cannot be replayed: say less
+                continue
+            if tracer.culprit is not None:
+                return tracer.culprit
+        return None
 
     def _non_finite_parameters(self) -> list[str]:
         """Names of the non-finite parameters of the models and optimizers."""
@@ -164,25 +215,39 @@ class NonFiniteLoss(Detector):
         return [name for name, param in params.values() if param.is_floating_point() and not _finite(param)]
 
     def _replay(self) -> tuple[str, Culprit | None, Location | None] | None:
-        for ref, args, kwargs in list(self._inputs.values()):
+        for ref, args, kwargs, _outputs in list(self._inputs.values()):
             root = ref()
             real_args, real_kwargs = strong(args), strong(kwargs)
             if root is None or real_args is None or real_kwargs is None:
                 continue
             root_line = self.ctx.modules.roots.get(root)
-            if _any_non_finite((real_args, real_kwargs)):
+            if any_non_finite((real_args, real_kwargs)):
                 return "data", None, root_line
             tracer = FirstNonFinite()
             try:
-                with untouched(root), torch.no_grad(), contextlib.redirect_stdout(io.StringIO()), tracer:
-                    output = eager(root)(*real_args, **real_kwargs)
+                with self.ctx.privately(root) as model, torch.no_grad(), tracer:
+                    output = model(*real_args, **real_kwargs)
             except Exception:  # noqa: BLE001 - a forward that cannot be replayed: say less
                 continue
             if tracer.culprit is not None:
                 return "op", tracer.culprit, root_line
-            if not _any_non_finite(output):
+            if not any_non_finite(output):
                 return "loss", None, root_line
         return None
+
+
+def _loss_again(call: tuple[str, weakref.ref[torch.Tensor], Any, Any] | None, output: Any) -> torch.Tensor:
+    """The step's loss, computed again from the replayed output when the loss was given the
+    model's output itself (`call`); otherwise the sum of the outputs (the origin of a gradient
+    that is not finite seldom depends on the values coming back from the loss)."""
+    outputs = [t for t in leaves(output) if isinstance(t, torch.Tensor) and t.requires_grad]
+    if call is not None and len(outputs) == 1:
+        function, _input, target, rest = call
+        real_target, real_rest = strong(target), strong(rest)
+        if real_target is not None and real_rest is not None:
+            extra, kwargs = real_rest
+            return getattr(torch.nn.functional, function)(outputs[0], real_target, *extra, **kwargs)
+    return sum(t.float().sum() for t in outputs)
 
 
 class _AsyncCheck:
@@ -210,8 +275,3 @@ def _finite(tensor: torch.Tensor) -> bool:
     return bool(torch.isfinite(tensor.detach()).all())
 
 
-def _any_non_finite(value: Any) -> bool:
-    return any(
-        isinstance(leaf, torch.Tensor) and leaf.is_floating_point() and leaf.numel() > 0 and not bool(torch.isfinite(leaf.detach()).all())
-        for leaf in leaves(value)
-    )

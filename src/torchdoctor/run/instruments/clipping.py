@@ -43,6 +43,10 @@ class ScalerState:
     scaled: dict[int, weakref.ref[torch.Tensor]] = field(default_factory=dict)
     #: optimizers unscaled since the last `update()` (ids)
     unscaled: set[int] = field(default_factory=set)
+    #: `scaler.step(optimizer)` calls, by optimizer id (the step runs only without Inf/NaN)
+    steps: dict[int, int] = field(default_factory=dict)
+    #: the scalers that stepped (weakly), to read their final scale
+    scalers: weakref.WeakSet[Any] = field(default_factory=weakref.WeakSet)
 
     def is_scaled(self, tensor: Any) -> bool:
         ref = self.scaled.get(id(tensor))
@@ -72,6 +76,7 @@ class GradientClipping:
         patches.set(GradScaler, "scale", _after_result(GradScaler.scale, self._scaled))
         patches.set(GradScaler, "unscale_", observed(GradScaler.unscale_, self._unscaled, skip=skip))
         patches.set(GradScaler, "update", observed(GradScaler.update, self._updated, skip=skip))
+        patches.set(GradScaler, "step", observed(GradScaler.step, self._stepped, skip=skip))
 
     def _clip(self, name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         """The stand-in: an iterator of parameters (`model.parameters()`) is read into a tuple
@@ -116,6 +121,12 @@ class GradientClipping:
 
     def _updated(self, _args: tuple[Any, ...], _kwargs: dict[str, Any]) -> None:
         self.scaler.unscaled.clear()
+
+    def _stepped(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        scaler, optimizer = args[0], args[1] if len(args) > 1 else kwargs.get("optimizer")
+        if optimizer is not None and scaler.is_enabled():
+            self.scaler.steps[id(optimizer)] = self.scaler.steps.get(id(optimizer), 0) + 1
+            self.scaler.scalers.add(scaler)
 
 
 def _materialized(parameters: Any) -> Any:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from types import CodeType
@@ -34,7 +35,7 @@ from torchdoctor.run.patching import Patches
 Outside = Callable[[], AbstractContextManager[None]]
 #: the session's: a compiled module is called (module, args) / returned (module, args, kwargs, output)
 Before = Callable[[nn.Module, tuple[Any, ...]], None]
-After = Callable[[nn.Module, tuple[Any, ...], dict[str, Any], Any], None]
+After = Callable[[nn.Module, tuple[Any, ...], dict[str, Any], Any, float], None]
 
 
 def traced() -> bool:
@@ -124,9 +125,10 @@ class CompileBoundary:
             if torch.compiler.is_compiling():
                 return original(self, *args, **kwargs)
             before(self, args)
+            started = time.perf_counter()
             with outside():
                 result = original(self, *args, **kwargs)
-            after(self, args, kwargs, result)
+            after(self, args, kwargs, result, time.perf_counter() - started)
             return result
 
         functools.update_wrapper(__call__, original)

@@ -1,0 +1,70 @@
+"""What lint rules take for granted about torch, seen on the installed torch (2.13 here).
+
+Each rule doc that states one of these facts points back at the behaviour tested here, so a
+torch release that changes it fails this file rather than silently making a rule wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+from torch.utils.checkpoint import checkpoint
+
+
+def test_float_of_a_float32_leaf_is_the_same_leaf() -> None:
+    """TD169 leaves `torch.zeros(n, requires_grad=True).float()` alone."""
+    leaf = torch.zeros(3, requires_grad=True)
+    assert leaf.float() is leaf and leaf.to(torch.float32) is leaf
+    assert not leaf.half().is_leaf
+
+
+def test_a_new_optimizer_does_not_reset_gradients() -> None:
+    """TD110 flags a loop that rebuilds its optimizer over the model's parameters."""
+    model = torch.nn.Linear(2, 1)
+    x = torch.ones(4, 2)
+    grads = []
+    for _ in range(2):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+        model(x).sum().backward()
+        optimizer.step()
+        grads.append(model.weight.grad.clone())  # type: ignore[union-attr]
+    assert torch.equal(grads[1], 2 * grads[0])
+
+
+def test_grad_scaler_state_is_numbers_only() -> None:
+    """TD166 leaves a checkpoint read by a GradScaler alone: nothing in it has a device."""
+    state = torch.amp.GradScaler("cpu").state_dict()
+    assert state and all(isinstance(v, (int, float)) for v in state.values())
+
+
+def test_weights_only_load_rejects_a_namespace(tmp_path: Path) -> None:
+    """TD174: the default `torch.load` fails on a checkpoint holding `args`, with this message."""
+    path = tmp_path / "checkpoint.pth"
+    torch.save({"model": torch.nn.Linear(2, 2).state_dict(), "args": argparse.Namespace(lr=0.1)}, path)
+    with pytest.raises(pickle.UnpicklingError, match="Weights only load failed") as caught:
+        torch.load(path)
+    assert "Unsupported global: GLOBAL argparse.Namespace" in str(caught.value)
+    assert torch.load(path, weights_only=False)["args"].lr == 0.1
+    torch.save({"model": torch.nn.Linear(2, 2).state_dict(), "args": {"lr": 0.1}, "epoch": 3}, path)
+    assert torch.load(path)["args"] == {"lr": 0.1}
+
+
+def test_checkpoint_without_use_reentrant_warns_and_drops_gradients() -> None:
+    """TD175: without `use_reentrant`, checkpoint() warns and runs the reentrant variant, which
+    gives a block whose inputs do not require grad no parameter gradients."""
+    block, head = torch.nn.Linear(4, 4), torch.nn.Linear(4, 1)
+    x = torch.randn(2, 4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        head(checkpoint(block, x)).sum().backward()
+    messages = [str(w.message) for w in caught]
+    assert any("use_reentrant parameter should be passed explicitly" in m for m in messages)
+    assert block.weight.grad is None and head.weight.grad is not None
+    block.zero_grad(set_to_none=True)
+    head(checkpoint(block, x, use_reentrant=False)).sum().backward()
+    assert block.weight.grad is not None
