@@ -19,6 +19,12 @@ def findings(run) -> list:  # type: ignore[no-untyped-def]
     return [f for f in observed.findings if f.rule == "TD441"]
 
 
+def another_first(rows: torch.Tensor) -> torch.Tensor:
+    """A `first` view in another function: not the variable a census finds in view_kept_after_del."""
+    first = rows[:1]
+    return first
+
+
 def view_kept_after_del(clone: bool) -> None:
     model = nn.Linear(1024, 10)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -33,7 +39,7 @@ def view_kept_after_del(clone: bool) -> None:
 
 def test_a_view_kept_after_its_base_was_deleted_is_explained() -> None:
     [finding] = findings(lambda: view_kept_after_del(clone=False))
-    assert finding.line == line_of(HERE, "first = features[:8].clone() if clone else features[:8]")
+    assert (finding.file, finding.line) == (HERE, line_of(HERE, "first = features[:8].clone() if clone else features[:8]"))
     assert "`first` is a view of 32.0 KiB that keeps the whole 2.0 MiB storage of `features` alive" in finding.message
     assert f"`del features` at line {line_of(HERE, '        del features')}" in finding.message
     assert ".clone()" in finding.hint

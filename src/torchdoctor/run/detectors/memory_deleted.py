@@ -17,6 +17,7 @@ import ast
 import functools
 import linecache
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from types import CodeType, FrameType
 from typing import Any
@@ -33,7 +34,6 @@ from torchdoctor.run.detectors.memory import _own_statements, _scope
 from torchdoctor.run.detectors.memory_account import FULL_STEPS, MemoryState
 from torchdoctor.run.events import Backward, Location, LossCall, Step
 from torchdoctor.run.memory.census import BIG, Big, Census
-from torchdoctor.run.memory.holders import user_trees
 from torchdoctor.run.memory.storages import Storage, is_tensor, storage_of
 
 #: the steps during which deleted names are followed
@@ -152,13 +152,13 @@ class DeletedButAlive(Detector):
     def _census(self, census: Census) -> None:
         if census.phase != "step":
             return
-        for big in census.big.values():
+        for key, big in census.big.items():
             if big.owner not in ("other", "batch") or not big.only_views:
                 continue
             name, own = big.uses[0]
             if name in self._reported or not name.isidentifier() or len(big.uses) > 1:
                 continue  # a collection of views: TD440's, when it grows
-            site = view_site(name)
+            site = view_site(name, key)
             if site is None:
                 continue
             at, base, deleted, source = site
@@ -173,21 +173,42 @@ class DeletedButAlive(Detector):
             )
 
 
-def view_site(name: str) -> tuple[Location, str, int | None, str] | None:
+def view_site(name: str, storage: Any) -> tuple[Location, str, int | None, str] | None:
     """Where `name` is assigned a view of another name (`first = features[:8]`): that line, the
-    base's name, the line of a `del base` in the same function (or None), and the view's source."""
-    for filename, tree in user_trees():
-        for scope in ast.walk(tree):
-            if not isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            for node in _own_statements(scope):
-                base = _view_of(node, name)
-                if base is not None:
-                    deleted = next((d.lineno for d in _own_statements(scope) if isinstance(d, ast.Delete)
-                                    and any(isinstance(t, ast.Name) and t.id == base for t in d.targets)), None)
-                    source = ast.get_source_segment("".join(linecache.getlines(filename)), node.value) or f"{base}[...]"  # type: ignore[attr-defined]
-                    return (filename, node.lineno), base, deleted, source  # type: ignore[attr-defined]
+    base's name, the line of a `del base` in the same function (or None), and the view's source.
+    Only in the function (or module) of a running user frame whose `name` uses that storage (its key):
+    another function's `first` is another variable."""
+    for filename, scope in _binding_scopes(name, storage):
+        for node in _own_statements(scope):
+            base = _view_of(node, name)
+            if base is not None:
+                deleted = next((d.lineno for d in _own_statements(scope) if isinstance(d, ast.Delete)
+                                and any(isinstance(t, ast.Name) and t.id == base for t in d.targets)), None)
+                source = ast.get_source_segment("".join(linecache.getlines(filename)), node.value) or f"{base}[...]"  # type: ignore[attr-defined]
+                return (filename, node.lineno), base, deleted, source  # type: ignore[attr-defined]
     return None
+
+
+def _binding_scopes(name: str, storage: Any) -> Iterator[tuple[str, ast.AST]]:
+    """(file, function or module) of each running user frame where `name` is bound to a tensor
+    in the storage of that key: a local of the function, or a global of its module."""
+    frame = user_frame(sys._getframe(1))
+    while frame is not None:
+        code = frame.f_code
+        tree = module_tree(code.co_filename)
+        if tree is not None:
+            if _uses(read_locals(frame).get(name), storage):
+                scope = _scope(tree, code)
+                if scope is not None:
+                    yield code.co_filename, scope
+            elif code.co_name != "<module>" and _uses(frame.f_globals.get(name), storage):
+                yield code.co_filename, tree
+        frame = user_frame(frame.f_back)
+
+
+def _uses(value: Any, key: Any) -> bool:
+    found = storage_of(value) if is_tensor(value) else None
+    return found is not None and found.key == key
 
 
 def _view_of(node: ast.AST, name: str) -> str | None:
