@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from tests.run.conftest import torchdoctor_run
 from torchdoctor.core.report import Report
 from torchdoctor.report.html import memory_plot
+from torchdoctor.report.json_ import schema
 from torchdoctor.run.command import memory_size, memory_tables
 
 TRAIN = """
@@ -33,6 +35,11 @@ for step in range(40):
 """
 
 
+def valid(report: dict) -> None:  # type: ignore[type-arg]
+    """The report, its memory section included, follows torchdoctor.report/1's JSON Schema."""
+    jsonschema.Draft202012Validator(schema()).validate(report)
+
+
 def run(tmp_path: Path, end: str, at: int, *options: str):  # type: ignore[no-untyped-def]
     (tmp_path / "train.py").write_text(TRAIN.replace("{end}", end))
     return torchdoctor_run("train.py", str(at), cwd=tmp_path, options=("--fail-on", "never", *options))
@@ -48,6 +55,7 @@ def test_the_report_carries_the_series_and_the_table_is_printed(tmp_path: Path) 
     assert process["peaks"]["forward"]["bytes"] > 0 and process["final"] is True
     assert "live tensor storages by owner" in ran.stderr and "activations by module" in ran.stderr
     assert "ReLU `1`" in ran.stderr
+    valid(ran.report)
 
 
 @pytest.mark.slow
@@ -57,6 +65,7 @@ def test_a_script_that_ends_mid_step_keeps_its_account(tmp_path: Path, end: str)
     [process] = ran.report["memory"]["processes"]
     assert process["steps"][-1] == 20 and [c["step"] for c in process["censuses"]][-1] == 16
     assert process["outcome"] == ("crashed" if "raise" in end else "completed")
+    valid(ran.report)
 
 
 def test_sizes_for_the_memory_limit() -> None:
@@ -104,3 +113,8 @@ def test_watch_reports_the_account_too() -> None:
             optimizer.step()
     [process] = watched.report.sections["memory"]["processes"]
     assert process["censuses"][0]["owners"]["parameters"] == (8 * 2 + 2) * 4 and process["steps"] == [1, 2, 3, 4]
+    data = json.loads(json.dumps(watched.report.to_dict()))
+    valid(data)
+    data["memory"]["processes"][0]["censuses"][0]["owners"]["parameters"] = -1  # bytes are never negative
+    with pytest.raises(jsonschema.ValidationError):
+        valid(data)

@@ -118,7 +118,7 @@ class Census:
     """The memory of one moment of the run, by owner (bytes), with the details findings need."""
 
     step: int
-    phase: str  # "forward" (backward() about to run), "backward", "step", "crash", "end"
+    phase: str  # "forward" (backward() about to run), "backward", "step", "crash"
     owners: dict[str, int] = field(default_factory=dict)
     devices: dict[str, dict[str, int]] = field(default_factory=dict)
     activations: dict[str, int] = field(default_factory=dict)  # module label -> bytes
