@@ -31,6 +31,7 @@ EXPECTED = {
     "28_encoder_under_no_grad": ("TD124", "features = encoder(x)"),
     "29_compiled_softmax_before_cross_entropy": ("TD101", "torch.softmax("),
     "30_compiled_graph_cut_in_forward": ("TD121", ".detach().numpy()"),
+    "42_context_carried_with_retain_graph": ("TD148", "loss.backward(retain_graph=True)"),
 }
 pytestmark = pytest.mark.skipif(not PROGRAMS, reason="examples/lab is not there")
 

@@ -52,8 +52,17 @@ EXPECTED = {
     "36_learning_rate_explodes": ("TD490", "optimizer.step()"),
     "37_graph_break_item_in_forward": ("TD480", ".item()"),
     "38_recompiles_on_python_value": ("TD481", "@torch.compile"),
+    "39_embedding_cache_keyed_per_batch": ("TD440", "embeddings[step] = model.body(x)"),
+    "40_attention_maps_kept_on_module": ("TD440", "self.maps.append(weights)"),
+    "41_debug_hook_keeps_outputs": ("TD440", "outputs.append(output)"),
+    "42_context_carried_with_retain_graph": ("TD148", "loss.backward(retain_graph=True)"),
+    "43_example_images_keep_batches": ("TD440", "gallery.append(images[0])"),
+    "44_exceptions_kept_with_tracebacks": ("TD440", "skipped.append(error)"),
+    "45_metrics_log_keeps_graphs": ("TD440", "self.values.append(values)"),
     "49_learning_rate_far_too_small": ("TD494", "torch.optim.SGD("),
 }
+#: programs whose bug shows over steps (memory that grows: censuses at steps 1-3, 8, 16, 32)
+STEPS = {name: 40 for name in EXPECTED if name[:2] in ("39", "40", "41", "42", "43", "44", "45")}
 pytestmark = pytest.mark.skipif(not PROGRAMS, reason="examples/lab is not there")
 
 
@@ -67,7 +76,8 @@ def load(path: Path) -> ModuleType:
 
 def watched(path: Path) -> torchdoctor.Report:
     module = load(path)
-    steps = max(6, getattr(module, "STEPS_TO_SHOW", 0))  # a bug that needs more steps to show says so
+    # a bug that needs more steps to show says so (STEPS_TO_SHOW), or is listed in STEPS
+    steps = max(6, getattr(module, "STEPS_TO_SHOW", 0), STEPS.get(path.stem, 0))
     arguments = {"epochs": 2} if "epochs" in module.train.__code__.co_varnames else {"steps": steps}
     torch.set_num_threads(1)
     with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(Exception):
@@ -86,6 +96,9 @@ def test_bug_is_found_at_its_line(program: str) -> None:
     assert found, f"{program}: expected {code}, got {[f.rule for f in report.findings]}"
     line = linecache.getline(str(LAB / f"{program}.py"), found[0].line or 0)
     assert fragment in line, f"{program}: {code} points at {line.strip()!r}"
+    if program in STEPS:  # the memory it holds is measured, whichever rule reports it
+        evidence = found[0].evidence or {}
+        assert evidence.get("memory", evidence).get("bytes_per_step", 0) > 0, evidence
 
 
 @pytest.mark.parametrize("program", PROGRAMS)

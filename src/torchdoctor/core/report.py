@@ -104,6 +104,9 @@ class Report:
     exit_status: int = ExitStatus.CLEAN
     #: rules that mean the tool could not do its whole job: any of them left after filtering exits 2
     fatal_rules: frozenset[str] = frozenset()
+    #: blocks of text the terminal report prints after the findings (a table asked for with a
+    #: flag, e.g. `run --memory`); the JSON report carries the same data in `sections`
+    appendix: list[str] = field(default_factory=list)
 
     def add(self, finding: Finding) -> None:
         self.findings.append(finding)

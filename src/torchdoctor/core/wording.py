@@ -39,3 +39,15 @@ def ranks_named(ranks: Iterable[int]) -> str:
     """`rank 3`, `ranks 0-2, 5`."""
     numbers = sorted(set(ranks))
     return f"rank{'s' if len(numbers) != 1 else ''} {ranks_text(numbers)}"
+
+
+def size_text(number: float | None) -> str:
+    """Bytes as `1.5 GiB` (`-` when unknown)."""
+    if number is None:
+        return "-"
+    value = float(number)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"

@@ -41,6 +41,8 @@ def write(report: Report, stream: TextIO, *, color: bool | None = None, **_: Any
         from torchdoctor.report import trace
 
         trace.text(report, console)
+    for block in report.appendix:
+        console.print(Text(block))
     for notice in report.notices:
         console.print(Text(f"note: {notice}", style="dim"))
     console.print(summary_line(report))

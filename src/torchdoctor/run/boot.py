@@ -50,6 +50,7 @@ def start() -> None:
     if not folder.is_dir():
         return
     _STATE = ProcessState(log=ProcessLog(folder), config=_read_config(folder), role=_role())
+    _limit_memory(_STATE.config.get("memory_limit"))
     atexit.register(_at_exit)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -57,6 +58,22 @@ def start() -> None:
         _on_torch_imported(sys.modules["torch"])
     else:
         sys.meta_path.insert(0, _AfterImport("torch", _on_torch_imported))
+
+
+def _limit_memory(limit: Any) -> None:
+    """`torchdoctor run --memory-limit`: cap the data segment (the heap and every private
+    writable mapping, which is where tensors live) so that an allocation beyond it fails the
+    way it fails on a full machine: torch raises "DefaultCPUAllocator: can't allocate memory"."""
+    if not isinstance(limit, int) or limit <= 0:
+        return
+    try:
+        import resource
+
+        _soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        cap = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
+    except (ImportError, ValueError, OSError) as exc:
+        _note(f"could not apply --memory-limit: {exc}")
 
 
 def _read_config(folder: Path) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -60,8 +61,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a job on several nodes: exchange the nodes' records through this folder on a file system every node "
         "shares, instead of the job's own store (see docs/run-distributed.md)",
     )
+    parser.add_argument(
+        "--memory", action="store_true",
+        help="print the memory account at the end: live tensor storages by owner, peaks per phase (always in the JSON report)",
+    )
+    parser.add_argument(
+        "--memory-limit", metavar="SIZE", type=memory_size,
+        help="cap each process's memory (RLIMIT_DATA), e.g. 2GiB: a script that needs more runs out, and is explained",
+    )
     parser.add_argument("script", nargs="?", metavar="SCRIPT", help="the Python script to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="arguments for the script")
+
+
+_UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 10**3, "kib": 2**10, "m": 2**20, "mb": 10**6, "mib": 2**20,
+          "g": 2**30, "gb": 10**9, "gib": 2**30, "t": 2**40, "tb": 10**12, "tib": 2**40}
+
+
+def memory_size(text: str) -> int:
+    """`2GiB`, `512MiB`, `1.5G`, `3000000000` -> bytes."""
+    match = re.fullmatch(r"\s*([\d.]+)\s*([a-zA-Z]*)\s*", text)
+    unit = match.group(2).lower() if match else ""
+    if match is None or unit not in _UNITS:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (write e.g. 2GiB or 512MiB)")
+    try:
+        size = int(float(match.group(1)) * _UNITS[unit])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (write e.g. 2GiB or 512MiB)") from None
+    if size <= 0:
+        raise argparse.ArgumentTypeError(f"the memory limit must be positive, not {text!r}")
+    return size
 
 
 def target_from(args: argparse.Namespace) -> launcher.Target:
@@ -81,9 +109,13 @@ def execute(args: argparse.Namespace, config: Config) -> Report:
         tensorboard.available()
     if on_a_terminal():  # the script owns the terminal while it runs: one line now, the report at the end
         print(f"torchdoctor: observing {target.display()}; the report follows when it ends", file=sys.stderr, flush=True)
-    report, node = observe(target, config, partial(summary.build, target), shared_dir=_shared_dir(getattr(args, "shared_dir", None)))
+    limit = getattr(args, "memory_limit", None)
+    report, node = observe(target, config, partial(summary.build, target), {"memory_limit": limit} if limit else None,
+                           shared_dir=_shared_dir(getattr(args, "shared_dir", None)))
     if node is not None:  # another node than rank 0's: its report goes beside the merged one
         args.outputs = [output.beside(node) for output in getattr(args, "outputs", [])]
+    if getattr(args, "memory", False):
+        report.appendix.extend(memory_tables(report))
     if args.tensorboard is not None:
         tensorboard.write(report, args.tensorboard)
     return report
@@ -130,3 +162,14 @@ def _shared_dir(path: Path | None) -> Path | None:
     if not path.is_dir():
         raise UsageError(f"--shared-dir {str(path)!r}: no such folder (it must exist, on a file system every node shares)")
     return path.resolve()
+
+
+def memory_tables(report: Report) -> list[str]:
+    """`--memory`: the per-owner table of each observed process that trained."""
+    from torchdoctor.run.memory.table import render
+
+    processes = report.sections.get("memory", {}).get("processes", [])
+    shown = [p for p in processes if p.get("censuses")] or processes[:1]
+    if not shown:
+        return ["memory: no process imported torch, so there is no account"]
+    return ["\n".join(render(process)) for process in shown]

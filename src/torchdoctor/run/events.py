@@ -84,6 +84,7 @@ class LoaderIter:
 
     loader: Any  # torch.utils.data.DataLoader
     index: int  # how many times this loader has been iterated, 1-based
+    iterator: Any = None  # what `iter(loader)` returned (its worker processes, for the host memory they use)
 
 
 @dataclass(frozen=True)

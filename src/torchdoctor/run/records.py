@@ -98,6 +98,8 @@ class RunRecords:
     series: list[dict[str, Any]] = field(default_factory=list)
     #: what `torchdoctor trace`'s tracer wrote (trace/tracer.py)
     traces: list[dict[str, Any]] = field(default_factory=list)
+    #: each process's latest memory account (run/detectors/memory_account.py)
+    memory: list[dict[str, Any]] = field(default_factory=list)
 
     def total(self, stat: str, role: str | None = None) -> int:
         """The sum of one statistic (`steps`, `backward`, ...) over the processes (of one role)."""
@@ -112,8 +114,10 @@ def read_folder(folder: Path) -> RunRecords:
     shared: list[dict[str, Any]] = []
     series: list[dict[str, Any]] = []
     traces: list[dict[str, Any]] = []
+    memory: list[dict[str, Any]] = []
     for path, where in record_files(folder):
         latest: dict[str, Finding] = {}
+        account: dict[str, Any] | None = None
         summary: dict[str, Any] | None = None
         last_series: dict[str, Any] | None = None
         before_end: dict[str, Any] = {}  # the "torch" and latest "progress" records
@@ -133,9 +137,13 @@ def read_folder(folder: Path) -> RunRecords:
                 last_series = record
             elif record.get("type") == "trace":
                 traces.append(record)
+            elif record.get("type") == "memory":
+                account = record
         per_process[str(path)] = latest
         if last_series is not None:
             series.append(last_series)
+        if account is not None:
+            memory.append(account)
         if summary is None and before_end:
             summary = lost_summary(before_end)
             if "node" in where:  # another node's: its summary did not come before the report, not lost
@@ -143,7 +151,7 @@ def read_folder(folder: Path) -> RunRecords:
         if summary is not None:
             processes.append({**summary, **where})
     findings = merge(f for found in per_process.values() for f in found.values())
-    return RunRecords(findings=findings, processes=processes, shared=shared, series=series, traces=traces)
+    return RunRecords(findings=findings, processes=processes, shared=shared, series=series, traces=traces, memory=memory)
 
 
 def record_files(folder: Path) -> list[tuple[Path, dict[str, Any]]]:

@@ -237,6 +237,23 @@ class Session:
         self._send(finding, dedup)
         return finding
 
+    def findings_of(self, rule: Rule) -> list[Finding]:
+        """The findings of `rule` reported so far in this process (latest versions)."""
+        return [finding for key, finding in self._found.items() if key[0] == rule.code]
+
+    def amend(self, finding: Finding, **changes: Any) -> Finding | None:
+        """Replace a reported finding with `changes` (a detector that learnt more later, e.g.
+        how much memory a leak another detector found holds): one finding per bug, not two.
+        Returns the new version (None when `finding` was not reported by this session)."""
+        from dataclasses import replace
+
+        for key, known in self._found.items():
+            if known is finding:
+                amended = self._found[key] = replace(known, **changes)
+                self._send(amended, key)
+                return amended
+        return None
+
     def record(self, data: dict[str, Any]) -> None:
         """Write a record that is not a finding for the runner (under `torchdoctor run` only):
         what must be compared across ranks is compared there, never through the job's own

@@ -70,6 +70,8 @@ def build(target: Target, finished: Finished, records: RunRecords, command: str 
     pace = table(records.shared)
     if pace:  # a job of several ranks: each rank's time per step, and its own part of it (run/pace.py)
         report.meta["pace"] = pace
+    if records.memory:
+        report.sections["memory"] = memory_section(records)
     if finished.signal is not None:
         report.meta["signal"] = _signal_name(finished.signal)
     if finished.stopped is not None:
@@ -90,6 +92,14 @@ def _series(records: RunRecords) -> dict[str, Any] | None:
         return (roles.get(record.get("pid")) != "main", rank if isinstance(rank, int) else 1 << 30, -steps.get(record.get("pid"), 0))
 
     return min(records.series, key=preference)
+
+
+def memory_section(records: RunRecords) -> dict[str, Any]:
+    """The report's `memory` section: each observed process's account and per-step series
+    (run/memory/timeline.py), the main process first."""
+    roles = {p.get("pid"): p.get("role") for p in records.processes}
+    accounts = sorted(records.memory, key=lambda m: (roles.get(m.get("pid")) != "main", m.get("rank") or 0, m.get("pid") or 0))
+    return {"processes": [{k: v for k, v in account.items() if k != "type"} for account in accounts]}
 
 
 def _displayed(finding: Finding) -> Finding:

@@ -70,6 +70,11 @@ class Watch:
         self.report.meta.update({"steps": session.steps, "backward": session.backward.completed})
         if session.series is not None:
             self.report.sections["series"] = session.series.snapshot(read_device=True)
+        from torchdoctor.run.detectors.memory_account import MemoryState
+
+        state = session.installed(MemoryState)
+        if state is not None and state.timeline.censuses:
+            self.report.sections["memory"] = {"processes": [state.summary()]}  # the account, as `run` reports it
         findings = [replace(f, file=display_path(f.file)) if f.file else f for f in self._found.values()]
         self.report.findings = drop_suppressed(f for f in findings if self._enabled is None or f.rule in self._enabled)
 

@@ -32,13 +32,18 @@ from torchdoctor.core.wording import counted
 from torchdoctor.report import trace
 from torchdoctor.report.html import code
 from torchdoctor.report.html.charts import charts, human_bytes
+from torchdoctor.report.html.memory import memory_plot
 
 #: sections drawn by their own part of the page (the rest are shown as JSON)
 DRAWN_SECTIONS = ("series", "distributed")
 #: pictures of the other sections, shown above their JSON: section name -> a function from the
 #: section's value to HTML it has escaped itself (where a section's own plot plugs in, e.g. the
 #: memory account's timeline: `SECTION_DRAWINGS["memory"] = memory_timeline`)
-SECTION_DRAWINGS: dict[str, Callable[[Any], str]] = {"trace": trace.trace_html, "op_paths": trace.op_paths_html}
+SECTION_DRAWINGS: dict[str, Callable[[Any], str]] = {
+    "trace": trace.trace_html,
+    "op_paths": trace.op_paths_html,
+    "memory": lambda section: "".join(memory_plot(process) for process in section.get("processes", [])),
+}
 
 
 def write(report: Report, stream: TextIO, **_: Any) -> None:

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from torchdoctor.core.wording import size_text  # noqa: F401 - explainers import it from here
 from torchdoctor.run.crash.model import Crash, Frame
 
 if TYPE_CHECKING:
@@ -107,13 +108,3 @@ def describe(name: str, tensor: Any, crash: Crash, session: Session | None) -> s
         if owner is not None:
             return f"{name[5:]} of {module_label(owner, session)}"
     return f"`{name}`"
-
-
-def size_text(numbers: float) -> str:
-    """Bytes as `1.5 GiB`."""
-    value = float(numbers)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TiB"

@@ -45,10 +45,10 @@ Explainer = Callable[[Crash, "Session | None"], "Explanation | object | None"]
 
 
 def explainers() -> tuple[Explainer, ...]:
-    from torchdoctor.run.crash import autograd, data, distributed, kernels, loss, misc, tensors
+    from torchdoctor.run.crash import autograd, data, distributed, kernels, loss, memory, misc, tensors
 
-    return (*misc.EXPLAINERS, *distributed.EXPLAINERS, *data.EXPLAINERS, *autograd.EXPLAINERS, *loss.EXPLAINERS, *tensors.EXPLAINERS,
-            *kernels.EXPLAINERS)
+    return (*misc.EXPLAINERS, *memory.EXPLAINERS, *distributed.EXPLAINERS, *data.EXPLAINERS, *autograd.EXPLAINERS,
+            *loss.EXPLAINERS, *tensors.EXPLAINERS, *kernels.EXPLAINERS)
 
 
 def explain(exception: BaseException, session: Session | None = None) -> list[tuple[Finding, str]]:

@@ -13,7 +13,11 @@ from torchdoctor.run.detectors.data import WorkerFunctionsPicklable
 from torchdoctor.run.detectors.ddp import DDPUnusedParameters
 from torchdoctor.run.detectors.gradients import ParametersWithoutGradient
 from torchdoctor.run.detectors.growth import GradientGrowth, LowPrecisionLoss, ScalerSkips, WeightDrift
+from torchdoctor.run.detectors.loader_memory import LoaderHostMemory
 from torchdoctor.run.detectors.loss import LossInputs
+from torchdoctor.run.detectors.memory_account import MemoryAccount
+from torchdoctor.run.detectors.memory_deleted import DeletedButAlive
+from torchdoctor.run.detectors.memory_leaks import MemoryLeaks
 from torchdoctor.run.detectors.numerics import NonFiniteLoss
 from torchdoctor.run.detectors.optimizer import (
     AccumulationResets,
@@ -46,4 +50,8 @@ DETECTORS: tuple[type[Detector], ...] = (
     DDPUnusedParameters,
     CompileDoctor,
     *SILENT_BUG_DETECTORS,
+    MemoryAccount,
+    MemoryLeaks,
+    DeletedButAlive,
+    LoaderHostMemory,
 )

@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from torchdoctor.core.locate import caller_in_user_code, user_frame
+from torchdoctor.introspect.frames import read_locals
 from torchdoctor.introspect.source import module_tree
 from torchdoctor.rules.memory.loss_accumulated_with_history import RULE as LOSS_HISTORY
 from torchdoctor.rules.memory.retain_graph_in_loop import RULE as RETAIN_GRAPH
@@ -128,7 +129,7 @@ def _is_append(node: ast.expr) -> bool:
 
 def _value(frame: FrameType, target: str) -> Any:
     owner, _, attribute = target.partition(".")
-    value = frame.f_locals.get(owner)
+    value = read_locals(frame).get(owner)  # not f_locals: its snapshot would keep the loop's variables alive
     return getattr(value, attribute, None) if attribute else value
 
 

@@ -64,7 +64,7 @@ class LoaderIndex:
                     index.recent.append(_facts(self, index.site_of(self)))
                 if on_batch is not None:
                     vars(iterator)[_LOADER] = weakref.ref(self)
-                on_iter(LoaderIter(self, count))
+                on_iter(LoaderIter(self, count, iterator))
             except Exception as exc:  # noqa: BLE001 - observing must never change the data
                 FAULTS.add("the DataLoader observer", exc)
             return iterator

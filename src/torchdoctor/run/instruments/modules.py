@@ -56,6 +56,7 @@ class ModuleIndex:
         self._closely = False
         self._handles: list[Any] = []
         self._watches: dict[int, list[Watch]] = {}
+        self._recorders: list[SpanRecorder] = []
         self._contained_pre = contain("the module observer", self._pre)
         self._contained_post = contain("the module observer", self._post)
         self._hidden = 0
@@ -89,6 +90,19 @@ class ModuleIndex:
         self._watches.setdefault(id(module), []).append(watch)
         self._sync()
         return watch
+
+    def record_spans(self) -> SpanRecorder:
+        """Note, until the recorder's `stop()`, the autograd sequence numbers each module's
+        forward spans (the nodes it created), through the global hooks while they are on (the
+        warm-up): the memory account names the module that saved each activation with it. It
+        never turns the hooks on by itself."""
+        recorder = SpanRecorder(self)
+        self._recorders.append(recorder)
+        return recorder
+
+    def _stop_recording(self, recorder: SpanRecorder) -> None:
+        if recorder in self._recorders:
+            self._recorders.remove(recorder)
 
     def _unwatch(self, watch: Watch) -> None:
         for key, watches in list(self._watches.items()):
@@ -150,6 +164,10 @@ class ModuleIndex:
     def _pre(self, module: nn.Module, args: tuple[Any, ...]) -> None:
         if traced():
             return
+        for recorder in self._recorders:
+            recorder.enter(module, args)
+        if not self._closely:
+            return
         depth = getattr(self._local, "depth", 0)
         self._local.depth = depth + 1
         use = self.ran.get(module)
@@ -173,6 +191,8 @@ class ModuleIndex:
             for watch in list(watches):
                 if watch.module() is module:
                     watch.callback(module, args, kwargs, output)
+        for recorder in self._recorders:
+            recorder.leave(module)
         if not self._closely:
             return
         depth = getattr(self._local, "depth", 1) - 1
@@ -215,6 +235,66 @@ class ModuleIndex:
                 if any(p is param for p in module._parameters.values()):
                     return module
         return None
+
+
+@dataclass(eq=False)
+class Span:
+    """One module forward: the autograd nodes it created have sequence numbers in
+    [start, end) (`end` None while it runs, or when it raised)."""
+
+    module: nn.Module
+    start: int
+    end: int | None
+    depth: int
+
+
+class SpanRecorder:
+    """The spans of the module forwards while it records (`ModuleIndex.record_spans`), and the
+    input tensors of the top-level calls (a model's batch)."""
+
+    def __init__(self, index: ModuleIndex) -> None:
+        self.spans: list[Span] = []
+        self.inputs: list[Any] = []
+        self._index = index
+        self._open: list[Span] = []
+
+    def enter(self, module: nn.Module, args: tuple[Any, ...]) -> None:
+        span = Span(module, _next_sequence(), None, len(self._open))
+        self.spans.append(span)
+        self._open.append(span)
+        if span.depth == 0 and any(True for _ in module.parameters()):  # a model, not a loss module
+            self.inputs.extend(args)
+
+    def leave(self, module: nn.Module) -> None:
+        while self._open:  # a forward that raised left its span open: close it with this one
+            span = self._open.pop()
+            span.end = _next_sequence()
+            if span.module is module:
+                return
+
+    def stop(self) -> None:
+        """Stop recording and let go of the batch (the spans stay, to name the modules of a
+        graph still alive, e.g. when backward() runs out of memory)."""
+        self._index._stop_recording(self)
+        self.inputs = []
+        self._open = []
+
+    remove = stop  # a handle the session can hold
+
+    def module_at(self, sequence: int) -> nn.Module | None:
+        """The innermost module whose forward created the node with this sequence number."""
+        found: Span | None = None
+        for span in self.spans:
+            if span.start > sequence:
+                break
+            if (span.end is None or sequence < span.end) and (found is None or span.depth >= found.depth):
+                found = span
+        return found.module if found is not None else None
+
+
+def _next_sequence() -> int:
+    """The sequence number autograd gives the next node this thread creates."""
+    return int(torch._C._autograd._get_sequence_nr())
 
 
 @dataclass(eq=False)

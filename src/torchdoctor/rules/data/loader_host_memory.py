@@ -1,0 +1,89 @@
+"""TD442 loader-host-memory."""
+
+from torchdoctor.core.finding import Category, Severity
+from torchdoctor.core.rule import Rule
+
+RULE = Rule(
+    code="TD442",
+    name="loader-host-memory",
+    category=Category.DATA,
+    severity=Severity.WARNING,
+    proof="run",
+    message="the DataLoader's workers take {size} of host memory: {detail}",
+    hint="Store the Dataset's records as NumPy arrays or tensors rather than Python objects, and lower `num_workers` or `prefetch_factor` if the machine is short of memory.",
+    doc="""
+## What it does
+Measures the host memory a DataLoader with worker processes uses, with the numbers that make
+it: the batches in flight (`prefetch_factor` x `num_workers` batches of the measured size, in
+shared memory, and as many again in page-locked memory with `pin_memory=True`), against the
+machine's free memory and the size of /dev/shm; and the private memory each forked worker
+gains while it reads the Dataset. A Dataset that keeps its records as Python objects (a list of
+dicts, of strings, of floats) is copied page by page into every worker as the workers touch the
+objects' reference counts ("copy on access"): the well-known "DataLoader memory grows with
+num_workers" problem.
+
+## Why is this bad?
+Each worker ends up with its own copy of the Dataset, so memory grows with the number of
+workers and over the first epoch until the machine swaps or the out-of-memory killer stops the
+job; batches in flight beyond the size of /dev/shm kill the workers with a bus error.
+
+## Example
+```python
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+
+class Rows(Dataset):
+    def __init__(self):
+        self.values = [float(i % 97) for i in range(4_000_000)]  # Python floats
+
+    def __len__(self):
+        return 2000
+
+    def __getitem__(self, index):
+        row = self.values[index * 2000:(index + 1) * 2000]
+        return torch.tensor(row[:16]), torch.tensor(sum(row) % 4, dtype=torch.long)
+
+
+if __name__ == "__main__":
+    model = nn.Linear(16, 4)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    for epoch in range(2):
+        for x, y in DataLoader(Rows(), batch_size=50, num_workers=2):
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+```
+
+Use instead:
+```python
+import numpy as np
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+
+class Rows(Dataset):
+    def __init__(self):
+        self.values = np.array([float(i % 97) for i in range(4_000_000)])  # one array
+
+    def __len__(self):
+        return 2000
+
+    def __getitem__(self, index):
+        row = self.values[index * 2000:(index + 1) * 2000]
+        return torch.tensor(row[:16]).float(), torch.tensor(int(row.sum()) % 4, dtype=torch.long)
+
+
+if __name__ == "__main__":
+    model = nn.Linear(16, 4)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    for epoch in range(2):
+        for x, y in DataLoader(Rows(), batch_size=50, num_workers=2):
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+```
+""",
+)

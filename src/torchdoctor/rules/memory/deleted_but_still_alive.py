@@ -1,0 +1,61 @@
+"""TD441 deleted-but-still-alive."""
+
+from torchdoctor.core.finding import Category, Severity
+from torchdoctor.core.rule import Rule
+
+RULE = Rule(
+    code="TD441",
+    name="deleted-but-still-alive",
+    category=Category.MEMORY,
+    severity=Severity.WARNING,
+    proof="run",
+    message="`del {name}` does not give its {size} back: {holder}",
+    hint="`del` removes a name, not the memory: the storage is freed when its last reference goes. Remove that reference too, or keep a copy (`.clone()`) of the part you need.",
+    doc="""
+## What it does
+Notices, during the first steps and at each census, large tensors (1 MiB or more) that the
+user's code `del`etes, and reports one whose storage is still alive at the end of the step,
+with what still references it: another view of the same storage, a container, the saved
+tensors of an autograd graph that is still alive. It also reports a small view, kept under a
+name, that keeps a much larger storage alive after the tensor it was sliced from was deleted
+or went out of scope (`first = features[:8]`).
+
+## Why is this bad?
+`del x` only removes the name `x`. The memory comes back when the last reference to the storage
+goes: a view (`x[:8]`, `x.view(...)`, `x.t()`) shares the whole storage; a list or dict entry is a
+reference; a graph that saved `x` for backward keeps it until backward() runs or the graph is
+freed. The process keeps the memory and nothing says why.
+
+## Example
+```python
+import torch
+from torch import nn
+
+model = nn.Linear(1024, 10)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(10):
+    features = torch.randn(512, 1024)  # 2 MiB
+    first = features[:8]
+    del features  # meant to free the 2 MiB
+    optimizer.zero_grad()
+    model(first).pow(2).mean().backward()
+    optimizer.step()
+```
+
+Use instead:
+```python
+import torch
+from torch import nn
+
+model = nn.Linear(1024, 10)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(10):
+    features = torch.randn(512, 1024)  # 2 MiB
+    first = features[:8].clone()
+    del features  # frees the 2 MiB
+    optimizer.zero_grad()
+    model(first).pow(2).mean().backward()
+    optimizer.step()
+```
+""",
+)

@@ -1,0 +1,68 @@
+"""TD440 memory-leak."""
+
+from torchdoctor.core.finding import Category, Severity
+from torchdoctor.core.rule import Rule
+
+RULE = Rule(
+    code="TD440",
+    name="memory-leak",
+    category=Category.MEMORY,
+    severity=Severity.WARNING,
+    proof="run",
+    message="memory grows at every step: {holder} holds {what}",
+    hint="Keep numbers (`.item()`) or detached copies (`.detach()`, `.clone()`) of what you store across steps, and bound what you cache.",
+    doc="""
+## What it does
+Follows the tensors the user's code keeps between optimizer steps (in the running functions'
+variables, the globals of the user's modules, the models' attributes and hooks, and whatever
+those reach: lists, dicts, objects, closures, exceptions) and reports a holder whose tensors
+grow step after step when what it keeps is a leak: tensors that carry their autograd graph,
+small views that keep much larger storages alive, exceptions whose tracebacks keep frames and
+their tensors alive, or a tensor carried from step to step with its history. It names the
+holder as the code does (`history`, `model.attention.maps`, the closure of a hook), where it is
+created and filled, how much it holds and how much it grows per step.
+
+Growth alone is not a leak: a replay buffer of detached tensors, a cache with a bound, or the
+allocator warming up in the first epoch grow too, and are not reported.
+
+## Why is this bad?
+Memory that grows with every step ends in an out-of-memory error, hours into training, on a
+line that has nothing to do with the cause. A tensor kept with its graph keeps the graph's
+nodes and often the activations it saved; `x[:1]` keeps all of `x`; an exception keeps every
+variable of every frame its traceback went through.
+
+## Example
+```python
+import torch
+from torch import nn
+
+model = nn.Sequential(nn.Linear(32, 256), nn.ReLU(), nn.Linear(256, 4))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+embeddings = {}
+for step in range(40):
+    x, y = torch.randn(64, 32), torch.randint(0, 4, (64,))
+    optimizer.zero_grad()
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    optimizer.step()
+    embeddings[step] = model[:2](x)  # kept for a plot
+```
+
+Use instead:
+```python
+import torch
+from torch import nn
+
+model = nn.Sequential(nn.Linear(32, 256), nn.ReLU(), nn.Linear(256, 4))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+embeddings = {}
+for step in range(40):
+    x, y = torch.randn(64, 32), torch.randint(0, 4, (64,))
+    optimizer.zero_grad()
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    optimizer.step()
+    embeddings[step] = model[:2](x).detach()  # kept for a plot
+```
+""",
+)
