@@ -7,7 +7,6 @@ from typing import Any
 
 from torchdoctor.core.wording import size_text
 
-
 #: colours of the memory series (resident memory, the CUDA allocator's, the censuses' totals)
 SERIES_COLOURS = {"rss": "#57606a", "allocated": "#0969da", "reserved": "#9a6700", "peak": "#cf222e", "tensors": "#1a7f37"}
 
