@@ -12,7 +12,7 @@ import pytest
 
 from tests.run.conftest import torchdoctor_run
 from torchdoctor.core.report import Report
-from torchdoctor.report.html import memory_plot
+from torchdoctor.report.html import memory_plot, owner_bars, render
 from torchdoctor.report.json_ import schema
 from torchdoctor.run.command import memory_size, memory_tables
 
@@ -95,6 +95,10 @@ def test_the_table_and_the_plot_are_drawn_from_the_section() -> None:
     assert "activations by module (step 1, end of forward): Linear `fc` 50 B" in table
     svg = memory_plot(PROCESS)
     assert svg.count("<polyline") == 1 and svg.count("<circle") == 2 and "step 4" in svg
+    bars = owner_bars(PROCESS)
+    assert bars.count("<rect") == 4 and "<title>activations: 50 B</title>" in bars and "step 4, step" in bars
+    page = render(report)
+    assert "aria-label='memory by step'" in page and "aria-label='memory by owner'" in page
     assert json.dumps(report.to_dict())  # the section is plain JSON
 
 

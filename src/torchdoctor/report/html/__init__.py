@@ -32,7 +32,7 @@ from torchdoctor.core.wording import counted
 from torchdoctor.report import trace
 from torchdoctor.report.html import code
 from torchdoctor.report.html.charts import charts, human_bytes
-from torchdoctor.report.html.memory import memory_plot
+from torchdoctor.report.html.memory import memory_plot, owner_bars
 
 #: sections drawn by their own part of the page (the rest are shown as JSON)
 DRAWN_SECTIONS = ("series", "distributed")
@@ -42,7 +42,7 @@ DRAWN_SECTIONS = ("series", "distributed")
 SECTION_DRAWINGS: dict[str, Callable[[Any], str]] = {
     "trace": trace.trace_html,
     "op_paths": trace.op_paths_html,
-    "memory": lambda section: "".join(memory_plot(process) for process in section.get("processes", [])),
+    "memory": lambda section: "".join(memory_plot(process) + owner_bars(process) for process in section.get("processes", [])),
 }
 
 

@@ -45,3 +45,34 @@ def memory_plot(process: dict[str, Any], width: int = 720, height: int = 180) ->
     svg.append("</svg>")
     legend = ", ".join([*(escape(name) for name, _ in lines), "live tensors at each census (dots)"])
     return "".join(svg) + f"<p class='hint'>{legend}</p>"
+
+
+#: colours of the owners in the by-owner bars (others take the last)
+OWNER_COLOURS = ("#0969da", "#1a7f37", "#9a6700", "#8250df", "#cf222e", "#bf3989", "#57606a")
+
+
+def owner_bars(process: dict[str, Any], width: int = 720, row: int = 18, last: int = 12) -> str:
+    """Memory by owner at each census (the last `last` of them), as stacked bars on one scale:
+    parameters, gradients, optimizer state, activations, batch, what else is held."""
+    censuses = [c for c in process.get("censuses") or [] if c.get("owners")][-last:]
+    if not censuses:
+        return ""
+    owners = sorted({name for c in censuses for name in c["owners"]}, key=lambda n: -max(c["owners"].get(n, 0) for c in censuses))
+    colour = {name: OWNER_COLOURS[min(i, len(OWNER_COLOURS) - 1)] for i, name in enumerate(owners)}
+    top = max(sum(c["owners"].values()) for c in censuses) or 1
+    left, height = 150, row * len(censuses) + 8
+    svg = [f"<svg role='img' aria-label='memory by owner' width='{width}' height='{height}' viewBox='0 0 {width} {height}'>"]
+    for i, census in enumerate(censuses):
+        y, x = 4 + i * row, float(left)
+        svg.append(f"<text x='0' y='{y + row - 6}' font-size='11'>step {census['step']}, {escape(str(census['phase']))}</text>")
+        for name in owners:
+            size = census["owners"].get(name, 0)
+            if size <= 0:
+                continue
+            length = (width - left - 10) * size / top
+            svg.append(f"<rect x='{x:.1f}' y='{y}' width='{max(length, 0.5):.1f}' height='{row - 4}' fill='{colour[name]}'>"
+                       f"<title>{escape(name)}: {escape(size_text(size))}</title></rect>")
+            x += length
+    svg.append("</svg>")
+    legend = ", ".join(f"<span style='color:{colour[name]}'>■</span> {escape(name)}" for name in owners)
+    return "".join(svg) + f"<p class='hint'>by owner at each census: {legend}</p>"
