@@ -79,3 +79,11 @@ def test_run_says_on_a_terminal_that_it_observes(tmp_path) -> None:  # type: ign
     assert f"torchdoctor: observing {script}; the report follows when it ends" in shown
     assert shown.index("torchdoctor: observing") < shown.index("training")
     assert "torchdoctor: observing" not in on_a_pty(f"from torchdoctor import cli; cli.main(['run', {str(script)!r}])", CI="1")
+
+
+def test_trace_says_on_a_terminal_what_it_traces(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    script = tmp_path / "train.py"
+    script.write_text("print('training')\n", encoding="utf-8")
+    shown = on_a_pty(f"from torchdoctor import cli; cli.main(['trace', {str(script)!r}])")
+    assert f"torchdoctor: tracing {script} (optimizer steps 4-8); the report follows when it ends" in shown
+    assert "torchdoctor: tracing" not in on_a_pty(f"from torchdoctor import cli; cli.main(['trace', {str(script)!r}])", CI="1")

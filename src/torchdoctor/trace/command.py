@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 from torchdoctor.core.config import Config
 from torchdoctor.core.errors import UsageError
+from torchdoctor.core.progress import on_a_terminal
 from torchdoctor.core.report import Report
 from torchdoctor.run import summary as run_summary
 from torchdoctor.run.command import observe, target_from
@@ -79,6 +81,9 @@ def execute(args: argparse.Namespace, config: Config) -> Report:
         _resolve(args.op)  # a misspelt op is refused before the script runs
     target = target_from(args)
     target.check()
+    if on_a_terminal():  # the script owns the terminal while it runs: one line now, the report at the end
+        print(f"torchdoctor: tracing {target.display()} (optimizer steps {args.skip + 1}-{args.skip + args.steps}); "
+              "the report follows when it ends", file=sys.stderr, flush=True)
     chrome = os.path.abspath(args.chrome_trace) if args.chrome_trace else None  # the script may change directory
     options = TraceOptions(steps=args.steps, skip=args.skip, stop=args.stop, chrome=chrome,
                            lines=tuple(args.line), ops=tuple(args.op))
