@@ -6,6 +6,7 @@ numbers `torch._C._cuda_memoryStats` gives), over real training steps on CPU.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -159,3 +160,24 @@ def test_allocator_facts_can_be_injected_into_a_child_process(tmp_path, monkeypa
     assert [f.allocated for f in process.allocators()] == [1]
     assert [f.allocated for f in process.allocators()] == [4]
     assert [f.allocated for f in process.allocators()] == [4]  # the last read repeats
+
+
+def test_under_watch_a_census_walks_only_the_running_modules_globals() -> None:
+    """A process that hosts much else (a test runner, a notebook server): the census reads the
+    globals of the modules whose code runs, not those of every user module loaded."""
+    import types
+
+    from torchdoctor.run.memory.census import Sources, _roots
+
+    other = types.ModuleType("unrelated_user_module")
+    other.__file__ = __file__.replace("test_memory_account", "unrelated_user_module")
+    other.kept = torch.zeros(4)
+    sys.modules["unrelated_user_module"] = other
+    try:
+        frame = sys._getframe()
+        names = {path[-1].text for path, _ in _roots(Sources(frame=frame, all_user_modules=False))}
+        assert "kept" not in names and "test_under_watch_a_census_walks_only_the_running_modules_globals" in names
+        names = {path[-1].text for path, _ in _roots(Sources(frame=frame, all_user_modules=True))}
+        assert "kept" in names
+    finally:
+        del sys.modules["unrelated_user_module"]

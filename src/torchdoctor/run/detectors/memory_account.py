@@ -205,6 +205,7 @@ class MemoryAccount(Detector):
             module_label=self._module_label,
             frame=frame,
             extra=list(extra),
+            all_user_modules=ctx.folder is not None,  # None under watch()
         )
 
     def _module_label(self, module: Any) -> str:

@@ -171,6 +171,10 @@ class Sources:
     frame: types.FrameType | None = None
     #: more roots: (path, object), e.g. the frames of a crash's traceback
     extra: list[tuple[Path, Any]] = field(default_factory=list)
+    #: walk the globals of every user module loaded (`run`: the process is the user's script), or
+    #: only those of the modules whose code is running (`watch()`: the process may be a test
+    #: runner or a notebook server holding much else, which a census must not walk each time)
+    all_user_modules: bool = True
 
 
 class _Walk:
@@ -279,7 +283,10 @@ def _roots(sources: Sources) -> Iterator[tuple[Path, Any]]:
     yield from sources.extra
     frame = user_frame(sources.frame)
     seen_globals: set[int] = set()
+    running: list[dict[str, Any]] = []  # the globals of the running user frames' modules
     while frame is not None:
+        if id(frame.f_globals) not in {id(g) for g in running}:
+            running.append(frame.f_globals)
         code = frame.f_code
         where = (code.co_filename, code.co_firstlineno, code.co_name)
         if code.co_name == "<module>" and not code.co_flags & inspect.CO_OPTIMIZED:
@@ -289,9 +296,11 @@ def _roots(sources: Sources) -> Iterator[tuple[Path, Any]]:
             for name, value in read_locals(frame).items():
                 yield (Step(paths.LOCAL, name, where),), value
         frame = user_frame(frame.f_back)
-    for module in list(sys.modules.values()):
-        namespace = getattr(module, "__dict__", None)
-        filename = getattr(module, "__file__", None) or ""
+    if sources.all_user_modules:
+        namespaces = [(getattr(m, "__dict__", None), getattr(m, "__file__", None) or "") for m in list(sys.modules.values())]
+    else:
+        namespaces = [(g, g.get("__file__") or "") for g in running]
+    for namespace, filename in namespaces:
         if namespace is None or id(namespace) in seen_globals or not is_user_file(filename):
             continue
         where = (filename, 1, "<module>")
