@@ -283,10 +283,9 @@ def _roots(sources: Sources) -> Iterator[tuple[Path, Any]]:
     yield from sources.extra
     frame = user_frame(sources.frame)
     seen_globals: set[int] = set()
-    running: list[dict[str, Any]] = []  # the globals of the running user frames' modules
+    running: dict[int, dict[str, Any]] = {}  # the globals of the running user frames' modules, by id
     while frame is not None:
-        if id(frame.f_globals) not in {id(g) for g in running}:
-            running.append(frame.f_globals)
+        running.setdefault(id(frame.f_globals), frame.f_globals)
         code = frame.f_code
         where = (code.co_filename, code.co_firstlineno, code.co_name)
         if code.co_name == "<module>" and not code.co_flags & inspect.CO_OPTIMIZED:
@@ -299,7 +298,7 @@ def _roots(sources: Sources) -> Iterator[tuple[Path, Any]]:
     if sources.all_user_modules:
         namespaces = [(getattr(m, "__dict__", None), getattr(m, "__file__", None) or "") for m in list(sys.modules.values())]
     else:
-        namespaces = [(g, g.get("__file__") or "") for g in running]
+        namespaces = [(g, g.get("__file__") or "") for g in running.values()]
     for namespace, filename in namespaces:
         if namespace is None or id(namespace) in seen_globals or not is_user_file(filename):
             continue
