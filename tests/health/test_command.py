@@ -206,6 +206,6 @@ def test_check_of_a_factory_alone() -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     report = torchdoctor.check(module.make, progress=False, overfit_steps=20)
-    assert "TD101" in {f.rule for f in report.findings} and report.meta["title"] == "torchdoctor check lab01:make"
+    assert "TD101" in {f.rule for f in report.findings} and report.title == "torchdoctor check lab01:make"
     with pytest.raises(UsageError, match="'data' is a NoneType"):
         torchdoctor.check(module.make()["model"])

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from torchdoctor.trace.attribute import BACKWARD_PREFIX, DATA_PREFIX, Event, attribute, contiguous_strides
+from collections import Counter
+
+from torchdoctor.trace.attribute import (
+    BACKWARD_PREFIX,
+    DATA_PREFIX,
+    Event,
+    attribute,
+    contiguous_strides,
+    ordered_data_lines,
+)
 from torchdoctor.trace.options import LINE_PREFIX, STEP_PREFIX
 
 MODEL, LOSS, BACKWARD, OTHER = (f"{LINE_PREFIX}train.py:{n}" for n in (10, 11, 12, 3))
@@ -78,7 +87,7 @@ def test_data_wait_and_its_line() -> None:
     events = [step(0, 0), Event(f"{DATA_PREFIX}_SingleProcessDataLoaderIter.__next__", 1, 5, 305),
               Event(loop, 1, 100, 300), Event("aten::stack", 1, 101, 299), *one_step(310), step(1, 700)]
     found = attribute(events)
-    assert found.steps[0].data_ns == 300 and found.data_lines == {loop: 300}
+    assert found.steps[0].data_ns == 300 and found.data_lines == [loop]
     assert found.lines[loop].total_ns == 300
 
 
@@ -132,3 +141,12 @@ def test_copies_inside_a_computing_op_are_its_own() -> None:
                        step(1, 100)])
     copies = found.lines[line].ops["aten::copy_"]
     assert copies.count == 2 and copies.copies_from_strided == 1
+
+
+def test_a_datasets_own_work_is_named_before_the_loop_that_asks_for_batches() -> None:
+    """A busy machine stretches the DataLoader's own time (indexing, collate) more than a
+    dataset's torch work: the dataset's line stays first while it does a real part of the work."""
+    loop, dataset = "train.py:8", "data.py:20"
+    assert ordered_data_lines(Counter({dataset: 300, loop: 100}), Counter({loop: 800})) == [dataset, loop]
+    assert ordered_data_lines(Counter({dataset: 100, loop: 50}), Counter({loop: 900})) == [loop, dataset]  # the work is elsewhere
+    assert ordered_data_lines(Counter(), Counter({loop: 900})) == [loop]

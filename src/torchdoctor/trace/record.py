@@ -40,7 +40,7 @@ def build(attribution: Attribution, facts: dict[str, LineFacts], served: Served 
             for i, s in enumerate(steps)
         ],
         "lines": [_line(stats, facts.get(stats.key), total, steps, served) for stats in lines],
-        "data_lines": [line_location(key)[0] for key, _ in attribution.data_lines.most_common()],
+        "data_lines": [line_location(key)[0] for key in attribution.data_lines],
         "remainder": [{"name": name, "us": us(ns)} for name, ns in attribution.remainder.most_common()],
     }
 

@@ -9,7 +9,7 @@ RULE = Rule(
     category=Category.OPTIMIZER,
     severity=Severity.WARNING,
     proof="run",
-    message="the training loss {trend} over {steps} optimizer steps of this {optimizer}: {first} on average over its first {window} computations, {last} over its last {window} ({chance}){caveat}",
+    message="the training loss {trend} over {steps} optimizer steps of this {optimizer}: {first} on average over its first {window} computations, {last} over its last {window} ({chance}){why}",
     hint="Training that does not move from its first steps: check this optimizer's learning rate (far too large settles the loss at a high level without NaN, far too small barely moves the weights), the sign of the loss (minimised, not maximised), and that each input still comes with its own label.",
     doc="""
 ## What it does
@@ -19,10 +19,14 @@ integer class targets) and flags a run of one optimizer in which it never falls:
 least 40 optimizer steps, the mean over the last 10 computations is still within 2% of the
 mean over the first 10 (or above it), or has fallen by less than the scatter of the batches'
 losses explains (three standard errors of the difference of the two means), and is at least
-half the chance-level loss `ln(C)` for `C` classes. It points at the line that builds the
-optimizer. A loss that climbs (by 10% of where it began, to 1.5 times the chance level) is a
-warning; a flat one is info, because correct code on labels that carry no information about
-the inputs (random synthetic data, a common smoke test) draws the same flat curve.
+half the chance-level loss `ln(C)` for `C` classes, and with it a sign that correct code does
+not give: the loss climbed (by 10% of where it began, to 1.5 times the chance level), it stays
+at 1.5 times the chance level or more (worse than guessing), or the weights barely moved (by
+less than 0.1% of their size since the first step). It points at the line that builds the
+optimizer. A loss flat at chance while the weights move is not reported: correct code on labels
+that carry no information about the inputs (random synthetic data, the usual smoke test) draws
+that curve, and so do inputs paired with other samples' labels, which this rule cannot tell
+apart from it.
 
 ## Why is this bad?
 A model that learns anything lowers its training loss within its first few dozen steps.
@@ -32,8 +36,8 @@ learning rate 100 times too large (the loss jumps and settles high, with no NaN)
 or inputs paired with another sample's labels. Each shows only as a flat or rising
 curve, often after hours.
 
-The decision is made from the loss values (one read of 20 stored values when it is made,
-no per-step synchronisation) and counts steps, not seconds, so the machine's load does not
+The decision is made from the loss values and a copy of up to 4,096 elements of each parameter
+taken after the first step (read once, when it is made: no per-step synchronisation) and counts steps, not seconds, so the machine's load does not
 change it. Adversarial training (more than one optimizer) and losses other than these two
 (regression, reinforcement learning, contrastive objectives), whose value need not fall,
 are not judged. A checkpoint at which the loss had fallen by 3% or more (and beyond the

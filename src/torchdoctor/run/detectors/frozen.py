@@ -17,12 +17,11 @@ from torch.optim.optimizer import Optimizer
 
 from torchdoctor.rules.optimizer.frozen_parameter_updated import RULE as FROZEN_UPDATED
 from torchdoctor.run.detector import Detector
-from torchdoctor.run.detectors.support import due, listing
+from torchdoctor.run.detectors.support import due, listing, param_sample
 from torchdoctor.run.events import Step
 from torchdoctor.run.instruments.optim import params_of
 
-#: elements compared per parameter, and parameters sampled per step
-SAMPLE = 4096
+#: parameters sampled per step
 MAX_PARAMS = 32
 
 
@@ -43,14 +42,14 @@ class FrozenUpdates(Detector):
         suspects = [p for p in params_of(optimizer) if not p.requires_grad and p.grad is not None][:MAX_PARAMS]
         if suspects:
             with torch.no_grad():
-                self._before[id(optimizer)] = [(weakref.ref(p), _sample(p).clone()) for p in suspects]
+                self._before[id(optimizer)] = [(weakref.ref(p), param_sample(p).clone()) for p in suspects]
 
     def on_step_end(self, event: Step) -> None:
         before = self._before.pop(id(event.optimizer), None)
         if not before:
             return
         with torch.no_grad():
-            moved = [p for ref, old in before if (p := ref()) is not None and not torch.equal(_sample(p), old)]
+            moved = [p for ref, old in before if (p := ref()) is not None and not torch.equal(param_sample(p), old)]
         if moved:
             self._reported.add(event.optimizer)
             self._report(event.optimizer, moved)
@@ -70,6 +69,3 @@ class FrozenUpdates(Detector):
             FROZEN_UPDATED, at=at, key=id(optimizer), name=name, cause=" and ".join(reasons), evidence={"parameters": names},
         )
 
-
-def _sample(param: torch.Tensor) -> torch.Tensor:
-    return param.detach().reshape(-1)[:SAMPLE]

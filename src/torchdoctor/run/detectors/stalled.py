@@ -8,9 +8,13 @@ least `MIN_STEPS` steps and `3 * WINDOW` computations) the two means are read in
 compared. The loss has *moved* when the last mean is at least `MOVED` below the first; once
 it has, the run is never reported. It has *stalled* when the last mean is above
 `(1 - STALLED)` times the first and at least half the chance level `ln(C)` (a loss already
-near zero is converged, not stuck). A loss that climbs clearly (by ROSE of where it began,
-to ABOVE_CHANCE times the chance level) is a warning; a flat one is info, since correct code on
-labels that carry no information (random synthetic data) gives the same curve. A fall counts, either way, only where it also stands out
+near zero is converged, not stuck). A stalled loss is reported only with a cause that correct
+code does not share: it climbed clearly (by ROSE of where it began, to ABOVE_CHANCE times the
+chance level), it stays ABOVE_CHANCE times the chance level (worse than guessing), or the
+weights barely moved (a sample of each parameter, copied after the first step, changed by less
+than `BARELY_MOVED` of its size). A flat loss at chance with weights that move is what correct
+code draws on labels that carry no information (random synthetic data, the usual smoke test):
+it is not reported. A fall counts, either way, only where it also stands out
 of the scatter of the batches' losses by `SCATTER` standard errors of the difference of the two
 means: a flat loss whose small batches happen to average a few percent lower late in the run
 has not moved. Steps and ratios only: the machine's load changes nothing.
@@ -18,8 +22,10 @@ has not moved. Steps and ratios only: the machine's load changes nothing.
 Where the thresholds sit, on this project's mutation bench (bench/mutation_bench.py): the
 correct programs' losses fall by 10% to 60% over their shortened runs (the smallest fall, a
 character GPT over 60 steps, 23%); a learning rate 10,000 times too small moves the mean by
-under 1%; inputs paired with other samples' labels keep it at chance level; a learning rate
-100 times too large sends it up or leaves it above where it began; a maximised loss climbs.
+under 1% and the weights by under 0.1% (correct code on random labels moves them by 1% and more:
+Adam at 1e-4, SGD at 0.01); a learning rate 100 times too large sends the loss up or leaves it
+above where it began; a maximised loss climbs. Inputs paired with other samples' labels keep it
+at chance with weights that move, as random labels do: not told apart, not reported.
 """
 
 from __future__ import annotations
@@ -31,10 +37,11 @@ from typing import Any
 
 import torch
 
-from torchdoctor.core.finding import Severity
 from torchdoctor.rules.optimizer.training_loss_stalled import RULE
 from torchdoctor.run.detector import Detector
+from torchdoctor.run.detectors.support import param_sample
 from torchdoctor.run.events import LossCall, Step
+from torchdoctor.run.instruments.optim import params_of
 from torchdoctor.run.outcome import Outcome
 
 WINDOW = 10
@@ -44,9 +51,10 @@ STALLED = 0.02
 #: a warning needs a loss that climbs: by this fraction of where it began, and to this multiple of chance
 ROSE = 0.10
 ABOVE_CHANCE = 1.5
-#: a flat loss is also what correct code gives on labels that carry no information (random
-#: synthetic data, a common smoke test): said, and only at info
-FLAT_CAVEAT = "; expected only when the labels carry no information about the inputs, such as random synthetic data"
+#: weights that changed by less than this fraction of their size since the first step barely moved
+BARELY_MOVED = 1e-3
+#: parameters sampled after the first step (PARAM_SAMPLE elements of each)
+MAX_PARAMS = 32
 #: a fall counts only where it stands out of the batches' scatter, by this many standard errors of
 #: the difference of the two windows' means (small random batches scatter a flat loss by 5% and more)
 SCATTER = 3.0
@@ -69,6 +77,8 @@ class StalledLoss(Detector):
         self._stepped: dict[int, weakref.ref[Any]] = {}  # never keeps an optimizer alive
         self._optimizer: tuple[str, Any] = ("optimizer", None)
         self._steps = 0
+        #: samples of the optimizer's parameters after its first step, to tell how far they moved
+        self._start: list[tuple[weakref.ref[torch.Tensor], torch.Tensor]] = []
 
     def on_loss_end(self, event: LossCall) -> None:
         if self._done or event.function not in _CLASS_LOSSES:
@@ -94,6 +104,9 @@ class StalledLoss(Detector):
             self._stepped[id(optimizer)] = weakref.ref(optimizer, lambda _: self._conclude())
             info = self.ctx.optimizers.known.get(optimizer)
             self._optimizer = (type(optimizer).__name__, info.created_at if info is not None else None)
+            with torch.no_grad():
+                params = [p for p in params_of(optimizer) if p.requires_grad][:MAX_PARAMS]
+                self._start = [(weakref.ref(p), param_sample(p).clone()) for p in params]
         self._steps = event.index
         if event.index >= self._next_check:
             self._next_check *= 2
@@ -123,10 +136,33 @@ class StalledLoss(Detector):
         chance = math.log(self._classes)
         if fall >= max(STALLED * first, SCATTER * scatter) or last < 0.5 * chance:
             return
+        cause = self._cause(first, last, fall, scatter, chance)
+        if cause is None:
+            return  # flat at chance while the weights move: also what random labels give
         self._done = True
+        trend, why = cause
         name, created_at = self._optimizer
-        rose = -fall >= max(ROSE * first, SCATTER * scatter) and last >= ABOVE_CHANCE * chance
-        self.ctx.report(RULE, at=created_at or None, trend="rose" if rose else "did not fall", steps=self._steps, optimizer=name,
+        self.ctx.report(RULE, at=created_at or None, trend=trend, steps=self._steps, optimizer=name,
                         first=f"{first:.4g}", last=f"{last:.4g}", window=WINDOW,
-                        chance=f"chance level for {self._classes} classes is ln({self._classes}) = {chance:.4g}",
-                        caveat="" if rose else FLAT_CAVEAT, severity=None if rose else Severity.INFO)
+                        chance=f"chance level for {self._classes} classes is ln({self._classes}) = {chance:.4g}", why=why)
+
+    def _cause(self, first: float, last: float, fall: float, scatter: float, chance: float) -> tuple[str, str] | None:
+        """How the loss went and what correct code would not do, or None where correct code could."""
+        if -fall >= max(ROSE * first, SCATTER * scatter) and last >= ABOVE_CHANCE * chance:
+            return "rose", ""
+        if last >= ABOVE_CHANCE * chance:
+            return "did not fall", f"; it stays at {last / chance:.2g} times the chance level, worse than guessing"
+        moved = self._moved_since_start()
+        if moved is not None and moved < BARELY_MOVED:
+            return "did not fall", f"; the weights moved by {moved:.2%} of their size since its first step"
+        return None
+
+    def _moved_since_start(self) -> float | None:
+        """How far the sampled parameters moved since the first step, relative to their size."""
+        with torch.no_grad():
+            pairs = [(param_sample(p).float(), old.float()) for ref, old in self._start if (p := ref()) is not None]
+            if not pairs:
+                return None
+            size = math.sqrt(sum(float(old.pow(2).sum()) for _, old in pairs))
+            change = math.sqrt(sum(float((now - old).pow(2).sum()) for now, old in pairs))
+        return change / size if size > 0 and math.isfinite(change) else None

@@ -28,6 +28,15 @@ EVERY = 16
 SHOWN = 3
 
 
+#: elements of a parameter that stand for it where a detector compares it across steps
+PARAM_SAMPLE = 4096
+
+
+def param_sample(param: torch.Tensor) -> torch.Tensor:
+    """The first PARAM_SAMPLE elements of a parameter, detached (a view where the storage allows)."""
+    return param.detach().reshape(-1)[:PARAM_SAMPLE]
+
+
 def due(step: int) -> bool:
     """Whether a periodic check runs at this (1-based) optimizer step."""
     return step <= FIRST or step % EVERY == 0
