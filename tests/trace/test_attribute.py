@@ -150,3 +150,24 @@ def test_a_datasets_own_work_is_named_before_the_loop_that_asks_for_batches() ->
     assert ordered_data_lines(Counter({dataset: 300, loop: 100}), Counter({loop: 800})) == [dataset, loop]
     assert ordered_data_lines(Counter({dataset: 100, loop: 50}), Counter({loop: 900})) == [loop, dataset]  # the work is elsewhere
     assert ordered_data_lines(Counter(), Counter({loop: 900})) == [loop]
+
+
+def test_a_python_number_in_a_float32_op_is_no_float64_compute() -> None:
+    """`exp_avg / (bias_correction * lr)` (Adam) hands a float32 op a 0-dim float64 tensor."""
+    line = f"{LINE_PREFIX}train.py:13"
+    scalar = Event("aten::div", 1, 21, 39, dtypes=["float", "double"], shapes=[[32, 3], []])
+    real = Event("aten::mm", 1, 50, 90, dtypes=["double", "double"], shapes=[[8, 4], [4, 2]])
+    events = [step(0, 0), Event(line, 1, 20, 40), scalar, Event(line, 1, 49, 91), real, step(1, 200)]
+    found = attribute(events)
+    assert sum(found.lines[line].float64_per_step.values()) == 40  # the mm only
+
+
+def test_a_fallback_kernel_counts_whole_and_once_and_not_in_float64() -> None:
+    line = f"{LINE_PREFIX}model.py:30"
+    outer = Event("aten::thnn_conv2d", 1, 21, 81, dtypes=["float"], shapes=[[8, 3, 32, 32]])
+    inner = Event("aten::_slow_conv2d_forward", 1, 22, 80, dtypes=["float"], shapes=[[8, 3, 32, 32]])
+    mm = Event("aten::addmm", 1, 30, 70, dtypes=["float"], shapes=[[16, 27]])
+    double = Event("aten::thnn_conv2d", 1, 101, 141, dtypes=["double"], shapes=[[8, 3, 32, 32]])  # TD471's
+    events = [step(0, 0), Event(line, 1, 20, 82), outer, inner, mm, Event(line, 1, 100, 142), double, step(1, 200)]
+    stats = attribute(events).lines[line]
+    assert stats.slow_paths == {"aten::thnn_conv2d": 1} and sum(stats.slow_per_step.values()) == 60

@@ -76,14 +76,19 @@ def test_float64_compute_in_a_float32_model() -> None:
     assert codes(record(steps, [backward])) == ["TD471"]
 
 
-def test_float64_cost_is_read_against_cpu_time_so_preemption_does_not_move_it() -> None:
-    """Steps whose wall-clock op time another process inflated (a busy machine): the float64
-    op costs 200 µs in most steps, the training thread spends 1 ms of CPU per step."""
+def test_float64_cost_is_read_step_by_step_on_one_clock_so_load_does_not_move_it() -> None:
+    """A busy machine stretches a whole step, the float64 op and the rest alike: its share of
+    each step stays 20%. The thread's CPU time (1 ms) is no denominator: it leaves out the
+    waits for a core that the ops' times include (that read 300% here)."""
     busy = [{"index": i, "wall_us": wall, "op_us": wall, "cpu_us": 1000} for i, wall in ((1, 4000), (2, 3000), (3, 5000))]
     mm = [{"op": "aten::mm", "count": 3, "us": 3000, "dtypes": ["float64"]}]
-    assert codes(record(busy, [line("model.py:19", ops=mm, float64_per_step_us=[200, 2600, 210])])) == ["TD471"]
+    (found,) = diagnose(record(busy, [line("model.py:19", ops=mm, float64_per_step_us=[800, 600, 1000])]))
+    assert found.rule == "TD471" and "20%" in found.message
     # ... and a float64 op preempted once is not a float64 cost
-    assert codes(record(busy, [line("model.py:19", ops=mm, float64_per_step_us=[20, 2600, 30])])) == []
+    assert codes(record(busy, [line("model.py:19", ops=mm, float64_per_step_us=[40, 2600, 50])])) == []
+    # ... nor is the DataLoader's share of a step part of what the line is read against
+    fetching = [{**step, "data_in_process_us": step["op_us"] / 2} for step in busy]
+    assert codes(record(fetching, [line("model.py:19", ops=mm, float64_per_step_us=[300, 225, 375])])) == ["TD471"]  # 15%, not 7.5%
 
 
 def test_float64_cost_on_a_gpu_is_the_kernels_time() -> None:
@@ -140,3 +145,29 @@ def test_data_wait(data: float, in_process: float, expected: list[str]) -> None:
     assert [f.rule for f in found] == expected
     if found:
         assert found[0].line == 8 and "70%" in found[0].message
+
+
+def test_a_convolution_in_the_fallback_kernel() -> None:
+    """oneDNN turned off on the CPU (cuDNN on a GPU): the convolution's im2col kernel, a third
+    of each step, with the flag named; its twin, the library kernel, has no fallback to report."""
+    steps = [{"index": i, "wall_us": 1000, "op_us": 1000} for i in (1, 2, 3)]
+    conv = line("model.py:30", slow_paths={"aten::thnn_conv2d": 3, "aten::_slow_conv2d_backward": 3},
+                slow_path_per_step_us=[330, 340, 320])
+    (found,) = diagnose(record(steps, [conv], backends={"mkldnn": False, "cudnn": True}))
+    assert (found.rule, found.line, found.severity.value) == ("TD475", 30, "warning")
+    assert "aten::thnn_conv2d" in found.message and "`torch.backends.mkldnn.enabled` is False" in found.message
+    assert "Remove the `torch.backends.mkldnn.enabled = False`" in (found.hint or "")
+    (on_gpu,) = diagnose(record(steps, [conv], GPU, backends={"mkldnn": True, "cudnn": False}))
+    assert "instead of cuDNN because `torch.backends.cudnn.enabled` is False" in on_gpu.message
+    assert codes(record(steps, [{**conv, "slow_path_per_step_us": [330, 0, 320]}])) == []  # not in every step
+    assert codes(record(steps, [{**conv, "slow_path_per_step_us": [30, 40, 20]}])) == []  # a small share
+    assert codes(record(steps, [line("model.py:30", slow_path_per_step_us=[0, 0, 0])])) == []
+
+
+def test_attention_in_the_math_kernel_only_on_a_device() -> None:
+    """On the CPU the math kernel is also the one for attention with dropout: not reported there."""
+    steps = [{"index": i, "wall_us": 1000, "op_us": 1000} for i in (1, 2)]
+    attention = line("model.py:12", slow_paths={"aten::_scaled_dot_product_attention_math": 2}, slow_path_per_step_us=[500, 520])
+    (found,) = diagnose(record(steps, [attention], GPU))
+    assert found.rule == "TD475" and "scaled_dot_product_attention" in found.message and "sdpa_kernel" in (found.hint or "")
+    assert codes(record(steps, [attention], CPU)) == []

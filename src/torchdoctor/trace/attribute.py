@@ -44,6 +44,16 @@ DTYPES = {
 }
 TOP_OPS = 6
 #: ops that move, view, allocate or convert data rather than compute on it
+#: ATen's generic fallback kernels, taken where the fast library kernel (oneDNN, cuDNN, a fused
+#: attention kernel) was disabled or does not take the call: op -> what it stands in for
+SLOW_PATHS = {
+    "aten::thnn_conv2d": "convolution", "aten::_slow_conv2d_forward": "convolution",
+    "aten::_slow_conv2d_backward": "convolution", "aten::slow_conv3d": "convolution",
+    "aten::slow_conv3d_forward": "convolution", "aten::slow_conv_dilated2d": "convolution",
+    "aten::slow_conv_dilated3d": "convolution", "aten::slow_conv_transpose2d": "convolution",
+    "aten::slow_conv_transpose3d": "convolution",
+    "aten::_scaled_dot_product_attention_math": "attention",
+}
 NON_COMPUTE = frozenset({
     "aten::to", "aten::_to_copy", "aten::copy_", "aten::empty", "aten::empty_like", "aten::empty_strided",
     "aten::view", "aten::_reshape_alias", "aten::reshape", "aten::as_strided", "aten::t", "aten::transpose",
@@ -130,6 +140,9 @@ class LineStats:
     float64_per_step: Counter[int] = field(default_factory=Counter)
     strided_per_step: Counter[int] = field(default_factory=Counter)
     float64_device_per_step: Counter[int] = field(default_factory=Counter)  # their kernels, on a GPU
+    #: per step: time inside a fallback kernel (SLOW_PATHS), whole; and those kernels, by name
+    slow_per_step: Counter[int] = field(default_factory=Counter)
+    slow_paths: Counter[str] = field(default_factory=Counter)
 
     @property
     def total_ns(self) -> int:
@@ -337,10 +350,29 @@ def _count(lines: dict[str, LineStats], key: str, event: Event, backward: bool, 
             stats.strided_per_step[step] += event.self_ns
     if step is not None and _float64_compute(event):
         stats.float64_per_step[step] += event.self_ns
+    if event.name in SLOW_PATHS and "double" not in event.dtypes and not _inside_slow_path(event):
+        # whole (its im2col and matrix products are the slow path's cost); a float64 one is TD471's
+        stats.slow_paths[event.name] += 1
+        if step is not None:
+            stats.slow_per_step[step] += event.duration
+
+
+def _inside_slow_path(event: Event) -> bool:
+    parent = event.parent
+    while parent is not None:
+        if parent.name in SLOW_PATHS:
+            return True
+        parent = parent.parent
+    return False
 
 
 def _float64_compute(event: Event) -> bool:
-    return event.is_op and "double" in event.dtypes and event.name not in NON_COMPUTE
+    """A compute op with a float64 tensor operand. A Python number in a float32 op (Adam's
+    bias corrections, `x / 3.0`) reaches it as a 0-dim float64 tensor: that is no float64 compute."""
+    if not event.is_op or event.name in NON_COMPUTE:
+        return False
+    shapes = list(event.shapes) + [None] * (len(event.dtypes) - len(event.shapes))
+    return any(dtype == "double" and shape != [] for dtype, shape in zip(event.dtypes, shapes))
 
 
 def _step_of(start: int, steps: list[StepStats]) -> int | None:

@@ -3,9 +3,9 @@
 Every verdict compares times measured in the same process over the same steps (a line's
 share of the step, the device's busy share, data wait against the step), with wide margins,
 and most need the condition in every traced step: a busy machine slows the whole step, so the
-ratios, and the verdicts, stay put; a line's cost is read against the training thread's CPU
-time, which no other process inflates (`cost_share`, `clean_share`; tests/trace/test_lab.py
-runs the lab pairs under a CPU hog). The
+ratios, and the verdicts, stay put; a line's cost is read against the time of all the step's
+ops on the same clock, step by step (`cost_share`; data wait: `clean_share`;
+tests/trace/test_lab.py runs the lab pairs under a CPU hog). The
 GPU-only ones (launch-bound steps, host-device syncs, CPU work in a GPU run, autocast for the
 wrong device) read facts only a GPU run records; they are tested with records made by hand.
 
@@ -27,8 +27,9 @@ from torchdoctor.rules.performance.float64_ops_in_float32_model import RULE as F
 from torchdoctor.rules.performance.host_sync_every_step import RULE as HOST_SYNC
 from torchdoctor.rules.performance.input_bound_loader import RULE as INPUT_BOUND
 from torchdoctor.rules.performance.launch_bound_steps import RULE as LAUNCH_BOUND
+from torchdoctor.rules.performance.slow_kernel_fallback import RULE as SLOW_KERNEL
 from torchdoctor.rules.performance.strided_copy_on_hot_line import RULE as STRIDED_COPY
-from torchdoctor.trace.attribute import NON_COMPUTE
+from torchdoctor.trace.attribute import NON_COMPUTE, SLOW_PATHS
 
 Record = dict[str, Any]
 #: run the GPU-only verdicts on a CPU run (tests and doc proofs on machines without a GPU),
@@ -48,6 +49,8 @@ FLOAT64_SHARE = 0.10
 CPU_OPS_SHARE = 0.20
 #: strided copies: in every traced step, and this share of a step (`cost_share`)
 STRIDED_SHARE = 0.10
+#: fallback kernels: in every traced step, and this share of a step (`cost_share`)
+SLOW_SHARE = 0.10
 #: data wait: the step waits for the DataLoader this share of its wall time (`clean_share`):
 #: the loader takes twice as long as the rest of the step (per-sample indexing and collate of a
 #: small model's batches can take as long as the model: that is not the bug)
@@ -162,14 +165,16 @@ def clean_share(parts: list[float], wholes: list[float], steps: list[Record]) ->
 
 
 def cost_share(parts: list[float], steps: list[Record]) -> float:
-    """What a line's ops of one kind cost a step: the median over the traced steps of their time
-    (one call that lost the core to another process in the middle does not move it), against
-    the median CPU time of the training thread per step (`cpu_us`, which no other process
-    inflates; the op time of the steps when it was not recorded)."""
+    """What a line's ops of one kind cost a step: in each traced step, their time against the
+    time of the step's ops outside the DataLoader's fetches (whose many small indexing ops the
+    profiler slows most; data wait has its own rule), both on the profiler's clock in that step;
+    the median over the steps. A busy machine stretches both sides of each step alike, so the
+    share stays where it is (a CPU-time denominator does not: the thread's CPU time leaves out
+    the time it waited for a core, which its ops' wall times include)."""
     if not steps or len(parts) != len(steps):
         return 0.0
-    whole = "cpu_us" if all(step.get("cpu_us") for step in steps) else "op_us"
-    return _share(statistics.median(parts), statistics.median(step.get(whole, 0) for step in steps))
+    wholes = [max(step.get("op_us", 0) - step.get("data_in_process_us", 0), part) for part, step in zip(parts, steps)]
+    return statistics.median(_share(part, whole) for part, whole in zip(parts, wholes))
 
 
 def float64_ops(record: Record) -> list[Finding]:
@@ -277,6 +282,44 @@ def data_wait(record: Record) -> list[Finding]:
     )]
 
 
+def slow_paths(record: Record) -> list[Finding]:
+    """Fallback kernels on a line; attention's only on a device (on the CPU the math kernel is
+    also the one for attention with dropout, however the call is written)."""
+    steps = _steps(record)
+    device = on_device(record)
+    found = []
+    for line in record.get("lines") or []:
+        per_step = line.get("slow_path_per_step_us") or []
+        if not steps or len(per_step) != len(steps) or min(per_step) <= 0:
+            continue
+        ops = [op for op in line.get("slow_paths") or {} if device or SLOW_PATHS.get(op) != "attention"]
+        if not ops or cost_share(per_step, steps) < SLOW_SHARE:
+            continue
+        share = cost_share(per_step, steps)
+        what = SLOW_PATHS[ops[0]]
+        found.append(_finding(SLOW_KERNEL, line, ops=", ".join(ops[:3]), share=_pct(share), **_slow_path_words(what, record),
+                              evidence={"ops": ops, "slow_path_per_step_us": per_step}))
+    return found
+
+
+def _slow_path_words(what: str, record: Record) -> dict[str, str]:
+    if what == "attention":
+        return {"what": "scaled_dot_product_attention", "fast": "a fused flash or memory-efficient kernel", "cause": "",
+                "remedy": ("Run this call once under `torch.nn.attention.sdpa_kernel([SDPBackend.FLASH_ATTENTION, "
+                        "SDPBackend.EFFICIENT_ATTENTION])`: torch warns why each fused kernel was not used (float32 inputs on "
+                        "the GPU, a head size or mask it does not take, ...) and raises instead of falling back.")}
+    backends = record.get("backends") or {}
+    device = on_device(record) and os.environ.get(ENV_DEVICE_CHECKS_ON_CPU) != "1"
+    flag = "torch.backends.cudnn.enabled" if device else "torch.backends.mkldnn.enabled"
+    disabled = backends.get("cudnn" if device else "mkldnn") is False
+    keeps = "; for reproducibility, `torch.backends.cudnn.deterministic = True` keeps cuDNN" if device else ""
+    return {"what": "convolution", "fast": "cuDNN" if device else "oneDNN (mkldnn)",
+            "cause": f" because `{flag}` is False" if disabled else "",
+            "remedy": (f"Remove the `{flag} = False` (a workaround or a reproducibility recipe left in place{keeps})." if disabled else
+                    "Check the convolution's dtype, layout and arguments against what the library kernel takes "
+                    "(a float64 input, an unusual padding or dilation), and that no code turned the library off.")}
+
+
 CHECKS: tuple[Callable[[Record], list[Finding]], ...] = (
-    launch_bound, host_syncs, float64_ops, cpu_ops, strided_copies, autocast_device, data_wait,
+    launch_bound, host_syncs, float64_ops, cpu_ops, strided_copies, slow_paths, autocast_device, data_wait,
 )

@@ -75,6 +75,8 @@ def _line(stats: LineStats, facts: LineFacts | None, total: int, steps: list[Any
         "float64_per_step_us": [us(stats.float64_per_step.get(s.index, 0)) for s in steps],
         "float64_device_per_step_us": [us(stats.float64_device_per_step.get(s.index, 0)) for s in steps],
         "strided_copy_per_step_us": [us(stats.strided_per_step.get(s.index, 0)) for s in steps],
+        "slow_path_per_step_us": [us(stats.slow_per_step.get(s.index, 0)) for s in steps],
+        "slow_paths": dict(stats.slow_paths),
     }
 
 

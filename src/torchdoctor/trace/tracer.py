@@ -151,6 +151,8 @@ class StepTracer(Detector):
         found.update({
             "requested": self.opts.steps, "skip": self.opts.skip, "traced": self._traced, "ended": ended,
             "stop": self.opts.stop, "parameters": self._parameters(),
+            # library kernels turned off (a read: neither initialises CUDA)
+            "backends": {"cudnn": bool(torch.backends.cudnn.enabled), "mkldnn": bool(torch.backends.mkldnn.enabled)},
         })
         _mark_autocast_ops(found)
         found["paths"] = _paths(found, self.opts)
