@@ -12,7 +12,7 @@ from torchdoctor.trace.attribute import (
     contiguous_strides,
     ordered_data_lines,
 )
-from torchdoctor.trace.options import LINE_PREFIX, STEP_PREFIX
+from torchdoctor.trace.options import LINE_PREFIX, OWN, STEP_PREFIX
 
 MODEL, LOSS, BACKWARD, OTHER = (f"{LINE_PREFIX}train.py:{n}" for n in (10, 11, 12, 3))
 
@@ -171,3 +171,18 @@ def test_a_fallback_kernel_counts_whole_and_once_and_not_in_float64() -> None:
     events = [step(0, 0), Event(line, 1, 20, 82), outer, inner, mm, Event(line, 1, 100, 142), double, step(1, 200)]
     stats = attribute(events).lines[line]
     assert stats.slow_paths == {"aten::thnn_conv2d": 1} and sum(stats.slow_per_step.values()) == 60
+
+
+def test_torchdoctors_own_calls_inside_a_users_step_are_its_own() -> None:
+    """A detector called from the optimizer's hook runs inside `Optimizer.step`: its ops are
+    not given to the line whose update is the busiest under that step."""
+    step_line = f"{LINE_PREFIX}train.py:13"
+    events = [
+        step(0, 0),
+        Event("Optimizer.step#SGD.step", 1, 10, 100), Event(step_line, 1, 20, 40), Event("aten::add_", 1, 21, 39),
+        Event(OWN, 1, 50, 90), Event("aten::_foreach_norm", 1, 51, 89),
+        step(1, 200),
+    ]
+    found = attribute(events)
+    assert set(found.lines[step_line].ops) == {"aten::add_"}
+    assert found.remainder[OWN] == 40  # the range, its op included

@@ -78,6 +78,10 @@ def test_lines_ops_backward_paths_and_chrome_trace(tmp_path: Path) -> None:
     assert linear["native_functions"]["line"] > 0
     step = paths["aten::add_.Tensor"]  # --op: the optimizer's in-place update, called from optimizer.step()
     assert step["lines"] == ["mlp.py:20"] and [s["key"] for s in step["served"]][-1] == "CPU"
+    # torchdoctor's own torch calls (run's per-step series: norms of the gradients and updates,
+    # the loss read) are its time, not the user's lines'
+    assert not {op["op"] for line in lines for op in line["ops"]} & {"aten::_foreach_norm", "aten::linalg_vector_norm", "aten::item"}
+    assert any(r["name"] == "torchdoctor (observing)" for r in section["remainder"])
     # the Chrome trace: valid, and annotated with the user lines
     events = validate_chrome(json.loads(chrome.read_text(encoding="utf-8")))
     assert any(e["cat"] == "user line" and e["name"] == "mlp.py:17" for e in events)

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, TypeVar
 
 import torch
 from torch import nn
+from torch._C._profiler import _RecordFunctionFast
 from torch.optim.optimizer import Optimizer
 
 from torchdoctor.core.finding import Finding
@@ -50,6 +51,7 @@ from torchdoctor.run.instruments.trace import OpTrace, Watcher
 from torchdoctor.run.outcome import Outcome
 from torchdoctor.run.patching import Patches
 from torchdoctor.run.replay import strong, untouched, weak
+from torchdoctor.trace.options import OWN
 
 Emit = Callable[[Finding, str], None]
 Record = Callable[[dict[str, Any]], None]
@@ -401,7 +403,11 @@ class Session:
 
     def _call(self, method: Callable[..., None], *args: Any) -> None:
         try:
-            method(*args)
+            if torch.autograd._profiler_enabled():  # `trace`: the detectors' torch calls are not the user's time
+                with _RecordFunctionFast(OWN):
+                    method(*args)
+            else:
+                method(*args)
         except Exception as exc:  # noqa: BLE001 - a detector's bug must never stop the training run
             self._by_event = {  # it steps aside for the rest of the run
                 event: tuple(m for m in methods if m != method) for event, methods in self._by_event.items()

@@ -25,7 +25,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from torchdoctor.trace.options import COMPILED_SUFFIX, LINE_PREFIX, STEP_PREFIX
+from torchdoctor.trace.options import COMPILED_SUFFIX, LINE_PREFIX, OWN, STEP_PREFIX
 
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
 #: the DataLoader's record function around fetching one batch (`enumerate(DataLoader)#...__next__`)
@@ -203,6 +203,9 @@ def attribute(events: list[Event], data_line: str | None = None) -> Attribution:
         if event.corr:
             by_corr[event.corr] = event
         key, backward = _place(event, forward_line, placed)
+        if key == OWN:
+            remainder[OWN] += event.self_ns
+            continue
         if key is None:
             orphans[id(_root(event))].append(event)
             continue
@@ -302,7 +305,7 @@ def _place(event: Event, forward_line: dict[tuple[int, int], str], placed: dict[
             if line is not None:
                 found = (line, True)
                 break
-        if probe.is_line:
+        if probe.is_line or probe.name == OWN:  # (torchdoctor's own calls: never a user line's)
             found = (probe.name, False)
             break
         probe = probe.parent
