@@ -34,6 +34,7 @@ from torchdoctor.trace import chrome, oppath, record
 from torchdoctor.trace.attribute import attribute
 from torchdoctor.trace.events import collect
 from torchdoctor.trace.marks import LineMarks
+from torchdoctor.trace.heap import keep_heap
 from torchdoctor.trace.options import CONFIG_KEY, STEP_PREFIX, TraceOptions
 
 
@@ -164,6 +165,7 @@ class StepTracer(Detector):
         if self.ctx.folder is not None:
             self.profile = None  # in a traced script: its memory back; in process (tests) it stays readable
             del profile, events, attribution
+            keep_heap()  # the steps after the trace do not pay for its freed memory (trace/heap.py)
 
     def _parameters(self) -> dict[str, Any]:
         """The trained parameters' dtypes and devices (elements of each), once."""
