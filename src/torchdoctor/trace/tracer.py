@@ -33,8 +33,8 @@ from torchdoctor.run.outcome import Outcome
 from torchdoctor.trace import chrome, oppath, record
 from torchdoctor.trace.attribute import attribute
 from torchdoctor.trace.events import collect
-from torchdoctor.trace.marks import LineMarks
 from torchdoctor.trace.heap import keep_heap
+from torchdoctor.trace.marks import LineMarks
 from torchdoctor.trace.options import CONFIG_KEY, STEP_PREFIX, TraceOptions
 
 
