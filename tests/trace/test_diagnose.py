@@ -156,7 +156,7 @@ def test_a_convolution_in_the_fallback_kernel() -> None:
     (found,) = diagnose(record(steps, [conv], backends={"mkldnn": False, "cudnn": True}))
     assert (found.rule, found.line, found.severity.value) == ("TD475", 30, "warning")
     assert "aten::thnn_conv2d" in found.message and "`torch.backends.mkldnn.enabled` is False" in found.message
-    assert "Remove the `torch.backends.mkldnn.enabled = False`" in (found.hint or "")
+    assert "`torch.backends.mkldnn.enabled = False` or a `torch.backends.mkldnn.flags(enabled=False)` block" in (found.hint or "")
     (on_gpu,) = diagnose(record(steps, [conv], GPU, backends={"mkldnn": True, "cudnn": False}))
     assert "instead of cuDNN because `torch.backends.cudnn.enabled` is False" in on_gpu.message
     assert codes(record(steps, [{**conv, "slow_path_per_step_us": [330, 0, 320]}])) == []  # not in every step

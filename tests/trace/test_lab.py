@@ -1,4 +1,4 @@
-"""The lab programs whose pitfall costs time (46-48) under `torchdoctor trace`: each diagnosis at
+"""The lab programs whose pitfall costs time (46-48, 50) under `torchdoctor trace`: each diagnosis at
 its line, each fixed twin silent, and the same verdicts on a machine kept busy by a CPU hog."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ EXPECTED = {
     "46_float64_projection_in_forward": ("TD471", "h.double() @ self.projection"),
     "47_images_permuted_every_step": ("TD473", "x.permute(0, 3, 1, 2).contiguous()"),
     "48_features_computed_per_sample": ("TD314", "torch.stft("),
+    "50_convolutions_without_onednn": ("TD475", "loss = loss_fn(model(x), y)"),
 }
 
 

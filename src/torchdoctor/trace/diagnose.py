@@ -315,7 +315,8 @@ def _slow_path_words(what: str, record: Record) -> dict[str, str]:
     keeps = "; for reproducibility, `torch.backends.cudnn.deterministic = True` keeps cuDNN" if device else ""
     return {"what": "convolution", "fast": "cuDNN" if device else "oneDNN (mkldnn)",
             "cause": f" because `{flag}` is False" if disabled else "",
-            "remedy": (f"Remove the `{flag} = False` (a workaround or a reproducibility recipe left in place{keeps})." if disabled else
+            "remedy": (f"Remove what turns it off, `{flag} = False` or a `{flag[:-8]}.flags(enabled=False)` block (a workaround "
+                       f"or a reproducibility recipe left in place{keeps})." if disabled else
                     "Check the convolution's dtype, layout and arguments against what the library kernel takes "
                     "(a float64 input, an unusual padding or dilation), and that no code turned the library off.")}
 
