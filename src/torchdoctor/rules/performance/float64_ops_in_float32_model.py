@@ -16,7 +16,9 @@ RULE = Rule(
 `torchdoctor trace` records the dtypes of every op each line of the script dispatched. When
 the trained parameters are float32, it reports a line whose compute ops (not conversions,
 copies or views), or their backward, ran in float64 for at least a tenth of the op time of a
-traced step (read against the training thread's CPU time, median over the traced steps). A model
+traced step (read against the step's ops outside the DataLoader's fetches, on the same clock,
+step by step; the median over the traced steps). A Python number in a float32 op (Adam's bias
+corrections) is not float64 compute. A model
 trained in float64 throughout is not reported.
 
 ## Why is this bad?

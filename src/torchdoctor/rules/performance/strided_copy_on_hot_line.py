@@ -16,8 +16,8 @@ RULE = Rule(
 `torchdoctor trace` records, for every copy an op makes, whether its source was laid out
 contiguously. It reports a line whose copies from non-contiguous tensors (the `.contiguous()`,
 `.reshape()`, `.clone()` or `.to()` of a transposed, permuted or sliced tensor) happen in every
-traced step and take at least a tenth of a step (read against the training thread's CPU time,
-median over the traced steps). Copies made inside a
+traced step and take at least a tenth of a step (read against the step's ops outside the
+DataLoader's fetches, on the same clock, step by step; the median over the traced steps). Copies made inside a
 computing op (`torch.stft` framing its signal, a matmul packing an operand) are how that op
 works and are not counted. It is advice: some such copies are the price of a layout change
 that is needed.
