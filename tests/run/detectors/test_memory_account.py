@@ -74,7 +74,9 @@ def test_a_view_shares_its_base_storage() -> None:
     import sys
 
     census = take(1, "step", Sources(frame=sys._getframe(), all_user_modules=False))  # not the whole suite's modules
-    assert census.owners["other"] == 1024 * 256 * 4  # one storage, counted once
+    size = 1024 * 256 * 4
+    # one storage, counted once (beside it, whatever small tensors the test runner's own modules hold)
+    assert size <= census.owners["other"] < size + size // 8
 
 
 class FakeAllocator:
