@@ -8,7 +8,7 @@ import sys
 from torchdoctor.catalog.reporters import commands_of, reported_by, reporters
 from torchdoctor.core import registry
 from torchdoctor.lint.engine import all_checks
-from torchdoctor.run.detectors import DETECTORS
+from torchdoctor.run.detectors import all_detectors
 
 
 def test_a_rule_three_commands_report_names_each_file() -> None:
@@ -31,7 +31,7 @@ def test_every_registered_lint_check_and_run_detector_is_found() -> None:
         module = check.func.__module__.removeprefix("torchdoctor.").replace(".", "/") + ".py"
         for code in check.codes:
             assert ("lint", module) in reporters()[code], (code, module)
-    for detector in DETECTORS:
+    for detector in all_detectors():
         module = detector.__module__.removeprefix("torchdoctor.").replace(".", "/") + ".py"
         for rule in detector.rules:
             assert ("run", module) in reporters()[rule.code], (rule.code, module)

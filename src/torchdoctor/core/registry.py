@@ -1,4 +1,5 @@
-"""The one rule registry: every module under `torchdoctor.rules` that defines `RULE`.
+"""The one rule registry: every module under `torchdoctor.rules` that defines `RULE`, and
+every module a `torchdoctor.rules` plugin names (core/plugins.py).
 
 Rules are found by walking the package, so adding a rule is adding one file.
 """
@@ -6,10 +7,9 @@ Rules are found by walking the package, so adding a rule is adding one file.
 from __future__ import annotations
 
 import functools
-import importlib
-import pkgutil
 from collections.abc import Iterable
 
+from torchdoctor.core import plugins
 from torchdoctor.core.errors import UsageError
 from torchdoctor.core.finding import Category
 from torchdoctor.core.rule import Rule
@@ -18,11 +18,8 @@ from torchdoctor.core.rule import Rule
 @functools.lru_cache(maxsize=1)
 def all_rules() -> tuple[Rule, ...]:
     """Every rule, sorted by code; raises if two rules share a code or a name."""
-    import torchdoctor.rules as package
-
     found: list[Rule] = []
-    for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
-        module = importlib.import_module(info.name)
+    for module in plugins.modules("torchdoctor.rules"):
         rule = getattr(module, "RULE", None)
         if isinstance(rule, Rule):
             found.append(rule)

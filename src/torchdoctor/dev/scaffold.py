@@ -1,11 +1,10 @@
 """Scaffold a new rule: the rule file with its doc headings, a stub for each chosen detector
-(lint check, run detector, health check), registered where the command finds it, and the
-two-sided tests. The new tests fail until the detector finds the flagged side: that is the
+(lint check, run detector, health check), which its command finds by itself (core/plugins.py),
+and the two-sided tests. The new tests fail until the detector finds the flagged side: that is the
 point, a scaffold must not look finished."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,17 +72,10 @@ def write_rule(rule: NewRule, root: Path) -> list[Path]:
     existing = [path for path in files if path.exists()]
     if existing:
         raise UsageError(f"{existing[0]} exists already: choose another name")
-    registrations = []
-    if "run" in rule.kinds:
-        registrations.append(_register_detector(root, rule))
-    if "check" in rule.kinds:
-        registrations.append(_register_health_check(root, rule))
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    for path, text in registrations:
-        path.write_text(text, encoding="utf-8")
-    return [*files, *(path for path, _ in registrations)]
+    return list(files)
 
 
 def _validate(rule: NewRule) -> None:
@@ -110,46 +102,6 @@ def _fields(rule: NewRule) -> dict[str, str]:
 
 def _rule_file(rule: NewRule) -> str:
     return _RULE.format(**_fields(rule), example=_EXAMPLES[rule.proof])
-
-
-def _register_detector(root: Path, rule: NewRule) -> tuple[Path, str]:
-    """Import the detector in run/detectors/__init__.py (in sorted place) and list it in DETECTORS."""
-    path = root / "src" / "torchdoctor" / "run" / "detectors" / "__init__.py"
-    text = path.read_text(encoding="utf-8")
-    line = f"from torchdoctor.run.detectors.{rule.module} import {rule.class_name}\n"
-    text = _insert_sorted_import(text, line, r"from torchdoctor\.run\.detectors\.(\w+) import")
-    listed = re.search(r"DETECTORS: tuple\[type\[Detector\], \.\.\.\] = \(\n(.*?)\n\)", text, re.S)
-    if listed is None:
-        raise UsageError(f"cannot find DETECTORS in {path}: register {rule.class_name} by hand")
-    end = listed.end(1)
-    return path, text[:end] + f"\n    {rule.class_name}," + text[end:]
-
-
-def _register_health_check(root: Path, rule: NewRule) -> tuple[Path, str]:
-    """Import the check module in health/runner.py and append it to CHECKS (the report's order)."""
-    path = root / "src" / "torchdoctor" / "health" / "runner.py"
-    text = path.read_text(encoding="utf-8")
-    block = re.search(r"from torchdoctor\.health\.checks import \(\n(.*?)\n\)", text, re.S)
-    checks = re.search(r"CHECKS: tuple\[ModuleType, \.\.\.\] = \(\n(.*?),?\n\)", text, re.S)
-    if block is None or checks is None:
-        raise UsageError(f"cannot find the checks' imports or CHECKS in {path}: register {rule.module} by hand")
-    names = [n.strip().rstrip(",") for n in block.group(1).splitlines()]
-    classes, modules = [n for n in names if n[:1].isupper()], sorted([n for n in names if not n[:1].isupper()] + [rule.module])
-    imports = "\n".join(f"    {name}," for name in classes + modules)
-    text = text[:checks.end(1)] + f", {rule.module}" + text[checks.end(1):]
-    return path, text[:block.start(1)] + imports + text[block.end(1):]
-
-
-def _insert_sorted_import(text: str, line: str, pattern: str) -> str:
-    new = re.match(pattern, line)
-    assert new is not None
-    for match in re.finditer(rf"^{pattern}", text, re.M):
-        if match.group(1) > new.group(1):
-            return text[:match.start()] + line + text[match.start():]
-    last = list(re.finditer(rf"^{pattern}.*?(?:\n\)|$)\n?", text, re.M | re.S))
-    if not last:
-        raise UsageError("cannot find where the detectors are imported: register the detector by hand")
-    return text[:last[-1].end()] + line + text[last[-1].end():]
 
 
 _RULE = '''"""{code} {name}."""

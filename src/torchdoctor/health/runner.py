@@ -9,32 +9,17 @@ from __future__ import annotations
 import time
 from types import ModuleType
 
+from torchdoctor.core import plugins
 from torchdoctor.core.progress import Progress
 from torchdoctor.core.report import CheckResult, Report, Status
-from torchdoctor.health.checks import (
-    Outcome,
-    determinism,
-    devices,
-    dtypes,
-    finite,
-    forward,
-    functions,
-    grad_flow,
-    independence,
-    loader,
-    loss,
-    optimizer,
-    overfit,
-    registration,
-    step,
-)
+from torchdoctor.health.checks import Outcome
 from torchdoctor.health.context import CheckContext
 
-#: the order of the report (the issue's list, with "the model runs" first)
-CHECKS: tuple[ModuleType, ...] = (
-    forward, devices, dtypes, grad_flow, registration, optimizer, step, loss,
-    independence, overfit, determinism, finite, loader, functions,
-)
+#: the checks, built-in and the `torchdoctor.check` plugins', in the order of the report (their
+#: `ORDER`: "the model runs" first)
+CHECKS: tuple[ModuleType, ...] = tuple(plugins.ordered(
+    module for module in plugins.modules("torchdoctor.check") if hasattr(module, "NAME") and hasattr(module, "run")
+))
 NAMES = tuple(check.NAME for check in CHECKS)
 
 

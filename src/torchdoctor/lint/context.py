@@ -1,9 +1,10 @@
-"""The one walk over a file, and the state rules read while it happens.
+"""The one walk over a file: it keeps the state rules read up to date and calls their checks.
 
-`Context` walks the tree once, in source order, and keeps what rules need: the import table,
-the current function/class/loop/`with`/`if`, the kinds of variables assigned so far, and the
-calls of interest of every function (its events). Rule checks registered for a node type are
-called as the walk enters such a node; file-level checks run after it (see `engine`).
+`Context` walks the tree once, in source order, and keeps what rules need (state.py: the
+import table, the current function/class/loop/`with`/`if`, the kinds of variables assigned so
+far, and the calls of interest of every function, its events). Rule checks registered for a
+node type are called as the walk enters such a node; file-level checks run after it (see
+`engine`). They report through the same `ctx` (reporter.py).
 """
 
 from __future__ import annotations
@@ -13,13 +14,12 @@ import builtins
 from collections.abc import Callable
 from typing import Any
 
-from torchdoctor.core.finding import Edit, Finding, Fix, Severity
-from torchdoctor.core.rule import Rule
-from torchdoctor.core.suppress import is_suppressed
 from torchdoctor.lint import flow
 from torchdoctor.lint.model import ClassInfo, Event, Kind, LoopInfo, Scope
-from torchdoctor.lint.names import ImportTable, chain_root, dotted, terminal
+from torchdoctor.lint.names import chain_root, dotted, terminal
+from torchdoctor.lint.reporter import Reporter
 from torchdoctor.lint.source import Source
+from torchdoctor.lint.state import WalkState
 
 Handler = Callable[[Any, "Context"], None]
 
@@ -49,16 +49,9 @@ def _fields() -> dict[type, tuple[tuple[str, bool], ...]]:
 FIELDS = _fields()
 _LEAVES = frozenset({ast.Name, ast.Constant, ast.Pass, ast.Break, ast.Continue, ast.alias, ast.Global, ast.Nonlocal})
 
-
-class Context:
-    """The state of the walk over one file, and the API rules use to read it and report.
-
-    Read-only for rules: `source`, `imports`, `scope` (the current function, or the module),
-    `class_info` (the enclosing class), `loops` (enclosing loops of the current scope,
-    outermost first), `grad_disabled`, `conditions` (enclosing `if`s whose body we are in),
-    `parent` (the node whose child is being visited), `statement` (the innermost statement),
-    `classes`, `scopes`.
-    """
+class Context(WalkState, Reporter):
+    """The walk over one file: the state rules read (`WalkState`), how they report
+    (`Reporter`), and the walk that keeps the one up to date and calls the checks."""
 
     def __init__(
         self,
@@ -68,24 +61,9 @@ class Context:
         call_handlers: dict[str, list[tuple[Handler, tuple[str, ...]]]],
         tracked: frozenset[str],
     ) -> None:
-        self.source = source
-        self.enabled = enabled
-        self.imports = ImportTable()
-        self.findings: list[Finding] = []
-        self.memo: dict[str, Any] = {}  # per-file scratch space for checks, keyed by the check's name
+        WalkState.__init__(self, source)
+        Reporter.__init__(self, source, enabled)
         self.errors: list[tuple[str, BaseException]] = []
-        self.classes: dict[str, ClassInfo] = {}
-        self.functions: dict[str, Scope] = {}  # module-level functions by name (for what they return)
-        self.methods: dict[tuple[int, str], Scope] = {}  # (id of the ClassInfo, name) -> the method seen so far
-        self.module_scope = Scope(node=ast.Module(body=[], type_ignores=[]), name="<module>")
-        self.scope = self.module_scope
-        self.scopes: list[Scope] = [self.module_scope]
-        self.class_info: ClassInfo | None = None
-        self.loops: tuple[ast.AST, ...] = ()
-        self.grad_disabled = False
-        self.conditions: tuple[ast.If, ...] = ()
-        self.parent: ast.AST | None = None
-        self.statement: ast.stmt | None = None
         self._path: list[tuple[int, int]] = []
         self._class_body: ClassInfo | None = None  # the class whose body (not a method) is being walked
         self._handlers = handlers
@@ -112,119 +90,9 @@ class Context:
             ast.Return: self._return,
         }
 
-    # ------------------------------------------------------------------ reading helpers
-
-    def qualified(self, node: ast.expr) -> str | None:
-        """`torch.nn.functional.softmax` for `F.softmax` (imports resolved), else None."""
-        return self.imports.resolve(node)
-
     def kind(self, node: ast.expr) -> Kind | None:
         """What value `node` holds (see `flow.kind_of`)."""
         return flow.kind_of(node, self)
-
-    def lookup(self, name: str) -> Kind | None:
-        """The kind of a variable: the latest assignment in this function, else module level."""
-        scope = self.scope
-        bindings = scope.bindings
-        if name in bindings:
-            return bindings[name]
-        if scope is not self.module_scope and name not in scope.params:
-            return self.module_scope.bindings.get(name)
-        return None
-
-    def text(self, node: ast.AST) -> str:
-        """The node's source text."""
-        return self.source.segment(node)
-
-    @property
-    def function(self) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-        node = self.scope.node
-        return node if isinstance(node, _FUNCTIONS) else None
-
-    @property
-    def in_forward(self) -> bool:
-        """Inside the `forward` method of a class that is (or looks like) an nn.Module."""
-        function = self.function
-        info = self.class_info
-        return (function is not None and function.name == "forward" and info is not None
-                and self.scope.cls is info and (info.is_module or bool(info.bases)))
-
-    def loop_info(self, node: ast.AST) -> LoopInfo | None:
-        return self.scope.loop(node)
-
-    def scopes_named(self, name: str, cls: ClassInfo | None = None) -> list[Scope]:
-        """Functions of this file called `name` (methods of `cls` when given)."""
-        if cls is not None:
-            return [s for s in self.scopes if s.cls is cls and s.name.rpartition(".")[2] == name]
-        return [s for s in self.scopes if s.name == name and s.cls is None]
-
-    # ------------------------------------------------------------------ reporting
-
-    def report(
-        self,
-        rule: Rule,
-        node: ast.AST,
-        *,
-        fix: Fix | None = None,
-        severity: Severity | None = None,
-        message: str | None = None,
-        hint: str | None = None,
-        evidence: dict[str, Any] | None = None,
-        **fields: Any,
-    ) -> None:
-        """Report `rule` at `node`; `fields` fill the rule's message and hint templates.
-
-        Findings of rules that are not enabled, or silenced by a `# noqa` / `# torchdoctor:
-        ignore[...]` comment on the node's first line, are dropped here.
-        """
-        if rule.code not in self.enabled:
-            return
-        line = getattr(node, "lineno", 1)
-        source = self.source
-        finding = rule.finding(
-            file=source.path,
-            line=line,
-            column=source.char_column(line, getattr(node, "col_offset", 0)),
-            end_line=getattr(node, "end_lineno", None),
-            end_column=(source.char_column(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
-                        if getattr(node, "end_lineno", None) is not None else None),
-            fix=fix,
-            severity=severity,
-            message=message,
-            hint=hint,
-            evidence=evidence,
-            **fields,
-        )
-        if is_suppressed(finding, source.line(line)):
-            return
-        self.findings.append(finding)
-
-    # ------------------------------------------------------------------ fixes
-
-    def edit(self, node: ast.AST, content: str) -> Edit:
-        """Replace `node`'s source with `content`."""
-        source = self.source
-        return Edit(
-            line=node.lineno,  # type: ignore[attr-defined]
-            column=source.char_column(node.lineno, node.col_offset),  # type: ignore[attr-defined]
-            end_line=node.end_lineno,  # type: ignore[attr-defined]
-            end_column=source.char_column(node.end_lineno, node.end_col_offset),  # type: ignore[attr-defined]
-            content=content,
-        )
-
-    def insert_after(self, node: ast.AST, content: str) -> Edit:
-        source = self.source
-        line, column = node.end_lineno, source.char_column(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
-        return Edit(line=line, column=column, end_line=line, end_column=column, content=content)
-
-    def add_keyword(self, call: ast.Call, text: str) -> Edit:
-        """Add `text` (e.g. `training=self.training`) as the call's last argument."""
-        last = max([*call.args, *call.keywords], key=lambda n: (n.end_lineno, n.end_col_offset), default=None)
-        if last is None:
-            source = self.source
-            line, column = call.end_lineno, source.char_column(call.end_lineno, call.end_col_offset) - 1  # type: ignore[arg-type]
-            return Edit(line=line, column=column, end_line=line, end_column=column, content=text)  # type: ignore[arg-type]
-        return self.insert_after(last, ", " + text)
 
     # ------------------------------------------------------------------ the walk
 

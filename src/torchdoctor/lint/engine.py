@@ -9,12 +9,11 @@ mention torch skip the checks that need torch names (`needs_torch=True`, the def
 from __future__ import annotations
 
 import ast
-import importlib
-import pkgutil
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from torchdoctor.core import plugins
 from torchdoctor.core.finding import Finding, Fix
 from torchdoctor.core.rule import Rule
 from torchdoctor.lint.context import Context, Handler
@@ -70,13 +69,11 @@ def check(
 
 
 def all_checks() -> list[Check]:
-    """Every registered check (importing every module of `torchdoctor.lint.checks` once)."""
+    """Every registered check (importing the modules of `torchdoctor.lint.checks` and of the
+    `torchdoctor.lint` plugins once, core/plugins.py)."""
     global _LOADED
     if not _LOADED:
-        import torchdoctor.lint.checks as package
-
-        for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
-            importlib.import_module(info.name)
+        plugins.modules("torchdoctor.lint")
         _LOADED = True
     return list(_CHECKS)
 

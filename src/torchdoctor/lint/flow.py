@@ -16,7 +16,7 @@ from torchdoctor.lint.model import Kind
 from torchdoctor.lint.names import dotted
 
 if TYPE_CHECKING:
-    from torchdoctor.lint.context import Context
+    from torchdoctor.lint.state import WalkState
 
 SOFTMAX = frozenset({"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax", "torch.Tensor.softmax"})
 LOG_SOFTMAX = frozenset({"torch.log_softmax", "torch.nn.functional.log_softmax", "torch.special.log_softmax"})
@@ -71,7 +71,7 @@ def looks_like_loader(dotted_name: str | None) -> bool:
     return bool(dotted_name) and bool(_LOADER_NAME.search(dotted_name.rpartition(".")[2]))  # type: ignore[union-attr]
 
 
-def constructor_kind(qualified: str, call: ast.Call, ctx: Context) -> Kind | None:
+def constructor_kind(qualified: str, call: ast.Call, ctx: WalkState) -> Kind | None:
     """The kind of value a call of the qualified name `qualified` returns, if it is known."""
     head, _, last = qualified.rpartition(".")
     if head == "torch.nn":
@@ -118,7 +118,7 @@ def constructor_kind(qualified: str, call: ast.Call, ctx: Context) -> Kind | Non
     return None
 
 
-def _sequential_output(call: ast.Call, ctx: Context) -> str:
+def _sequential_output(call: ast.Call, ctx: WalkState) -> str:
     """What an `nn.Sequential(...)` returns: its last layer's output kind."""
     if not call.args or isinstance(call.args[-1], ast.Starred):
         return ""
@@ -126,7 +126,7 @@ def _sequential_output(call: ast.Call, ctx: Context) -> str:
     return last.detail if last is not None and last.tag == "model" else ""
 
 
-def kind_of(node: ast.expr, ctx: Context) -> Kind | None:
+def kind_of(node: ast.expr, ctx: WalkState) -> Kind | None:
     """The kind of value `node` evaluates to, or None when the source does not say."""
     cls = node.__class__
     if cls is ast.Name:
@@ -170,7 +170,7 @@ def kind_of(node: ast.expr, ctx: Context) -> Kind | None:
     return None
 
 
-def _call_kind(call: ast.Call, ctx: Context) -> Kind | None:
+def _call_kind(call: ast.Call, ctx: WalkState) -> Kind | None:
     func = call.func
     if func.__class__ is ast.Attribute:
         attr = func.attr  # type: ignore[attr-defined]
@@ -229,7 +229,7 @@ def _call_kind(call: ast.Call, ctx: Context) -> Kind | None:
     return None
 
 
-def is_scaler(node: ast.expr, ctx: Context) -> bool:
+def is_scaler(node: ast.expr, ctx: WalkState) -> bool:
     """A GradScaler by construction, or by name when its construction is not in sight."""
     kind = kind_of(node, ctx)
     if kind is not None:
@@ -278,13 +278,13 @@ def _called(callee: Kind | None, call: ast.Call) -> Kind | None:
     return None
 
 
-def _rooted_in_import(node: ast.expr, ctx: Context) -> bool:
+def _rooted_in_import(node: ast.expr, ctx: WalkState) -> bool:
     while node.__class__ is ast.Attribute:
         node = node.value  # type: ignore[attr-defined]
     return node.__class__ is ast.Name and node.id in ctx.imports.names  # type: ignore[attr-defined]
 
 
-def iterated(node: ast.expr, ctx: Context) -> tuple[str, str | None]:
+def iterated(node: ast.expr, ctx: WalkState) -> tuple[str, str | None]:
     """What a `for` loop iterates: ("dataloader" | "range" | "other", dotted name of the iterable)."""
     while node.__class__ is ast.Call:
         func = node.func  # type: ignore[attr-defined]

@@ -182,14 +182,16 @@ def config() -> dict[str, Any]:
 def _on_torch_imported(torch: ModuleType) -> None:
     if _STATE is None:
         return
-    from torchdoctor.run.detectors import DETECTORS
+    from torchdoctor.run.crash.explain import explainers
+    from torchdoctor.run.detectors import all_detectors
     from torchdoctor.run.session import Session
 
+    explainers()  # imported now rather than at exit (see _at_exit)
     enabled = _STATE.config.get("enabled")
     extra = tuple(_detector(name) for name in _STATE.config.get("detectors") or ())
     _STATE.session = Session.start(
         emit=emit, enabled=frozenset(enabled) if enabled is not None else None, record=_record, folder=_STATE.log.folder,
-        detectors=(*DETECTORS, *extra) if extra else None,
+        detectors=(*all_detectors(), *extra),
     )
     # said now, so that a process that never reaches its exit handlers (os._exit, a signal) is not
     # reported as one that never used torch

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
+from torchdoctor.core.plugins import DEFAULT_ORDER
 from torchdoctor.core.rule import Rule
 from torchdoctor.run.events import Backward, Batch, CompiledCall, LoaderIter, LossCall, ModuleCall, Step, ZeroGrad
 from torchdoctor.run.outcome import Outcome
 
 if TYPE_CHECKING:
-    from torchdoctor.run.session import Session
+    from torchdoctor.run.observed import Observed
 
 #: the event methods a detector may override (the session dispatches these by name)
 EVENTS = (
@@ -46,8 +47,11 @@ class Detector:
 
     #: the rules this detector may report; it is not installed when all of them are disabled
     rules: ClassVar[tuple[Rule, ...]] = ()
+    #: where the session installs it and tells it of each event: lower first (core/plugins.py);
+    #: declare one when it must come before or after another detector
+    ORDER: ClassVar[int] = DEFAULT_ORDER
 
-    def __init__(self, ctx: Session) -> None:
+    def __init__(self, ctx: Observed) -> None:
         self.ctx = ctx
 
     def install(self) -> None:

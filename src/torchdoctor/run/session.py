@@ -75,7 +75,7 @@ class Session:
         self,
         emit: Emit,
         enabled: frozenset[str] | None = None,
-        detectors: Iterable[type[Detector]] | None = None,
+        detectors: Iterable[type[Detector]] = (),
         *,
         record: Record | None = None,
         folder: Path | None = None,
@@ -117,7 +117,7 @@ class Session:
         self._compiled_calls: weakref.WeakKeyDictionary[nn.Module, int] = weakref.WeakKeyDictionary()
         #: the last call of a compiled module: (module, weak args, weak kwargs, its output tensors)
         self._last_compiled: tuple[weakref.ref[nn.Module], Any, Any, list[weakref.ref[torch.Tensor]]] | None = None
-        self.detectors = [cls(self) for cls in (detectors if detectors is not None else _builtin()) if self._wanted(cls)]
+        self.detectors = [cls(self) for cls in detectors if self._wanted(cls)]
         #: the per-step series for the report's curves (instruments/series.py); None when not recorded
         self.series = SeriesRecorder(self) if series else None
         if self.series is not None:
@@ -131,20 +131,21 @@ class Session:
         cls,
         emit: Emit,
         enabled: frozenset[str] | None = None,
-        detectors: Iterable[type[Detector]] | None = None,
+        detectors: Iterable[type[Detector]] = (),
         *,
         record: Record | None = None,
         folder: Path | None = None,
         series: bool = True,
     ) -> Session:
-        """Create the process's session and install it (the previous one, if any, is stopped)."""
+        """Create the process's session and install it (the previous one, if any, is stopped).
+
+        `detectors` come from whoever starts the session (run/boot.py, `watch()`: the built-in
+        ones and the plugins'); the session imports none, so they can type against
+        run/observed.py without an import circle."""
         if not hasattr(torch, "compiler") or not hasattr(torch.compiler, "is_compiling"):
             raise RuntimeError(f"observing a run needs torch >= 2.3 (this is torch {torch.__version__})")
         if cls._current is not None:
             cls._current.uninstall()
-        from torchdoctor.run.crash.explain import explainers
-
-        explainers()  # imported now rather than at exit (see boot._at_exit)
         session = cls(emit, enabled, detectors, record=record, folder=folder, series=series)
         FAULTS.seen.clear()  # a new session reports its own
         FAULTS.listener = session._fault
@@ -552,8 +553,3 @@ class Session:
         """Take off the mode stack the traces that ended while torch had them off it."""
         self._ended_traces = [trace for trace in self._ended_traces if not trace.leave()]
 
-
-def _builtin() -> tuple[type[Detector], ...]:
-    from torchdoctor.run.detectors import DETECTORS
-
-    return DETECTORS

@@ -40,6 +40,8 @@ class Watch:
         self._owned = False
 
     def __enter__(self) -> Watch:
+        from torchdoctor.run.crash.explain import explainers
+        from torchdoctor.run.detectors import all_detectors
         from torchdoctor.run.session import Session
 
         current = Session.current()
@@ -47,7 +49,8 @@ class Watch:
             self._session = current
             current.add_listener(self._collect)
         else:
-            self._session = Session.start(emit=self._collect, enabled=self._enabled)
+            explainers()  # imported now rather than while an exception unwinds
+            self._session = Session.start(emit=self._collect, enabled=self._enabled, detectors=all_detectors())
             self._owned = True
         return self
 

@@ -1,5 +1,5 @@
 """Correct training code, written the way careful people write it, gets no finding from any
-silent-bug detector (all of them observing at once, as under `torchdoctor run`)."""
+detector (all of them observing at once, as under `torchdoctor run`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from torch.utils.data import DataLoader, Dataset, TensorDataset
 from torch.utils.data.distributed import DistributedSampler
 
 from tests.run.detectors.conftest import observing
-from torchdoctor.run.detectors.silent_bugs import SILENT_BUG_DETECTORS
+from torchdoctor.run.detectors import all_detectors
 
 
 class Augmented(Dataset):
@@ -149,24 +149,24 @@ def regression_with_numbers() -> None:
 
 
 def test_careful_image_training_gets_no_finding() -> None:
-    with observing(*SILENT_BUG_DETECTORS) as observed:
+    with observing(*all_detectors()) as observed:
         careful_image_training(workers=0)
     assert observed.findings == []
 
 
 def test_careful_image_training_with_workers_gets_no_finding() -> None:
-    with observing(*SILENT_BUG_DETECTORS) as observed:
+    with observing(*all_detectors()) as observed:
         careful_image_training(workers=2)
     assert observed.findings == []
 
 
 def test_careful_sequence_training_gets_no_finding() -> None:
-    with observing(*SILENT_BUG_DETECTORS) as observed:
+    with observing(*all_detectors()) as observed:
         careful_sequence_training()
     assert observed.findings == []
 
 
 def test_regression_gets_no_finding() -> None:
-    with observing(*SILENT_BUG_DETECTORS) as observed:
+    with observing(*all_detectors()) as observed:
         regression_with_numbers()
     assert observed.findings == []

@@ -21,6 +21,7 @@ from torchdoctor.rules.mode.eval_nondeterministic import RULE as EVAL_NONDETERMI
 from torchdoctor.rules.mode.functional_dropout_ignores_eval import RULE as FUNCTIONAL_DROPOUT
 
 NAME = "eval-determinism"
+ORDER = 110  # its place in the report (core/plugins.py)
 TITLE = "eval mode is deterministic"
 RULES = (FUNCTIONAL_DROPOUT.code, EVAL_NONDETERMINISTIC.code)
 

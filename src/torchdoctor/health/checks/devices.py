@@ -22,6 +22,7 @@ from torchdoctor.rules.device.device_mismatch import RULE as DEVICE_MISMATCH
 from torchdoctor.rules.device.model_split_across_devices import RULE as MODEL_SPLIT
 
 NAME = "devices"
+ORDER = 20  # its place in the report (core/plugins.py)
 TITLE = "devices of parameters, buffers, inputs and targets"
 RULES = (DEVICE_MISMATCH.code, MODEL_SPLIT.code)
 

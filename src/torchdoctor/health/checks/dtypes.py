@@ -19,6 +19,7 @@ from torchdoctor.rules.dtype.half_precision_on_cpu import RULE as HALF_ON_CPU
 from torchdoctor.rules.dtype.unintended_float64 import RULE as FLOAT64
 
 NAME = "dtypes"
+ORDER = 30  # its place in the report (core/plugins.py)
 TITLE = "dtypes of parameters, inputs and targets"
 RULES = (FLOAT64.code, HALF_ON_CPU.code)
 

@@ -25,6 +25,7 @@ from torchdoctor.introspect.tensors import tensors_in
 from torchdoctor.rules.numerics.non_finite_values import RULE as NON_FINITE
 
 NAME = "non-finite"
+ORDER = 120  # its place in the report (core/plugins.py)
 TITLE = "no NaN or Inf in inputs, outputs, loss, gradients or weights"
 RULES = (NON_FINITE.code,)
 

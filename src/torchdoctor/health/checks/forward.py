@@ -21,6 +21,7 @@ from torchdoctor.rules.loss.logits_into_bce_loss import RULE as LOGITS_INTO_BCE
 from torchdoctor.rules.loss.loss_rejects_output import RULE as LOSS_REJECTS
 
 NAME = "forward"
+ORDER = 10  # its place in the report (core/plugins.py)
 TITLE = "model and loss run on the batch"
 RULES = (FORWARD_RAISES.code, LOSS_REJECTS.code, LOGITS_INTO_BCE.code)
 

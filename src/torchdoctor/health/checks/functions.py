@@ -15,6 +15,7 @@ from torchdoctor.introspect.sites import definition_site, where
 from torchdoctor.rules.grad_flow.custom_function_wrong_gradient import RULE as WRONG_GRADIENT
 
 NAME = "custom-functions"
+ORDER = 140  # its place in the report (core/plugins.py)
 TITLE = "custom autograd Functions pass gradcheck"
 RULES = (WRONG_GRADIENT.code,)
 

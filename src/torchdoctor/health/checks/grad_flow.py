@@ -21,6 +21,7 @@ from torchdoctor.introspect.sites import Site, where
 from torchdoctor.rules.grad_flow.parameter_without_gradient import RULE as NO_GRADIENT
 
 NAME = "grad-flow"
+ORDER = 40  # its place in the report (core/plugins.py)
 TITLE = "every trainable parameter gets a gradient"
 RULES = (NO_GRADIENT.code,)
 VALUE_READS = (".item()", ".tolist()", ".numpy()")

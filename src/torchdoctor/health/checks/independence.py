@@ -21,6 +21,7 @@ from torchdoctor.introspect.tensors import map_tree
 from torchdoctor.rules.data.batch_samples_mixed import RULE as SAMPLES_MIXED
 
 NAME = "batch-independence"
+ORDER = 90  # its place in the report (core/plugins.py)
 TITLE = "samples in a batch do not affect each other"
 RULES = (SAMPLES_MIXED.code,)
 

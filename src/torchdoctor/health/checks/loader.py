@@ -32,6 +32,7 @@ from torchdoctor.rules.performance.input_bound_loader import RULE as INPUT_BOUND
 from torchdoctor.rules.performance.too_many_workers import RULE as TOO_MANY_WORKERS
 
 NAME = "dataloader"
+ORDER = 130  # its place in the report (core/plugins.py)
 TITLE = "the DataLoader keeps up and works with workers"
 RULES = (TOO_MANY_WORKERS.code, UNPICKLABLE.code, SHM_TOO_SMALL.code, INPUT_BOUND.code, RNG_COPIED.code)
 

@@ -26,6 +26,7 @@ from torchdoctor.rules.loss.loss_target_broadcast import RULE as BROADCAST
 from torchdoctor.rules.loss.wrong_inputs import WRONG_PRODUCERS
 
 NAME = "loss"
+ORDER = 80  # its place in the report (core/plugins.py)
 TITLE = "the loss gets what it expects"
 RULES = (
     *(rule.code for rule in WRONG_PRODUCERS.values()), BROADCAST.code,

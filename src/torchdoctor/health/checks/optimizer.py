@@ -14,6 +14,7 @@ from torchdoctor.rules.optimizer.parameter_in_several_groups import RULE as SEVE
 from torchdoctor.rules.optimizer.parameter_not_in_optimizer import RULE as NOT_IN_OPTIMIZER
 
 NAME = "optimizer"
+ORDER = 60  # its place in the report (core/plugins.py)
 TITLE = "the optimizer covers every trainable parameter"
 RULES = (NOT_IN_OPTIMIZER.code, SEVERAL_GROUPS.code, NO_TRAINABLE.code)
 

@@ -33,6 +33,7 @@ from torchdoctor.introspect.sites import where
 from torchdoctor.rules.optimizer.cannot_overfit_batch import RULE as CANNOT_OVERFIT
 
 NAME = "overfit"
+ORDER = 100  # its place in the report (core/plugins.py)
 TITLE = "one small batch can be overfitted"
 RULES = (CANNOT_OVERFIT.code,)
 

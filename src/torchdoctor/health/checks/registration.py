@@ -23,6 +23,7 @@ from torchdoctor.rules.grad_flow.module_in_plain_container import RULE as PLAIN_
 from torchdoctor.rules.grad_flow.tensor_attribute_not_parameter import RULE as TENSOR_ATTRIBUTE
 
 NAME = "registration"
+ORDER = 50  # its place in the report (core/plugins.py)
 TITLE = "every weight is registered with its module"
 RULES = (PLAIN_CONTAINER.code, TENSOR_ATTRIBUTE.code)
 

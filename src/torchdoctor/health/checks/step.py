@@ -15,6 +15,7 @@ from torchdoctor.rules.optimizer.frozen_parameter_updated import RULE as FROZEN_
 from torchdoctor.rules.optimizer.parameter_not_updated_by_step import RULE as NOT_UPDATED
 
 NAME = "step"
+ORDER = 70  # its place in the report (core/plugins.py)
 TITLE = "one optimizer step updates what it should, and only that"
 RULES = (FROZEN_UPDATED.code, BATCHNORM_DRIFT.code, NOT_UPDATED.code)
 

@@ -17,14 +17,14 @@ from torchdoctor.run.crash.model import Crash
 from torchdoctor.run.events import Location
 
 if TYPE_CHECKING:
-    from torchdoctor.run.session import Session
+    from torchdoctor.run.observed import Observed
 
 _INPLACE = re.compile(
     r"modified by an inplace operation: \[(?P<type>[\w.]+) \[(?P<shape>[\d, ]*)\]\], which is output (?P<index>\d+) of (?P<op>\w+), is at version (?P<now>\d+); expected version (?P<then>\d+)"
 )
 
 
-def saved_tensor_modified(crash: Crash, session: Session | None) -> Explanation | None:
+def saved_tensor_modified(crash: Crash, session: Observed | None) -> Explanation | None:
     match = _INPLACE.search(crash.message)
     if match is None:
         return None
@@ -38,7 +38,7 @@ def saved_tensor_modified(crash: Crash, session: Session | None) -> Explanation 
     )
 
 
-def leaf_modified(crash: Crash, session: Session | None) -> Explanation | None:
+def leaf_modified(crash: Crash, session: Observed | None) -> Explanation | None:
     if "a leaf Variable that requires grad is being used in an in-place operation" not in crash.message:
         return None
     return Explanation(LEAF, {})
@@ -56,14 +56,14 @@ _TWICE = (
 )
 
 
-def freed_graph(crash: Crash, session: Session | None) -> Explanation | None:
+def freed_graph(crash: Crash, session: Observed | None) -> Explanation | None:
     if "Trying to backward through the graph a second time" not in crash.message:
         return None
     cause, hint = _freed_graph_cause(session) if session is not None else _TWICE
     return Explanation(FREED, {"cause": cause, "hint": hint})
 
 
-def _freed_graph_cause(session: Session) -> tuple[str, str]:
+def _freed_graph_cause(session: Observed) -> tuple[str, str]:
     """Tell the causes apart by the parameters behind the part of this graph that the previous
     backward() already went through ("old": its nodes are older than that backward's root) and
     behind the rest ("new"). The same parameters on both sides: an earlier iteration's state
@@ -111,7 +111,7 @@ def _parameters_by_age(roots: list[Any], before: int, max_nodes: int = 200_000) 
     return old, new
 
 
-def backward_without_graph(crash: Crash, session: Session | None) -> Explanation | None:
+def backward_without_graph(crash: Crash, session: Observed | None) -> Explanation | None:
     if "does not require grad and does not have a grad_fn" not in crash.message:
         return None
     frame = crash.user_frame()
@@ -125,7 +125,7 @@ def backward_without_graph(crash: Crash, session: Session | None) -> Explanation
     return Explanation(NO_GRAPH, {"why": why, "hint": hint}, at=at)
 
 
-def numpy_of_grad_tensor(crash: Crash, session: Session | None) -> Explanation | None:
+def numpy_of_grad_tensor(crash: Crash, session: Observed | None) -> Explanation | None:
     if "Can't call numpy() on Tensor that requires grad" not in crash.message:
         return None
     frame = crash.user_frame()
@@ -139,7 +139,7 @@ def numpy_of_grad_tensor(crash: Crash, session: Session | None) -> Explanation |
     return Explanation(NUMPY, {"tensor": name})
 
 
-def _why_no_graph(crash: Crash, session: Session | None) -> tuple[str, str, Location | None]:
+def _why_no_graph(crash: Crash, session: Observed | None) -> tuple[str, str, Location | None]:
     torch = torch_module()
     loss = _loss(crash, session)
     if loss is not None and torch is not None and loss.is_inference():
@@ -171,7 +171,7 @@ def _why_no_graph(crash: Crash, session: Session | None) -> tuple[str, str, Loca
     )
 
 
-def _grad_off_call_site(session: Session, roots: list[Any]) -> Location | None:
+def _grad_off_call_site(session: Observed, roots: list[Any]) -> Location | None:
     """The `with torch.no_grad():` line around the place a model was called, when the source has one."""
     for root in roots:
         site = session.modules.roots.get(root)
@@ -181,7 +181,7 @@ def _grad_off_call_site(session: Session, roots: list[Any]) -> Location | None:
     return None
 
 
-def _loss(crash: Crash, session: Session | None) -> Any:
+def _loss(crash: Crash, session: Observed | None) -> Any:
     if session is not None and session.backward.current is not None and session.backward.current.tensors:
         return session.backward.current.tensors[0]
     torch = torch_module()
@@ -203,4 +203,6 @@ def _op_name(node: str) -> str:
     return special.get(name, name.lower())
 
 
+#: where these explainers are tried: lower first (core/plugins.py)
+ORDER = 50
 EXPLAINERS = (saved_tensor_modified, leaf_modified, freed_graph, backward_without_graph, numpy_of_grad_tensor)

@@ -18,7 +18,7 @@ from torchdoctor.run.crash.explain import Explanation
 from torchdoctor.run.crash.model import Crash
 
 if TYPE_CHECKING:
-    from torchdoctor.run.session import Session
+    from torchdoctor.run.observed import Observed
 
 _KILLED = re.compile(r"DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal: (?P<signal>[^.]+)\.")
 _EXITED = re.compile(r"DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly")
@@ -32,7 +32,7 @@ SHM = "/dev/shm"
 REAP_WAIT = 2.0
 
 
-def worker_killed(crash: Crash, session: Session | None) -> Explanation | None:
+def worker_killed(crash: Crash, session: Observed | None) -> Explanation | None:
     match = _KILLED.search(crash.message)
     if match is not None:
         pid, signal = match["pid"], match["signal"].strip()
@@ -81,7 +81,7 @@ def _killed_worker(crash: Crash) -> tuple[str, str] | None:
         return (match["pid"], match["signal"].strip()) if match else None
 
 
-def unpicklable(crash: Crash, session: Session | None) -> Explanation | None:
+def unpicklable(crash: Crash, session: Observed | None) -> Explanation | None:
     if crash.exc_type not in ("PicklingError", "AttributeError", "TypeError") or not ("pickle" in crash.message or "local object" in crash.message):
         return None
     loader = _loader(crash)
@@ -141,7 +141,7 @@ def _shared_memory() -> str:
     return f" is {size_text(stats.f_blocks * stats.f_frsize)} here"
 
 
-def samples_differ(crash: Crash, session: Session | None) -> Explanation | None:
+def samples_differ(crash: Crash, session: Observed | None) -> Explanation | None:
     """The default collate's `torch.stack` over samples of different shapes."""
     match = _STACK.search(crash.message)
     if match is None or not any(frame.file.replace("\\", "/").endswith("utils/data/_utils/collate.py") for frame in crash.frames):
@@ -152,4 +152,6 @@ def samples_differ(crash: Crash, session: Session | None) -> Explanation | None:
                                          "i": match["i"], "j": match["j"], "dataset": named})
 
 
+#: where these explainers are tried: lower first (core/plugins.py)
+ORDER = 40
 EXPLAINERS = (worker_killed, unpicklable, samples_differ)

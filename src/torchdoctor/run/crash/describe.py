@@ -13,7 +13,7 @@ from torchdoctor.core.wording import size_text  # noqa: F401 - explainers import
 from torchdoctor.run.crash.model import Crash, Frame
 
 if TYPE_CHECKING:
-    from torchdoctor.run.session import Session
+    from torchdoctor.run.observed import Observed
 
 DTYPE_NAMES = {
     "double": "float64", "float": "float32", "half": "float16", "bfloat16": "bfloat16",
@@ -52,7 +52,7 @@ def user_names(crash: Crash) -> dict[int, str]:
     return names
 
 
-def module_label(module: Any, session: Session | None) -> str:
+def module_label(module: Any, session: Observed | None) -> str:
     """Linear `fc` (or just `Linear` when the module's name in its model is unknown)."""
     kind = type(module).__name__
     if session is None:
@@ -93,7 +93,7 @@ def tensors_near(crash: Crash) -> Iterator[tuple[str, Any, Frame]]:
             return
 
 
-def describe(name: str, tensor: Any, crash: Crash, session: Session | None) -> str:
+def describe(name: str, tensor: Any, crash: Crash, session: Observed | None) -> str:
     """The most useful name for a tensor: the user's variable, the parameter, or the argument."""
     torch = torch_module()
     user = user_names(crash).get(id(tensor))

@@ -19,7 +19,7 @@ from torchdoctor.run.crash.explain import Explanation
 from torchdoctor.run.crash.model import Crash
 
 if TYPE_CHECKING:
-    from torchdoctor.run.session import Session
+    from torchdoctor.run.observed import Observed
 
 _UNFINISHED = "Expected to have finished reduction in the prior iteration"
 _INDICES = re.compile(r"Parameter indices which did not receive grad for rank \d+: (?P<indices>[\d ]+)")
@@ -49,7 +49,7 @@ def unused_fields(names: list[str]) -> dict[str, Any]:
     return {"count": len(names), "names": listing([f"`{name}`" for name in names], SHOWN)}
 
 
-def ddp_unused_parameters(crash: Crash, session: Session | None) -> Explanation | None:
+def ddp_unused_parameters(crash: Crash, session: Observed | None) -> Explanation | None:
     if _UNFINISHED not in crash.message:
         return None
     torch = torch_module()
@@ -68,7 +68,7 @@ def ddp_unused_parameters(crash: Crash, session: Session | None) -> Explanation 
     return Explanation(UNUSED, fields, at=at, evidence={"parameters": names} if names else None)
 
 
-def collective_failed(crash: Crash, session: Session | None) -> Explanation | None:
+def collective_failed(crash: Crash, session: Observed | None) -> Explanation | None:
     """gloo's timeout, or a peer that went away, inside a collective the program called."""
     timeout = _GLOO_TIMEOUT.search(crash.message)
     gone = any(text in crash.message for text in _PEER_GONE)
@@ -88,7 +88,7 @@ def collective_failed(crash: Crash, session: Session | None) -> Explanation | No
     return Explanation(TIMED_OUT, {"op": op, "how": how, "others": ""}, evidence=evidence)
 
 
-def rendezvous_timed_out(crash: Crash, session: Session | None) -> Explanation | None:
+def rendezvous_timed_out(crash: Crash, session: Observed | None) -> Explanation | None:
     """torchrun's launcher (this process) gave up waiting for the other nodes at its rendezvous.
     What it waited for is read off the launcher's own live frames: its launch configuration and
     its rendezvous settings (what torch prints is the exception's bare name)."""
@@ -112,7 +112,7 @@ def rendezvous_timed_out(crash: Crash, session: Session | None) -> Explanation |
     return Explanation(RENDEZVOUS, fields, evidence={"endpoint": fields["endpoint"], "min_nodes": low, "max_nodes": high})
 
 
-def _index(session: Session | None) -> Any:
+def _index(session: Observed | None) -> Any:
     """The session's record of torch.distributed (instruments/distributed.py), if it has one."""
     if session is None or torch_module() is None:
         return None
@@ -121,4 +121,6 @@ def _index(session: Session | None) -> Any:
     return session.installed(DistributedIndex)
 
 
+#: where these explainers are tried: lower first (core/plugins.py)
+ORDER = 30
 EXPLAINERS = (ddp_unused_parameters, collective_failed, rendezvous_timed_out)

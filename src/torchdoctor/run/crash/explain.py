@@ -9,11 +9,13 @@ Unrecognised crashes become TD001 at the innermost line of user code.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from torchdoctor.core import plugins
 from torchdoctor.core.finding import Finding, Severity
 from torchdoctor.core.rule import Rule
 from torchdoctor.rules.api.run_internal_error import RULE as INTERNAL_ERROR
@@ -24,7 +26,7 @@ from torchdoctor.run.events import Location
 from torchdoctor.run.faults import debugging
 
 if TYPE_CHECKING:
-    from torchdoctor.run.session import Session
+    from torchdoctor.run.observed import Observed
 
 
 @dataclass(frozen=True)
@@ -41,17 +43,18 @@ class Explanation:
 #: returned by an explainer when the crash is reported by the process where it happened
 SILENT = object()
 
-Explainer = Callable[[Crash, "Session | None"], "Explanation | object | None"]
+Explainer = Callable[[Crash, "Observed | None"], "Explanation | object | None"]
 
 
+@functools.cache
 def explainers() -> tuple[Explainer, ...]:
-    from torchdoctor.run.crash import autograd, data, distributed, kernels, loss, memory, misc, tensors
+    """The `EXPLAINERS` of the modules here and of the `torchdoctor.crash` plugins, by the
+    modules' `ORDER` (core/plugins.py): the first that explains a crash says it."""
+    found = [module for module in plugins.modules("torchdoctor.crash") if hasattr(module, "EXPLAINERS")]
+    return tuple(explainer for module in plugins.ordered(found) for explainer in module.EXPLAINERS)
 
-    return (*misc.EXPLAINERS, *memory.EXPLAINERS, *distributed.EXPLAINERS, *data.EXPLAINERS, *autograd.EXPLAINERS,
-            *loss.EXPLAINERS, *tensors.EXPLAINERS, *kernels.EXPLAINERS)
 
-
-def explain(exception: BaseException, session: Session | None = None) -> list[tuple[Finding, str]]:
+def explain(exception: BaseException, session: Observed | None = None) -> list[tuple[Finding, str]]:
     """The finding (with its record key) for an uncaught exception; none for Ctrl-C and exit()."""
     if isinstance(exception, (KeyboardInterrupt, SystemExit, GeneratorExit)):
         return []
@@ -61,7 +64,7 @@ def explain(exception: BaseException, session: Session | None = None) -> list[tu
     return [(finding, f"crash:{finding.rule}:{finding.file}:{finding.line}")]
 
 
-def explain_crash(crash: Crash, session: Session | None) -> Finding | None:
+def explain_crash(crash: Crash, session: Observed | None) -> Finding | None:
     own = crash.own_frame()
     if own is not None:  # torchdoctor's bug, not a line of the user's to change
         where = f"{own.function} ({os.path.basename(own.file)}:{own.line})"

@@ -28,7 +28,7 @@ from torchdoctor.run.crash.explain import Explanation
 from torchdoctor.run.crash.model import Crash, Frame
 
 if TYPE_CHECKING:
-    from torchdoctor.run.session import Session
+    from torchdoctor.run.observed import Observed
 
 _COULD_NOT_RUN = re.compile(r"Could not run '(?P<op>[\w:.]+)' with arguments from the '(?P<key>\w+)' backend")
 _WRAPPER = re.compile(r"\bin method wrapper_(?P<key>[A-Za-z]+?)_+(?P<op>\w+?)\)")
@@ -184,7 +184,7 @@ def _key_of(crash: Crash, kernel: str | None) -> str | None:
     return None
 
 
-def op_missing_for_backend(crash: Crash, session: Session | None) -> Explanation | None:
+def op_missing_for_backend(crash: Crash, session: Observed | None) -> Explanation | None:
     match = _COULD_NOT_RUN.search(crash.message)
     if match is None or crash.exc_type != "NotImplementedError" or torch_module() is None:
         return None
@@ -199,7 +199,7 @@ def op_missing_for_backend(crash: Crash, session: Session | None) -> Explanation
     }, evidence=site.evidence())
 
 
-def dtype_not_supported(crash: Crash, session: Session | None) -> Explanation | None:
+def dtype_not_supported(crash: Crash, session: Observed | None) -> Explanation | None:
     label = _NOT_IMPLEMENTED.search(crash.message)
     if label is None or torch_module() is None:
         return None
@@ -225,7 +225,7 @@ def dtype_not_supported(crash: Crash, session: Session | None) -> Explanation | 
     }, evidence=site.evidence() if site is not None else {"kernel": kernel})
 
 
-def _tensor_of_backend(crash: Crash, session: Session | None, key: str) -> str | None:
+def _tensor_of_backend(crash: Crash, session: Observed | None, key: str) -> str | None:
     torch = torch_module()
     for name, tensor, _frame in tensors_near(crash):
         try:
@@ -236,7 +236,7 @@ def _tensor_of_backend(crash: Crash, session: Session | None, key: str) -> str |
     return None
 
 
-def _tensor_of_dtype(crash: Crash, session: Session | None, dtype: str) -> str | None:
+def _tensor_of_dtype(crash: Crash, session: Observed | None, dtype: str) -> str | None:
     for name, tensor, _frame in tensors_near(crash):
         if str(getattr(tensor, "dtype", "")).replace("torch.", "") == dtype:
             return describe(name, tensor, crash, session)
@@ -256,4 +256,6 @@ def op_clause(crash: Crash) -> tuple[str, dict[str, Any] | None]:
     return f" (raised in {kernel})", site.evidence()
 
 
+#: where these explainers are tried: lower first (core/plugins.py)
+ORDER = 80
 EXPLAINERS = (op_missing_for_backend, dtype_not_supported)

@@ -19,7 +19,7 @@ from torchdoctor.run.crash.model import Crash
 from torchdoctor.run.events import Location
 
 if TYPE_CHECKING:
-    from torchdoctor.run.session import Session
+    from torchdoctor.run.observed import Observed
 
 _OUT_OF_BOUNDS = re.compile(r"Target (?P<label>-?\d+) is out of bounds")
 _TARGET_DTYPE = re.compile(r"expected target dtype to be Long or Byte, but got (?P<dtype>\w+)|expected scalar type Long but found (?P<old>\w+)")
@@ -28,7 +28,7 @@ _BATCH_SIZE = re.compile(r"Expected input batch_size \((?P<input>\d+)\) to match
 _BATCH_OF_ONE = re.compile(r"Expected more than 1 value per channel when training, got input size torch\.Size\(\[(?P<shape>[\d, ]+)\]\)")
 
 
-def target_out_of_range(crash: Crash, session: Session | None) -> Explanation | None:
+def target_out_of_range(crash: Crash, session: Observed | None) -> Explanation | None:
     match = _OUT_OF_BOUNDS.search(crash.message)
     device_assert = "t >= 0 && t < n_classes" in crash.message
     if match is None and not device_assert:
@@ -51,7 +51,7 @@ def target_out_of_range(crash: Crash, session: Session | None) -> Explanation | 
     return Explanation(OUT_OF_RANGE, fields)
 
 
-def target_dtype(crash: Crash, session: Session | None) -> Explanation | None:
+def target_dtype(crash: Crash, session: Observed | None) -> Explanation | None:
     match = _TARGET_DTYPE.search(crash.message)
     if match is None:
         return None
@@ -59,7 +59,7 @@ def target_dtype(crash: Crash, session: Session | None) -> Explanation | None:
     return Explanation(TARGET_DTYPE, {"loss": _loss_name(crash), "dtype": dtype})
 
 
-def target_shape(crash: Crash, session: Session | None) -> Explanation | None:
+def target_shape(crash: Crash, session: Observed | None) -> Explanation | None:
     match = _TARGET_SIZE.search(crash.message)
     if match:
         want = [int(d) for d in match["want"].split(",")]
@@ -98,7 +98,7 @@ def target_shape(crash: Crash, session: Session | None) -> Explanation | None:
     return None
 
 
-def batch_of_one(crash: Crash, session: Session | None) -> Explanation | None:
+def batch_of_one(crash: Crash, session: Observed | None) -> Explanation | None:
     match = _BATCH_OF_ONE.search(crash.message)
     if match is None:
         return None
@@ -109,7 +109,7 @@ def batch_of_one(crash: Crash, session: Session | None) -> Explanation | None:
     return Explanation(BATCH_OF_ONE, {"layer": label, "shape": f"[{match['shape']}]", "cause": cause, "hint": hint}, at=at)
 
 
-def _short_last_batch(session: Session | None) -> tuple[str, str, Location | None]:
+def _short_last_batch(session: Observed | None) -> tuple[str, str, Location | None]:
     """The cause, its fix, and the line to change: the DataLoader's, when one leaves a last
     batch of one sample (the crash itself is raised deep inside the model)."""
     for loader in reversed(session.loaders.recent if session is not None else ()):
@@ -127,7 +127,7 @@ def _short_last_batch(session: Session | None) -> tuple[str, str, Location | Non
     )
 
 
-def logits_into_bce(crash: Crash, session: Session | None) -> Explanation | None:
+def logits_into_bce(crash: Crash, session: Observed | None) -> Explanation | None:
     """BCELoss given values outside [0, 1] (its input, not its target)."""
     if CPU_ERROR not in crash.message and GPU_ERROR not in crash.message:
         return None
@@ -136,7 +136,7 @@ def logits_into_bce(crash: Crash, session: Session | None) -> Explanation | None
     return Explanation(LOGITS_INTO_BCE, {"values": scores_text(scores) if readable else "values outside that range"})
 
 
-def binary_target_dtype(crash: Crash, session: Session | None) -> Explanation | None:
+def binary_target_dtype(crash: Crash, session: Observed | None) -> Explanation | None:
     """BCELoss / BCEWithLogitsLoss given integer labels (the message only names dtypes)."""
     if "can't be cast to the desired output type" not in crash.message and "Found dtype" not in crash.message:
         return None
@@ -149,7 +149,7 @@ def binary_target_dtype(crash: Crash, session: Session | None) -> Explanation | 
     return Explanation(BINARY_TARGET_DTYPE, {"loss": loss, "dtype": tensor_dtype(target)})
 
 
-def arguments_swapped(crash: Crash, session: Session | None) -> Explanation | None:
+def arguments_swapped(crash: Crash, session: Observed | None) -> Explanation | None:
     """`criterion(labels, logits)`: CrossEntropyLoss's log-softmax over integer labels."""
     if "not implemented for" not in crash.message or "softmax" not in crash.message:
         return None
@@ -201,4 +201,6 @@ def _loss_name(crash: Crash) -> str:
     return found[0] if found is not None else "the loss"
 
 
+#: where these explainers are tried: lower first (core/plugins.py)
+ORDER = 60
 EXPLAINERS = (target_out_of_range, target_dtype, target_shape, batch_of_one, logits_into_bce, binary_target_dtype, arguments_swapped)

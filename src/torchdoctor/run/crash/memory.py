@@ -30,7 +30,7 @@ from torchdoctor.run.events import Location
 
 if TYPE_CHECKING:
     from torchdoctor.run.memory.census import Census
-    from torchdoctor.run.session import Session
+    from torchdoctor.run.observed import Observed
 
 _CUDA_OOM = re.compile(r"CUDA out of memory\. Tried to allocate (?P<want>[\d.]+ \w+)")
 _CUDA_TOTAL = re.compile(r"total capacity of (?P<total>[\d.]+ \w+) of which (?P<free>[\d.]+ \w+) is free")
@@ -63,7 +63,7 @@ class Fix:
     saving: float
 
 
-def out_of_memory(crash: Crash, session: Session | None) -> Explanation | None:
+def out_of_memory(crash: Crash, session: Observed | None) -> Explanation | None:
     request = _request(crash)
     if request is None:
         return None
@@ -129,7 +129,7 @@ def _cpu_room() -> tuple[float | None, float | None]:
     return None, available()
 
 
-def _account(crash: Crash, session: Session | None) -> Census | None:
+def _account(crash: Crash, session: Observed | None) -> Census | None:
     """A census at the failing line: the failing frames' variables are roots, and the graph their
     tensors carry (the forward pass so far) is counted as activations."""
     torch = torch_module()
@@ -201,7 +201,7 @@ def _assignment(name: str) -> Location | None:
     return None
 
 
-def _cheapest(census: Census, request: Request, session: Session | None) -> str:
+def _cheapest(census: Census, request: Request, session: Observed | None) -> str:
     """The least invasive fix whose estimated saving covers what was missing."""
     fragmentation = _fragmentation(request)
     if fragmentation:
@@ -221,7 +221,7 @@ def _cheapest(census: Census, request: Request, session: Session | None) -> str:
     return f"No single change frees the {size_text(missing)} that were missing: {together}, together."
 
 
-def _fixes(census: Census, request: Request, session: Session | None) -> list[Fix]:
+def _fixes(census: Census, request: Request, session: Observed | None) -> list[Fix]:
     owners = census.owners
     activations, batch = owners.get("activations", 0), owners.get("batch", 0)
     gradients, optimizer, params = owners.get("gradients", 0), owners.get("optimizer", 0), owners.get("parameters", 0)
@@ -254,7 +254,7 @@ def _fragmentation(request: Request) -> str:
             "also reduce the batch size or use mixed precision.")
 
 
-def _held(session: Session | None) -> str:
+def _held(session: Observed | None) -> str:
     """Without an account: what the observed models and optimizers hold."""
     torch = torch_module()
     if session is None or torch is None:
@@ -279,4 +279,6 @@ def _bytes(text: str) -> float:
     return float(number) * _UNITS.get(unit, 1)
 
 
+#: where these explainers are tried: lower first (core/plugins.py)
+ORDER = 20
 EXPLAINERS = (out_of_memory,)

@@ -12,7 +12,7 @@ from torchdoctor.run.crash.explain import SILENT, Explanation
 from torchdoctor.run.crash.model import Crash
 
 if TYPE_CHECKING:
-    from torchdoctor.run.session import Session
+    from torchdoctor.run.observed import Observed
 
 _GLOBAL = re.compile(r"Unsupported global: GLOBAL (?P<name>[\w.]+)")
 _NO_INIT = re.compile(
@@ -21,13 +21,13 @@ _NO_INIT = re.compile(
 )
 
 
-def torchrun_child_failed(crash: Crash, session: Session | None) -> object | None:
+def torchrun_child_failed(crash: Crash, session: Observed | None) -> object | None:
     """torchrun's launcher only relays a rank's failure (or the signal that stopped the job);
     the ranks report what happened."""
     return SILENT if crash.exc_type in ("ChildFailedError", "SignalException") else None
 
 
-def weights_only(crash: Crash, session: Session | None) -> Explanation | None:
+def weights_only(crash: Crash, session: Observed | None) -> Explanation | None:
     if "Weights only load failed" not in crash.message:
         return None
     found = _GLOBAL.search(crash.message)
@@ -41,7 +41,7 @@ def weights_only(crash: Crash, session: Session | None) -> Explanation | None:
     return Explanation(WEIGHTS_ONLY, {"detail": detail, "hint": hint})
 
 
-def module_init_not_called(crash: Crash, session: Session | None) -> Explanation | None:
+def module_init_not_called(crash: Crash, session: Observed | None) -> Explanation | None:
     match = _NO_INIT.search(crash.message)
     if match is None:
         return None
@@ -62,4 +62,6 @@ def module_init_not_called(crash: Crash, session: Session | None) -> Explanation
     return Explanation(NO_INIT, {"cls": name}, at=at)
 
 
+#: where these explainers are tried: lower first (core/plugins.py)
+ORDER = 10
 EXPLAINERS = (torchrun_child_failed, weights_only, module_init_not_called)

@@ -25,7 +25,7 @@ from torchdoctor.run.crash.kernels import op_clause
 from torchdoctor.run.crash.model import Crash
 
 if TYPE_CHECKING:
-    from torchdoctor.run.session import Session
+    from torchdoctor.run.observed import Observed
 
 _DEVICES = (
     re.compile(r"Expected all tensors to be on the same device, but found at least two devices, (?P<a>[\w:]+) and (?P<b>[\w:]+)"),
@@ -56,7 +56,7 @@ def _first_match(patterns: tuple[re.Pattern[str], ...], text: str) -> re.Match[s
     return None
 
 
-def device_mismatch(crash: Crash, session: Session | None) -> Explanation | None:
+def device_mismatch(crash: Crash, session: Observed | None) -> Explanation | None:
     match = _first_match(_DEVICES, crash.message)
     if match is None:
         return None
@@ -77,7 +77,7 @@ def device_mismatch(crash: Crash, session: Session | None) -> Explanation | None
                                 "where": where + clause, "hint": hint}, evidence={"op": op} if op else None)
 
 
-def dtype_mismatch(crash: Crash, session: Session | None) -> Explanation | None:
+def dtype_mismatch(crash: Crash, session: Observed | None) -> Explanation | None:
     match = _first_match(_DTYPES, crash.message)
     if match is None:
         return None
@@ -101,7 +101,7 @@ def dtype_mismatch(crash: Crash, session: Session | None) -> Explanation | None:
                                "where": _where(crash, session) + clause, "hint": hint}, evidence={"op": op} if op else None)
 
 
-def view_of_non_contiguous(crash: Crash, session: Session | None) -> Explanation | None:
+def view_of_non_contiguous(crash: Crash, session: Observed | None) -> Explanation | None:
     if "view size is not compatible with input tensor's size and stride" not in crash.message:
         return None
     frame = crash.user_frame()
@@ -117,7 +117,7 @@ def view_of_non_contiguous(crash: Crash, session: Session | None) -> Explanation
     return Explanation(VIEW, {"tensor": name, "origin": origin})
 
 
-def shape_mismatch(crash: Crash, session: Session | None) -> Explanation | None:
+def shape_mismatch(crash: Crash, session: Observed | None) -> Explanation | None:
     torch = torch_module()
     match = _MATMUL.search(crash.message)
     if match:
@@ -180,7 +180,7 @@ def _unbatched_input(crash: Crash, conv: Any) -> Any:
     return None
 
 
-def embedding_index(crash: Crash, session: Session | None) -> Explanation | None:
+def embedding_index(crash: Crash, session: Observed | None) -> Explanation | None:
     if crash.exc_type != "IndexError" or "index out of range in self" not in crash.message:
         return None
     torch = torch_module()
@@ -203,7 +203,7 @@ def _device(text: str | None) -> str:
     return "cuda" if text == "cuda." else text
 
 
-def _pick(crash: Crash, session: Session | None, wanted: Any) -> tuple[str, Any] | None:
+def _pick(crash: Crash, session: Observed | None, wanted: Any) -> tuple[str, Any] | None:
     """The first tensor near the failure that satisfies `wanted`, with its best name; tensors
     the user's own frame names come first."""
     known = user_names(crash)
@@ -220,7 +220,7 @@ def _pick(crash: Crash, session: Session | None, wanted: Any) -> tuple[str, Any]
     return None
 
 
-def _where(crash: Crash, session: Session | None) -> str:
+def _where(crash: Crash, session: Observed | None) -> str:
     module = innermost_module(crash)
     return f" in {module_label(module, session)}" if module is not None else ""
 
@@ -239,4 +239,6 @@ def _producer(tensor: Any) -> str:
     return ""
 
 
+#: where these explainers are tried: lower first (core/plugins.py)
+ORDER = 70
 EXPLAINERS = (device_mismatch, dtype_mismatch, view_of_non_contiguous, shape_mismatch, embedding_index)

@@ -26,6 +26,7 @@ from torchdoctor.run.instruments.optim import params_of
 class Clipping(Detector):
     """TD112 (clip before backward) and TD113 (clip on scaled gradients)."""
 
+    ORDER = 330
     rules = (CLIP_BEFORE_BACKWARD, CLIP_SCALED)
 
     def __init__(self, ctx: Any) -> None:

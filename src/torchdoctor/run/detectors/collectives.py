@@ -16,6 +16,7 @@ from torchdoctor.run.outcome import Outcome
 
 
 class CollectiveSequence(Detector):
+    ORDER = 140
     rules = (OUT_OF_ORDER, TIMED_OUT)
 
     def install(self) -> None:

@@ -59,6 +59,7 @@ class Frame:
 
 
 class CompileDoctor(Detector):
+    ORDER = 180
     rules = (GRAPH_BREAK, RECOMPILES, DIVERGES, COST)
 
     def __init__(self, ctx: Any) -> None:

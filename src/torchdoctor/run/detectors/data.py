@@ -17,6 +17,7 @@ from torchdoctor.run.events import LoaderIter
 
 
 class WorkerFunctionsPicklable(Detector):
+    ORDER = 130
     rules = (RULE,)
 
     def on_loader_iter(self, event: LoaderIter) -> None:

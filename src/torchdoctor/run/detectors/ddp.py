@@ -32,6 +32,7 @@ def expects_every_gradient(ddp: nn.Module) -> bool:
 
 
 class DDPUnusedParameters(Detector):
+    ORDER = 170
     rules = (RULE,)
 
     def install(self) -> None:

@@ -27,6 +27,7 @@ LOW_PRECISION = (torch.float32, torch.float16, torch.bfloat16)
 class Float64(Detector):
     """TD146: float64 outputs, targets or parameters in a model trained in float32."""
 
+    ORDER = 300
     rules = (FLOAT64,)
 
     def __init__(self, ctx: Any) -> None:

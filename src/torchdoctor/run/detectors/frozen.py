@@ -28,6 +28,7 @@ MAX_PARAMS = 32
 class FrozenUpdates(Detector):
     """TD116: a frozen parameter that still has a `.grad` is changed by `optimizer.step()`."""
 
+    ORDER = 340
     rules = (FROZEN_UPDATED,)
 
     def __init__(self, ctx: Any) -> None:

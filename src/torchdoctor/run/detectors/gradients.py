@@ -81,6 +81,7 @@ class CutFinder:
 
 
 class ParametersWithoutGradient(Detector):
+    ORDER = 60
     rules = (RULE, UNDER_NO_GRAD)
     #: outputs of models run without autograd, remembered during warm-up (then pruned)
     KEEP_OUTPUTS = 256

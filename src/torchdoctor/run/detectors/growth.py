@@ -46,6 +46,7 @@ SKIPS, SKIPPED_SHARE = 10, 0.1
 class GradientGrowth(Detector):
     """TD490: the gradient norm climbing by orders of magnitude, and where it starts."""
 
+    ORDER = 90
     rules = (EXPLODING,)
 
     def __init__(self, ctx: Any) -> None:
@@ -94,6 +95,7 @@ class GradientGrowth(Detector):
 class WeightDrift(Detector):
     """TD491: the weights' norm blowing up or collapsing in the first hundreds of steps."""
 
+    ORDER = 100
     rules = (DIVERGING,)
 
     def __init__(self, ctx: Any) -> None:
@@ -128,6 +130,7 @@ class WeightDrift(Detector):
 class ScalerSkips(Detector):
     """TD492: a GradScaler that skipped many optimizer steps."""
 
+    ORDER = 110
     rules = (SCALER_SKIPS,)
 
     def __init__(self, ctx: Any) -> None:
@@ -153,6 +156,7 @@ class ScalerSkips(Detector):
 class LowPrecisionLoss(Detector):
     """TD493: a loss in float16 / bfloat16 given to backward() (once)."""
 
+    ORDER = 120
     rules = (LOW_PRECISION,)
     DIGITS = {torch.bfloat16: 3, torch.float16: 4}
 

@@ -25,6 +25,7 @@ SEQUENCE_LAYERS = (nn.RNNBase, nn.MultiheadAttention, nn.TransformerEncoderLayer
 class SequenceFirstLayout(Detector):
     """TD302: a `batch_first=False` sequence layer fed a batch whose dim 0 is the batch size."""
 
+    ORDER = 270
     rules = (BATCH_MIXED,)
 
     def __init__(self, ctx: Any) -> None:

@@ -53,6 +53,7 @@ def shm_size() -> int | None:
 class LoaderHostMemory(Detector):
     """TD442 (see the module's doc)."""
 
+    ORDER = 410
     rules = (HOST_MEMORY,)
 
     def __init__(self, ctx: Any) -> None:

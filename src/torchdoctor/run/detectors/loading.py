@@ -44,6 +44,7 @@ NESTED_LOOKS = 32
 
 
 class LoadsMatchingNothing(Detector):
+    ORDER = 350
     rules = (RULE,)
 
     def __init__(self, ctx: Any) -> None:

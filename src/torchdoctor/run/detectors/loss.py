@@ -139,6 +139,7 @@ class Pending:
 
 
 class LossInputs(Detector):
+    ORDER = 70
     rules = (*WRONG_PRODUCERS.values(), BATCH_DIM, BROADCAST, KL_DIV)
 
     def __init__(self, ctx: Any) -> None:

@@ -165,6 +165,7 @@ class LossHistory(Detector):
     """TD147: a running total whose graph spans steps (it holds the previous total's node), or
     a list that keeps collecting tensors with their history (it still holds the last step's)."""
 
+    ORDER = 280
     rules = (LOSS_HISTORY,)
     #: how far back from its end a list is searched for the previous step's tensor
     LIST_TAIL = 256
@@ -288,6 +289,7 @@ class RetainedGraphs(Detector):
     during the first steps only.
     """
 
+    ORDER = 290
     rules = (RETAIN_GRAPH,)
     #: optimizer steps (of each optimizer) during which backward graphs are walked
     WINDOW = 6

@@ -80,6 +80,8 @@ class MemoryState:
 class MemoryAccount(Detector):
     """Keeps the memory account (see the module's doc); reports nothing itself."""
 
+    ORDER = 380  # before the detectors that read its account (memory_leaks, memory_deleted)
+
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
         self.state: MemoryState | None = None

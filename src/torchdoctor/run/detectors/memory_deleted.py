@@ -77,6 +77,7 @@ def deleted_names(code: CodeType) -> dict[str, int]:
 class DeletedButAlive(Detector):
     """TD441 (see the module's doc)."""
 
+    ORDER = 400
     rules = (DELETED,)
 
     def __init__(self, ctx: Any) -> None:

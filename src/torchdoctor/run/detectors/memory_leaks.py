@@ -68,6 +68,7 @@ class Tracked:
 class MemoryLeaks(Detector):
     """TD440 (see the module's doc)."""
 
+    ORDER = 390
     rules = (LEAK,)
 
     def __init__(self, ctx: Any) -> None:

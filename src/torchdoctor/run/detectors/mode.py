@@ -73,6 +73,7 @@ def mode_dependent(model: nn.Module) -> list[tuple[str, nn.Module]]:
 class EvalModeTraining(Detector):
     """TD131: `optimizer.step()` while dropout / batch-norm of the trained model are in eval mode."""
 
+    ORDER = 190
     rules = (TRAINING_IN_EVAL,)
 
     def __init__(self, ctx: Any) -> None:
@@ -124,6 +125,7 @@ class EvalModeTraining(Detector):
 class DropoutInEval(Detector):
     """TD130: `F.dropout(x, p)` without `training=` called from a module in eval mode."""
 
+    ORDER = 200
     rules = (FUNCTIONAL_DROPOUT,)
 
     def install(self) -> None:
@@ -155,6 +157,7 @@ def _calling_module(frame: FrameType | None) -> nn.Module | None:
 class FrozenBatchNormDrift(Detector):
     """TD132: batch-norm layers with all weights frozen whose running statistics keep changing."""
 
+    ORDER = 210
     rules = (BATCHNORM_DRIFT,)
 
     def __init__(self, ctx: Any) -> None:
@@ -229,6 +232,7 @@ class EvaluationInTrainMode(Detector):
     One forward pre-hook per trained model (a grad-mode read per call); the models are hooked
     at the steps of the sparse schedule, once they have been stepped."""
 
+    ORDER = 230
     rules = (EVAL_IN_TRAIN_MODE,)
     #: no-grad forwards between two steps that make an evaluation (one per step is a generated
     #: batch, pseudo-labels or a target network, used within training)
@@ -319,6 +323,7 @@ class EvalPhase:
 class EvalGraphs(Detector):
     """TD161: a model in eval mode runs with autograd on and no backward() follows."""
 
+    ORDER = 220
     rules = (EVAL_WITH_GRAD,)
     #: graph-building eval forwards before it counts as an evaluation (one call is not a loop)
     MIN_FORWARDS = 2

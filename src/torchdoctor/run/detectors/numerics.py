@@ -40,6 +40,7 @@ from torchdoctor.run.replay import leaves, strong, weak
 
 
 class NonFiniteLoss(Detector):
+    ORDER = 80
     rules = (RULE,)
 
     def __init__(self, ctx: Any) -> None:

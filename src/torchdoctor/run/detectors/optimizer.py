@@ -37,6 +37,7 @@ def names_text(names: list[str]) -> str:
 class GradientResets(Detector):
     """TD110: gradients carried from one step into the next; TD111: reset between backward and step."""
 
+    ORDER = 10
     rules = (MISSING_ZERO_GRAD, ZERO_GRAD_BEFORE_STEP)
 
     def __init__(self, ctx: Any) -> None:
@@ -113,6 +114,7 @@ class AccumulationResets(Detector):
     The same backward() line runs several times per step and a reset covering the optimizer
     runs between those passes, the same number of times before each warm-up step."""
 
+    ORDER = 20
     rules = (ACCUMULATION_RESET,)
     #: consecutive steps with the same pattern before it is reported (warm-up has 3)
     STEPS = 3
@@ -172,6 +174,7 @@ def _covers(owner: Any, optimizer: Optimizer) -> bool:
 class StepsWithoutGradients(Detector):
     """TD400: an optimizer steps with no backward() before; TD401: backward() but never a step."""
 
+    ORDER = 30
     rules = (STEP_WITHOUT_BACKWARD, BACKWARD_WITHOUT_STEP)
 
     def __init__(self, ctx: Any) -> None:
@@ -214,6 +217,7 @@ class OptimizerCoverage(Detector):
     before it trains), so that short runs are judged while their model is still alive.
     """
 
+    ORDER = 40
     rules = (NOT_IN_OPTIMIZER,)
 
     def __init__(self, ctx: Any) -> None:

@@ -131,6 +131,7 @@ class LoaderOrder(Detector):
     step (validation loaders may keep a fixed order).
     """
 
+    ORDER = 240
     rules = (SAMPLER_EPOCH, NOT_SHUFFLED)
     #: labels looked at, at most, before deciding whether a non-shuffling loader is sorted
     MAX_LABELS = 4096

@@ -32,6 +32,7 @@ MAX_STEPS = 100_000
 
 
 class StepPace(Detector):
+    ORDER = 150
     rules = (RULE,)
 
     def install(self) -> None:

@@ -45,6 +45,7 @@ class SampleCalls:
 class PerSampleLoop(Detector):
     """TD163: one module called per sample of the same batch, within one step."""
 
+    ORDER = 310
     rules = (PER_SAMPLE,)
     MIN_CALLS = 4
 
@@ -171,6 +172,7 @@ def _called_by_user(frame: FrameType | None) -> bool:
 class HostSyncs(Detector):
     """TD452: a line that makes the host wait for the GPU in every traced step."""
 
+    ORDER = 320
     rules = (HOST_SYNC,)
     #: optimizer steps after which one step is traced (the gaps differ, so a line that runs
     #: every N steps for logging is not in all of them)

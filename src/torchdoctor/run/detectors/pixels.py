@@ -17,6 +17,7 @@ class RawPixels(Detector):
     over image-sized vectors) gets whole numbers in 0..255 in a float tensor: images that were
     converted to float but never scaled (warm-up steps only)."""
 
+    ORDER = 260
     rules = (RAW_PIXELS,)
     #: model calls whose first layer input is looked at (each look reads values back)
     LOOKS = 3

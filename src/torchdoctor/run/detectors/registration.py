@@ -24,6 +24,7 @@ CONTAINERS = {list: "list", tuple: "tuple", dict: "dict"}
 
 
 class UnregisteredTrainables(Detector):
+    ORDER = 50
     rules = (PLAIN_CONTAINER, TENSOR_ATTRIBUTE)
 
     def __init__(self, ctx: Any) -> None:

@@ -84,6 +84,7 @@ class Checkpoint:
 
 
 class ReplicaChecksums(Detector):
+    ORDER = 160
     rules = (RULE,)
 
     def install(self) -> None:

@@ -105,6 +105,7 @@ class LearningRates:
 class LearningRateCollapse(Detector):
     """TD428 learning-rate-collapsed."""
 
+    ORDER = 360
     rules = (RULE,)
 
     def __init__(self, ctx: Any) -> None:

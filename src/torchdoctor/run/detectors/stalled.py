@@ -63,6 +63,7 @@ _CLASS_LOSSES = frozenset({"cross_entropy", "nll_loss"})
 
 
 class StalledLoss(Detector):
+    ORDER = 370
     rules = (RULE,)
 
     def __init__(self, ctx: Any) -> None:

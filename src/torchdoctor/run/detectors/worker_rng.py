@@ -38,6 +38,7 @@ class WorkerRandomness(Detector):
     (or in every epoch): each worker process writes the states its first fetch started from,
     and the main process compares them."""
 
+    ORDER = 250
     rules = (RNG_COPIED,)
     FOLDER = "worker-rng"
 

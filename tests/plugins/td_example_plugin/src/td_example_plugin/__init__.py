@@ -1,0 +1,1 @@
+"""An example torchdoctor plugin: `print()` inside a module's `forward` (TD998)."""
