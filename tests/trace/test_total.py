@@ -50,8 +50,11 @@ def test_line_times_add_up_to_the_profilers_total() -> None:
     # the profiler's own accounting: the self CPU time of every event it recorded
     profiler_total = sum(event.self_cpu_time_total for event in tracer.profile.key_averages())
     lines_total = sum(line["us"] for line in found["lines"])
-    own = sum(r["us"] for r in found["remainder"] if r["name"] == OWN)  # run's detectors, kept off the user's lines
-    assert abs(lines_total + own - profiler_total) <= 0.05 * profiler_total, (lines_total, own, profiler_total)
+    # what is under no user line: run's detectors (kept off the user's lines), an optimizer's
+    # zero_grad that made no torch call ...
+    remainder = {r["name"]: r["us"] for r in found["remainder"]}
+    assert abs(lines_total + sum(remainder.values()) - profiler_total) <= 0.05 * profiler_total, (lines_total, remainder, profiler_total)
+    assert sum(us for name, us in remainder.items() if name != OWN) <= 0.05 * profiler_total, remainder
     assert abs(found["total_us"] - profiler_total) <= 0.05 * profiler_total
     # the DataLoader's fetches are the for-loop's line, Adam's work the step's
     sources = {line["source"]: line for line in found["lines"]}
