@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import builtins
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from torchdoctor.core.finding import Edit, Finding, Fix, Severity
@@ -165,12 +165,12 @@ class Context:
         rule: Rule,
         node: ast.AST,
         *,
+        fields: Mapping[str, Any] | None = None,
         fix: Fix | None = None,
         severity: Severity | None = None,
         message: str | None = None,
         hint: str | None = None,
         evidence: dict[str, Any] | None = None,
-        **fields: Any,
     ) -> None:
         """Report `rule` at `node`; `fields` fill the rule's message and hint templates.
 
@@ -193,7 +193,7 @@ class Context:
             message=message,
             hint=hint,
             evidence=evidence,
-            **fields,
+            fields=fields,
         )
         if is_suppressed(finding, source.line(line)):
             return
@@ -219,7 +219,8 @@ class Context:
 
     def add_keyword(self, call: ast.Call, text: str) -> Edit:
         """Add `text` (e.g. `training=self.training`) as the call's last argument."""
-        last = max([*call.args, *call.keywords], key=lambda n: (n.end_lineno, n.end_col_offset), default=None)
+        arguments: list[ast.expr | ast.keyword] = [*call.args, *call.keywords]
+        last = max(arguments, key=lambda n: (n.end_lineno or 0, n.end_col_offset or 0), default=None)
         if last is None:
             source = self.source
             line, column = call.end_lineno, source.char_column(call.end_lineno, call.end_col_offset) - 1  # type: ignore[arg-type]
@@ -519,13 +520,13 @@ class Context:
                 self.class_info.attributes[target.attr] = kind  # type: ignore[attr-defined]
         elif cls is ast.Tuple or cls is ast.List:
             elements = target.elts  # type: ignore[attr-defined]
-            if value is not None and value.__class__ is cls and len(value.elts) == len(elements):  # type: ignore[attr-defined]
-                for element, item in zip(elements, value.elts):  # type: ignore[attr-defined]
+            if value is not None and value.__class__ is cls and len(value.elts) == len(elements):
+                for element, item in zip(elements, value.elts):
                     self._bind(element, flow.kind_of(item, self), item)
                 return
             if kind is not None and kind.tag == "tuple" and len(kind.items) == len(elements):
-                for element, (_, item) in zip(elements, kind.items):
-                    self._bind(element, item, None)
+                for element, (_, item_kind) in zip(elements, kind.items):
+                    self._bind(element, item_kind, None)
                 return
             element_kind = None
             if kind is not None and kind.tag in ("batch", "output"):
@@ -574,13 +575,13 @@ class Context:
             self._dispatch(handlers, node)
         self._children(node, ast.Call)
 
-    def _event(self, name: str, node: ast.AST, receiver: str | None, kind: Kind | None = None) -> None:
+    def _event(self, name: str, node: ast.stmt | ast.expr, receiver: str | None, kind: Kind | None = None) -> None:
         self.scope.events.append(Event(
             name=name, node=node, receiver=receiver, loops=self.loops, path=tuple(self._path),
             grad_disabled=self.grad_disabled, conditions=self.conditions, scope=self.scope, kind=kind,
         ))
 
-    def record(self, name: str, node: ast.AST, receiver: str | None = None) -> None:
+    def record(self, name: str, node: ast.stmt | ast.expr, receiver: str | None = None) -> None:
         """Add an event of your own to the current scope (e.g. `grad_reset` for `p.grad = None`),
         for FILE_END checks to find in `scope.events` with the calls."""
         self._event(name, node, receiver)

@@ -1,8 +1,9 @@
-"""Building a finding from a rule and the fields a detector or an explainer gives.
+"""Building a finding from a rule and the keyword arguments a detector or an explainer gives.
 
-Template fields are formatted here rather than by `Rule.finding`, because some templates use
-names (`count`) that are also parameters of a finding; those must fill the message, not the
-finding's own count.
+`Session.report` and the crash explainers take one mapping that holds both the rule's template
+fields and the finding's own arguments (`message=`, `hint=`, `evidence=`...); this is the one
+place that splits them, so that a template field named like a finding argument (`count`) fills
+the message rather than the finding's own count.
 """
 
 from __future__ import annotations
@@ -20,9 +21,5 @@ FINDING_ARGUMENTS = frozenset({"severity", "evidence", "message", "hint", "rank"
 def build(rule: Rule, location: Location | None, fields: dict[str, Any]) -> Finding:
     own = {k: v for k, v in fields.items() if k in FINDING_ARGUMENTS}
     template = {k: v for k, v in fields.items() if k not in FINDING_ARGUMENTS}
-    if own.get("message") is None:  # a template is filled only when no text is given
-        own["message"] = rule.message.format(**template)
-    if own.get("hint") is None:
-        own["hint"] = rule.hint.format(**template)
     file, line = location if location else (None, None)
-    return rule.finding(file=file, line=line, **own)
+    return rule.finding(fields=template, file=file, line=line, **own)

@@ -353,11 +353,11 @@ class Session:
         if found is None:
             found = self._instruments[kind] = kind()
             found.install(self._patches)  # type: ignore[attr-defined]
-        return found  # type: ignore[no-any-return]
+        return found
 
     def installed(self, kind: type[T]) -> T | None:
         """The session's instrument of this kind if a detector requested it (never installs one)."""
-        return self._instruments.get(kind)  # type: ignore[return-value]
+        return self._instruments.get(kind)
 
     @property
     def steps(self) -> int:

@@ -87,7 +87,7 @@ def _finding(rule: Rule, line: Record | None, *, severity: Severity | None = Non
     file, number = _at(line) if line is not None else (None, None)
     evidence = fields.pop("evidence", None)
     message, hint = fields.pop("message", None), fields.pop("hint", None)
-    return rule.finding(file=file, line=number, severity=severity, evidence=evidence, message=message, hint=hint, **fields)
+    return rule.finding(fields=fields, file=file, line=number, severity=severity, evidence=evidence, message=message, hint=hint)
 
 
 def _pct(value: float) -> str:

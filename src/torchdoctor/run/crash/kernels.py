@@ -17,6 +17,7 @@ import ast
 import builtins
 import linecache
 import re
+import sys
 import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -124,6 +125,8 @@ def _expression(frame: Frame) -> ast.AST | None:
     if frame.live is None or frame.lasti < 0:
         return None
     code = frame.live.f_code
+    if sys.version_info < (3, 11):  # no co_positions
+        return None
     try:
         positions = list(code.co_positions())[frame.lasti // 2]
     except (AttributeError, IndexError):

@@ -173,10 +173,11 @@ def _unbatched_input(crash: Crash, conv: Any) -> Any:
     if conv is None:
         return None
     for frame in crash.deepest():
-        if frame.locals.get("self") is conv:
-            value = frame.locals.get("input")
-            if getattr(value, "dim", None) is not None and value.dim() == conv.weight.dim() - 1:
-                return value
+        if id(frame.locals.get("self")) != id(conv):  # (`is not` would narrow `conv` to what the locals hold)
+            continue
+        value: Any = frame.locals.get("input")
+        if getattr(value, "dim", None) is not None and value.dim() == conv.weight.dim() - 1:
+            return value
     return None
 
 

@@ -199,7 +199,7 @@ class ParametersWithoutGradient(Detector):
                        f"only with autograd off (no_grad), and its output fed `{consumer}`, which trained")
             hint = ("Call this model outside `torch.no_grad()` in the training step; if it is meant to stay frozen, leave "
                     "its parameters out of the optimizer (and call `requires_grad_(False)` on it).")
-            self.ctx.report(UNDER_NO_GRAD, at=location, key=group, message=message, hint=hint, count=count, names=listed)
+            self.ctx.report(UNDER_NO_GRAD, at=location, key=group, message=message, hint=hint)
         elif group[0] == "unused":
             message = f"{count} trainable parameter(s) got no gradient: {listed}; their module never ran in the forward pass"
             self.ctx.report(RULE, at=group[1], key=group, message=message, severity=Severity.WARNING, count=count, names=listed)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 import torch
@@ -122,7 +123,7 @@ ACTIVATION_LAYERS = (nn.Softmax, nn.LogSoftmax, nn.Sigmoid, nn.Softmax2d)
 def _activation_layer() -> nn.Module | None:
     """The nn.Softmax / nn.Sigmoid module running the current call, if one is (a model's last
     layer): its line in the user's code is only the model's call."""
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     while frame is not None and not is_user_file(frame.f_code.co_filename):
         candidate = frame.f_locals.get("self")
         if isinstance(candidate, ACTIVATION_LAYERS):

@@ -113,9 +113,9 @@ def accumulations(code: CodeType) -> tuple[Accumulation, ...]:
                     and _dotted(value.left) == target):
                 found.append(Accumulation(target, node.lineno, ast.get_source_segment(source, value.right) or "...", "sum",
                                           ast.get_source_segment(source, node) or ""))
-        elif isinstance(node, ast.Expr) and _is_append(node.value):
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and _is_append(node.value):
             call = node.value
-            target = _dotted(call.func.value)  # type: ignore[union-attr]
+            target = _dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None
             if target is not None:
                 found.append(Accumulation(target, node.lineno, ast.get_source_segment(source, call.args[0]) or "...",
                                           "append", ast.get_source_segment(source, call) or ""))
@@ -153,7 +153,7 @@ def reaches(node: Any, wanted: Any, depth: int = ACCUMULATION_DEPTH, limit: int 
 
 
 def user_frames(frame: FrameType | None, count: int = FRAMES) -> list[FrameType]:
-    found = []
+    found: list[FrameType] = []
     frame = user_frame(frame)
     while frame is not None and len(found) < count:
         found.append(frame)

@@ -134,7 +134,7 @@ class DeletedButAlive(Detector):
             found = self._bound.get(key)
             if found is not None and (storage is None or storage.key != found.storage.key):
                 self._deleted.append(self._bound.pop(key))  # deleted (and maybe bound again) since it was seen
-            if storage is not None and storage.nbytes >= BIG:
+            if storage is not None and storage.nbytes >= BIG and value is not None:
                 self._bound[key] = Bound(name, (frame.f_code.co_filename, line), storage, StorageWeakRef(value.untyped_storage()))
 
     def _explain(self, bound: Bound, big: Big | None) -> None:

@@ -59,7 +59,7 @@ def mode_dependent(model: nn.Module) -> list[tuple[str, nn.Module]]:
     """The modules of `model` that behave differently in train and eval mode, and train:
     dropout with p > 0, attention with dropout, batch-norm with trainable weights (a frozen
     batch-norm kept in eval mode on purpose is not one of them)."""
-    found = []
+    found: list[tuple[str, nn.Module]] = []
     for name, module in model.named_modules():
         if isinstance(module, _DropoutNd) and module.p > 0:
             found.append((name, module))
@@ -116,7 +116,7 @@ class EvalModeTraining(Detector):
         else:
             at = step_line
             where = f"`optimizer.step()` trains {kind}"
-        fields = {"at": at, "key": id(model), "where": where, "evidence": {"modules_in_eval_mode": in_eval[:10]}}
+        fields: dict[str, Any] = {"at": at, "key": id(model), "where": where, "evidence": {"modules_in_eval_mode": in_eval[:10]}}
         self._reported[id(model)] = fields
         self.ctx.report(TRAINING_IN_EVAL, **fields)
 

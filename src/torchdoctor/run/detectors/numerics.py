@@ -224,8 +224,8 @@ class NonFiniteLoss(Detector):
             for name, param in root.named_parameters():
                 params.setdefault(id(param), (self.ctx.modules.param_name(param) or name, param))
         for optimizer in list(self.ctx.optimizers.known.keys()):
-            for param in params_of(optimizer):
-                params.setdefault(id(param), (self.ctx.modules.param_name(param) or f"parameter {tuple(param.shape)}", param))
+            for tensor in params_of(optimizer):
+                params.setdefault(id(tensor), (self.ctx.modules.param_name(tensor) or f"parameter {tuple(tensor.shape)}", tensor))
         return [name for name, param in params.values() if param.is_floating_point() and not _finite(param)]
 
     def _replay(self) -> tuple[str, Culprit | None, Location | None] | None:
@@ -261,7 +261,13 @@ def _loss_again(call: tuple[str, weakref.ref[torch.Tensor], Any, Any] | None, ou
         if real_target is not None and real_rest is not None:
             extra, kwargs = real_rest
             return getattr(torch.nn.functional, function)(outputs[0], real_target, *extra, **kwargs)
-    return sum(t.float().sum() for t in outputs)
+    sums = [t.float().sum() for t in outputs]
+    if not sums:
+        raise ValueError("the output has no tensor that requires grad")
+    total = sums[0]
+    for part in sums[1:]:
+        total = total + part
+    return total
 
 
 class _AsyncCheck:

@@ -48,7 +48,7 @@ class RawPixels(Detector):
         if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.numel() < 256:
             return
         linear = isinstance(module, nn.Linear)
-        if linear and module.in_features < self.MIN_FEATURES:
+        if isinstance(module, nn.Linear) and module.in_features < self.MIN_FEATURES:
             return
         self._looked += 1
         if self._raw_pixels(x.detach(), linear):

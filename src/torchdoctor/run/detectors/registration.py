@@ -20,7 +20,7 @@ from torchdoctor.rules.grad_flow.tensor_attribute_not_parameter import RULE as T
 from torchdoctor.run.detector import Detector
 from torchdoctor.run.events import Location, Step
 
-CONTAINERS = {list: "list", tuple: "tuple", dict: "dict"}
+CONTAINERS: dict[type, str] = {list: "list", tuple: "tuple", dict: "dict"}
 
 
 class UnregisteredTrainables(Detector):

@@ -32,6 +32,7 @@ returned) or when the run ends.
 
 from __future__ import annotations
 
+import functools
 import weakref
 from typing import Any
 
@@ -137,13 +138,13 @@ class LearningRateCollapse(Detector):
         key = id(optimizer)
         rates = LearningRates()
         try:
-            rates.ref = weakref.ref(optimizer, lambda _ref, key=key: self._gone(key))
+            rates.ref = weakref.ref(optimizer, functools.partial(self._gone, key))
         except TypeError:
             return None
         self._rates[key] = rates
         return rates
 
-    def _gone(self, key: int) -> None:
+    def _gone(self, key: int, _ref: object = None) -> None:
         """The optimizer was freed (garbage collection: only bookkeeping here)."""
         rates = self._rates.pop(key, None)
         if rates is not None and rates.blamed() is not None:
