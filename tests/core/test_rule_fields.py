@@ -11,11 +11,12 @@ import pytest
 
 from torchdoctor.core.registry import get
 from torchdoctor.core.rule import Rule, template_fields
-from torchdoctor.run.reporting import FINDING_ARGUMENTS
 
 SOURCE = Path(__file__).resolve().parents[2] / "src" / "torchdoctor"
 #: helpers that pass their keyword arguments on to `Session.report` or `Rule.finding` (rule first)
-WRAPPERS = {"_at", "_finding", "_report"}
+WRAPPERS = {"_finding", "_report"}
+#: their keyword arguments that are the finding's own
+OWN = {"severity", "evidence", "message", "hint"}
 
 
 def test_template_fields_names_each_placeholder_once() -> None:
@@ -64,7 +65,7 @@ def _literal_keys(node: ast.expr) -> set[str] | None:
 def _call_sites() -> Iterator[tuple[str, Rule, set[str], set[str]]]:
     """(place, rule, template fields named, finding arguments named) for each call whose rule and fields are
     written out: `RULE.finding(fields={...})`, lint's `ctx.report(RULE, node, fields={...})`, run's
-    `self.ctx.report(RULE, ..., name=...)`, a crash explainer's `Explanation(RULE, {...})` and the
+    `self.ctx.report(RULE, ..., fields={...})`, a crash explainer's `Explanation(RULE, {...})` and the
     helpers that pass keywords on."""
     for path in sorted(SOURCE.rglob("*.py")):
         tree = ast.parse(path.read_text())
@@ -79,28 +80,22 @@ def _call_sites() -> Iterator[tuple[str, Rule, set[str], set[str]]]:
                 method, receiver = call.func.attr, ast.unparse(call.func.value)
             else:
                 continue
-            if method == "Explanation" and len(call.args) > 1:  # a crash explainer's (rule, fields with hint=...)
+            keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
+            if method == "Explanation" and len(call.args) > 1:  # a crash explainer's (rule, fields, hint=...)
                 rule_node = call.args[0]
-                named = _literal_keys(call.args[1])
-                if named is None:
-                    continue
-                fields, own = named - FINDING_ARGUMENTS, named & FINDING_ARGUMENTS
+                fields = _literal_keys(call.args[1])
+                own = set(keywords)
+            elif method == "_at" and len(call.args) > 3:  # run/crash/explain.py: (rule, crash, frame, fields)
+                rule_node = call.args[0]
+                fields, own = _literal_keys(call.args[3]), set()
             elif method in WRAPPERS and call.args and not any(k.arg is None for k in call.keywords):
                 rule_node = call.args[0]
-                named = {k.arg for k in call.keywords if k.arg is not None}
-                fields, own = named - FINDING_ARGUMENTS, named & FINDING_ARGUMENTS
-            elif method == "finding" or (method == "report" and receiver == "ctx" and call.args):
+                named = set(keywords)
+                fields, own = named - OWN, named & OWN
+            elif method == "finding" or (method == "report" and receiver in ("ctx", "self.ctx") and call.args):
                 rule_node = call.func.value if method == "finding" else call.args[0]
-                keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
                 fields = _literal_keys(keywords["fields"]) if "fields" in keywords else set()
                 own = set(keywords) - {"fields"}
-            elif method == "report" and receiver == "self.ctx" and call.args:
-                rule_node = call.args[0]
-                if any(k.arg is None for k in call.keywords):
-                    continue
-                named = {k.arg for k in call.keywords if k.arg is not None}
-                fields = named - FINDING_ARGUMENTS - {"at", "key"}
-                own = named & FINDING_ARGUMENTS
             else:
                 continue
             if fields is None or any(k.arg is None and method != "finding" for k in call.keywords):

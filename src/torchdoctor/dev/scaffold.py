@@ -283,7 +283,7 @@ class {cls}(Detector):
 
     def on_step_end(self, event: Step) -> None:
         """TODO: decide from the events you override (warm-up steps are the cheap time to
-        look), then `self.ctx.report(RULE, what=...)`: the finding points at the user's line."""
+        look), then `self.ctx.report(RULE, fields={{"what": ...}})`: the finding points at the user's line."""
 '''
 
 _RUN_TEST = '''"""{code} {name}, on both sides."""

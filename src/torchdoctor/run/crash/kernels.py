@@ -198,8 +198,8 @@ def op_missing_for_backend(crash: Crash, session: Session | None) -> Explanation
     hint = f"Give {site.op} a tensor of a backend it has a kernel for: {CONVERSIONS[family] if family else 'move it to one of them'}."
     return Explanation(MISSING, {
         "op": site.op, "key": site.key, "tensor": f" ({tensor})" if tensor else "",
-        "backends": backends or "no other backend", "hint": hint,
-    }, evidence=site.evidence())
+        "backends": backends or "no other backend",
+    }, hint=hint, evidence=site.evidence())
 
 
 def dtype_not_supported(crash: Crash, session: Session | None) -> Explanation | None:
@@ -224,8 +224,8 @@ def dtype_not_supported(crash: Crash, session: Session | None) -> Explanation | 
     backends = site.backends() if site is not None else ""
     return Explanation(UNSUPPORTED, {
         "where": where, "kernel": kernel, "dtype": dtype, "tensor": f": {tensor} is {dtype}" if tensor else "",
-        "backends": f" ({op} has kernels for {backends} in this torch)" if op and backends else "", "hint": hint,
-    }, evidence=site.evidence() if site is not None else {"kernel": kernel})
+        "backends": f" ({op} has kernels for {backends} in this torch)" if op and backends else "",
+    }, hint=hint, evidence=site.evidence() if site is not None else {"kernel": kernel})
 
 
 def _tensor_of_backend(crash: Crash, session: Session | None, key: str) -> str | None:

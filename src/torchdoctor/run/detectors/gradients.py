@@ -192,7 +192,7 @@ class ParametersWithoutGradient(Detector):
         if group[0] == "cut":
             _, call, location = group
             message = f"{count} trainable parameter(s) got no gradient from the loss: {listed}; `{call}` on this line cuts the graph between them and the loss"
-            self.ctx.report(RULE, at=location, key=group, message=message, count=count, names=listed)
+            self.ctx.report(RULE, at=location, key=group, message=message, fields={"count": count, "names": listed})
         elif group[0] == "no grad":
             _, consumer, location = group
             message = (f"{count} trainable parameter(s) given to the optimizer got no gradient: {listed}; their model ran "
@@ -202,9 +202,10 @@ class ParametersWithoutGradient(Detector):
             self.ctx.report(UNDER_NO_GRAD, at=location, key=group, message=message, hint=hint)
         elif group[0] == "unused":
             message = f"{count} trainable parameter(s) got no gradient: {listed}; their module never ran in the forward pass"
-            self.ctx.report(RULE, at=group[1], key=group, message=message, severity=Severity.WARNING, count=count, names=listed)
+            self.ctx.report(RULE, at=group[1], key=group, message=message, severity=Severity.WARNING,
+                            fields={"count": count, "names": listed})
         else:
-            self.ctx.report(RULE, at=group[1], key=group, count=count, names=listed)
+            self.ctx.report(RULE, at=group[1], key=group, fields={"count": count, "names": listed})
 
     def _forward_of(self, module: nn.Module | None) -> Location | None:
         """The `forward` of the innermost user-defined module holding `module` (where to look)."""

@@ -236,7 +236,7 @@ class LossInputs(Detector):
         else:
             source = f"{kind} on this line{where}" if line else kind
         template = {k: v for k, v in fields.items() if k != "made"}
-        self.ctx.report(rule, at=line, key="loss", source=source, **template)
+        self.ctx.report(rule, at=line, key="loss", fields={"source": source, **template})
         self._done.add(f"{rule.code}:{kind}")
         self._pending.pop(f"{rule.code}:{kind}", None)
 
@@ -245,7 +245,8 @@ class LossInputs(Detector):
         for pending in list(self._pending.values()):
             kind = pending.fields.get("made", "softmax")
             fields = {k: v for k, v in pending.fields.items() if k != "made"}
-            self.ctx.report(pending.rule, at=pending.loss_line, key="loss", source=f"{kind} (its output is this loss's input)", **fields)
+            self.ctx.report(pending.rule, at=pending.loss_line, key="loss",
+                            fields={"source": f"{kind} (its output is this loss's input)", **fields})
             self._done.add(f"{pending.rule.code}:{kind}")
         self._pending.clear()
 
@@ -268,11 +269,8 @@ class LossInputs(Detector):
         if pairs > largest:  # both sides were expanded: every prediction meets every target
             self.ctx.report(
                 BROADCAST,
-                loss=ELEMENTWISE[event.function],
-                input_shape=list(a),
-                target_shape=list(b),
-                pairs=pairs,
-                expected=largest,
+                fields={"loss": ELEMENTWISE[event.function], "input_shape": list(a), "target_shape": list(b),
+                        "pairs": pairs, "expected": largest},
             )
 
 

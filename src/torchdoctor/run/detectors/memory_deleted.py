@@ -144,8 +144,9 @@ class DeletedButAlive(Detector):
         holder = _holder_words(big, others, bound.storage.nbytes)
         self._reported.add(bound.name)
         self._reported.update(name for name, _own in others)
-        self.ctx.report(DELETED, at=bound.deleted_at, key=bound.name, name=bound.name,
-                        size=size_text(bound.storage.nbytes), holder=holder, hint=_hint(big, others))
+        self.ctx.report(DELETED, at=bound.deleted_at, key=bound.name,
+                        fields={"name": bound.name, "size": size_text(bound.storage.nbytes), "holder": holder},
+                        hint=_hint(big, others))
 
     # -- small views of large storages ------------------------------------------------------------
 

@@ -38,7 +38,8 @@ class RawPixels(Detector):
             raw, self._raw, self._seen_layer = self._raw, None, False
             if raw is not None:
                 name, low, high = raw
-                self.ctx.report(RAW_PIXELS, key=name, layer=name, low=low, high=high, evidence={"min": low, "max": high})
+                self.ctx.report(RAW_PIXELS, key=name, fields={"layer": name, "low": low, "high": high},
+                                evidence={"min": low, "max": high})
             return
         module = event.module
         if self._seen_layer or self._looked >= self.LOOKS or not isinstance(module, (nn.Conv2d, nn.Conv3d, nn.Linear)):

@@ -61,7 +61,7 @@ class UnregisteredTrainables(Detector):
         if key in self._reported:
             return
         self._reported.add(key)
-        self.ctx.report(rule, at=assignment_line(type(owner), name), key=key, **fields)
+        self.ctx.report(rule, at=assignment_line(type(owner), name), key=key, fields=fields)
 
 
 def _starved_of_optimizer(module: nn.Module, optimized: set[int]) -> bool:

@@ -161,17 +161,11 @@ class LearningRateCollapse(Detector):
             return
         call = source_call(info.stepped_at, r"[\w.\[\]]+\.step")
         self.ctx.report(
-            RULE,
-            at=info.stepped_at,
-            key=id(rates),
-            peak=f"{max(rates.peaks):.3g}",
-            start=rates.low_since,
-            low=rates.low_steps(),
-            steps=rates.steps,
-            call=f"`{call}`" if call else "the scheduler's `step()`",
-            scheduler=f"{info.kind}, {info.settings}" if info.settings else info.kind,
-            count=info.steps,
-            cadence=cadence(info.steps, rates.steps),
+            RULE, at=info.stepped_at, key=id(rates),
+            fields={"peak": f"{max(rates.peaks):.3g}", "start": rates.low_since, "low": rates.low_steps(),
+                    "steps": rates.steps, "call": f"`{call}`" if call else "the scheduler's `step()`",
+                    "scheduler": f"{info.kind}, {info.settings}" if info.settings else info.kind, "count": info.steps,
+                    "cadence": cadence(info.steps, rates.steps)},
             evidence={"peak_lr": max(rates.peaks), "low_steps": rates.low_steps(), "optimizer_steps": rates.steps,
                       "scheduler": info.kind, "scheduler_steps": info.steps},
         )
