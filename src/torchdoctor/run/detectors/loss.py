@@ -236,7 +236,7 @@ class LossInputs(Detector):
         else:
             source = f"{kind} on this line{where}" if line else kind
         template = {k: v for k, v in fields.items() if k != "made"}
-        self.ctx.report(rule, at=line, key="loss", fields={"source": source, **template})
+        self.ctx.report(rule, at=line, key="loss", fields={**_source(rule, source), **template})
         self._done.add(f"{rule.code}:{kind}")
         self._pending.pop(f"{rule.code}:{kind}", None)
 
@@ -246,7 +246,7 @@ class LossInputs(Detector):
             kind = pending.fields.get("made", "softmax")
             fields = {k: v for k, v in pending.fields.items() if k != "made"}
             self.ctx.report(pending.rule, at=pending.loss_line, key="loss",
-                            fields={"source": f"{kind} (its output is this loss's input)", **fields})
+                            fields={**_source(pending.rule, f"{kind} (its output is this loss's input)"), **fields})
             self._done.add(f"{pending.rule.code}:{kind}")
         self._pending.clear()
 
@@ -272,6 +272,11 @@ class LossInputs(Detector):
                 fields={"loss": ELEMENTWISE[event.function], "input_shape": list(a), "target_shape": list(b),
                         "pairs": pairs, "expected": largest},
             )
+
+
+def _source(rule: Rule, source: str) -> dict[str, str]:
+    """`source` (where the wrong input came from) for the rules whose message names it (TD107's does not)."""
+    return {"source": source} if "source" in rule.placeholders else {}
 
 
 def _numel(shape: tuple[int, ...]) -> int:
