@@ -64,7 +64,7 @@ def _args(tmp_path: Path, **overrides: object) -> argparse.Namespace:
 def test_finish_exit_status_follows_fail_on(tmp_path: Path) -> None:
     def report() -> Report:
         r = Report(command="check")
-        r.add(registry.get("TD146").finding(what="x", other="y", consequence="z"))
+        r.add(registry.get("TD146").finding(fields={"what": "x", "other": "y", "consequence": "z"}))
         return r
 
     assert cli.finish(report(), _args(tmp_path), Config(), io.StringIO()) == 0

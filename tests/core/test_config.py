@@ -49,7 +49,7 @@ def test_command_line_overrides(tmp_path: Path) -> None:
 
 def test_apply_filters_and_overrides_findings() -> None:
     config = Config(ignore=("TD110",), severity={"TD101": Severity.WARNING})
-    findings = [TD101.finding(source="x"), TD110.finding()]
+    findings = [TD101.finding(fields={"source": "x"}), TD110.finding()]
     kept = config.apply(findings)
     assert [f.rule for f in kept] == ["TD101"] and kept[0].severity is Severity.WARNING
 

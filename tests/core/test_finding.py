@@ -15,7 +15,7 @@ def test_categories_are_the_contracts() -> None:
 
 
 def test_rule_fills_message_and_hint_templates() -> None:
-    finding = get("TD101").finding(file="model.py", line=41, column=15, source="softmax at model.py:40")
+    finding = get("TD101").finding(file="model.py", line=41, column=15, fields={"source": "softmax at model.py:40"})
     assert finding.message == "CrossEntropyLoss receives probabilities: its input comes from softmax at model.py:40"
     assert finding.rule == "TD101" and finding.name == "softmax-before-cross-entropy"
     assert finding.category is Category.LOSS and finding.severity is Severity.ERROR

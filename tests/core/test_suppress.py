@@ -3,7 +3,7 @@ import pytest
 from torchdoctor.core import registry
 from torchdoctor.core.suppress import drop_suppressed, is_suppressed
 
-FINDING = registry.get("TD101").finding(file="m.py", line=1, source="x")
+FINDING = registry.get("TD101").finding(file="m.py", line=1, fields={"source": "x"})
 
 
 @pytest.mark.parametrize(
@@ -27,6 +27,6 @@ def test_line_comments(line: str, silenced: bool) -> None:
 
 def test_drop_suppressed_reads_the_findings_own_line() -> None:
     lines = {1: "x = 1  # noqa: TD101", 2: "y = 2"}
-    other = registry.get("TD101").finding(file="m.py", line=2, source="x")
+    other = registry.get("TD101").finding(file="m.py", line=2, fields={"source": "x"})
     kept = drop_suppressed([FINDING, other], lambda _file, line: lines[line])
     assert kept == [other]

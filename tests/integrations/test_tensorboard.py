@@ -28,7 +28,7 @@ def events(folder: Path) -> EventAccumulator:
 
 def test_series_become_scalars_and_findings_text(tmp_path: Path) -> None:
     report = Report(command="run")
-    report.add(registry.get("TD101").finding(file="train.py", line=3, source="softmax | at line 2"))
+    report.add(registry.get("TD101").finding(file="train.py", line=3, fields={"source": "softmax | at line 2"}))
     report.sections["series"] = {
         "loss": {"kind": "line", "columns": ["loss"], "steps": [1, 2, 4], "values": [[2.0], [None], [1.0]]},
         "grad_norm": {"kind": "heatmap", "columns": ["fc1", "fc2"], "steps": [1, 2], "values": [[0.5, 0.0], [0.25, None]]},

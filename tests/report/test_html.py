@@ -109,7 +109,8 @@ def source_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 def test_each_finding_shows_its_lines_its_fix_and_links_its_rule_doc(source_file: str) -> None:
     report = Report(command="run")
-    report.add(registry.get("TD101").finding(file=source_file, line=5, column=8, source="softmax at model.py:5"))
+    report.add(registry.get("TD101").finding(file=source_file, line=5, column=8,
+                                             fields={"source": "softmax at model.py:5"}))
     page = render(report)
     card = page[page.index('<article class="finding"'):page.index("</article>")]
     assert 'class="ln marked"><span class="no">5</span>' in card
@@ -123,8 +124,9 @@ def test_lint_groups_by_file_and_shows_a_fix_as_a_diff(source_file: str, tmp_pat
     (tmp_path / "other.py").write_text("x = 1\n", encoding="utf-8")
     report = Report(command="lint")
     fix = Fix("Pass `dim=1`", (Edit(5, 26, 5, 26, ", dim=1"),))
-    report.add(registry.get("TD150").finding(file=source_file, line=5, column=8, call="torch.softmax", fix=fix))
-    report.add(registry.get("TD150").finding(file="other.py", line=1, call="F.softmax"))
+    report.add(registry.get("TD150").finding(file=source_file, line=5, column=8, fields={"call": "torch.softmax"},
+                                             fix=fix))
+    report.add(registry.get("TD150").finding(file="other.py", line=1, fields={"call": "F.softmax"}))
     page = render(report)
     assert re.findall(r'<section class="file" id="file-\d+">\s*<h3>([^<]+)', page) == ["model.py ", "other.py "]
     assert '<div class="ln del"><code>-    y = torch.softmax(x, 1)</code>' in page
@@ -133,7 +135,8 @@ def test_lint_groups_by_file_and_shows_a_fix_as_a_diff(source_file: str, tmp_pat
 
 def test_checks_are_a_table_with_their_evidence() -> None:
     report = Report(command="check")
-    report.add(registry.get("TD101").finding(file="gone.py", line=4, source="softmax", evidence={"probabilities": True}))
+    report.add(registry.get("TD101").finding(file="gone.py", line=4, fields={"source": "softmax"},
+                                             evidence={"probabilities": True}))
     report.checks = [CheckResult("loss", "loss", Status.FAILED, "softmax before CE", 0.25, ("TD101",)),
                      CheckResult("grad-flow", "gradient flow", Status.PASSED, "every parameter", 0.5, ("TD120",))]
     page = render(report)
@@ -155,7 +158,7 @@ def test_dist_shows_latency_and_bandwidth_per_size() -> None:
 def test_other_sections_are_shown_as_json_and_the_page_stays_offline(source_file: str) -> None:
     report = Report(command="env")
     report.sections["environment"] = {"torch": "2.13.0", "url": "https://example.com/<x>"}
-    report.add(registry.get("TD101").finding(file=source_file, line=5, source="`https://x`"))
+    report.add(registry.get("TD101").finding(file=source_file, line=5, fields={"source": "`https://x`"}))
     page = render(report)
     assert '<section id="section-environment">' in page and "https://example.com/&lt;x&gt;" in page
     # nothing is loaded from anywhere: no script, no source, no stylesheet, no font (links in rule docs are links)

@@ -127,7 +127,7 @@ def test_counts_are_singular_for_one(report: Report) -> None:
 
 
 def test_html_status_marks_have_words_and_backticks_are_code(report: Report) -> None:
-    report.add(registry.get("TD150").finding(file="p.py", line=2, call="F.softmax"))
+    report.add(registry.get("TD150").finding(file="p.py", line=2, fields={"call": "F.softmax"}))
     report.notices.append("run `torchdoctor lint --fix` for `a<b`")
     page = rendered(report, "html")
     for status in ("passed", "failed", "warned", "skipped"):  # a word next to the emoji, for fonts without one
@@ -148,7 +148,7 @@ def test_status_of_findings() -> None:
     from torchdoctor.core.finding import Severity
     from torchdoctor.core.report import Status
 
-    error = registry.get("TD101").finding(source="x")
+    error = registry.get("TD101").finding(fields={"source": "x"})
     warning = error.with_severity(Severity.WARNING)
     info = error.with_severity(Severity.INFO)
     assert Status.of([info, error]) is Status.FAILED

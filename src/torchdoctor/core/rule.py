@@ -7,7 +7,9 @@ rule, so the same bug gets the same code whichever command found it.
 from __future__ import annotations
 
 import re
+import string
 import textwrap
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,8 +25,8 @@ PROOF_KINDS = ("lint", "check", "run", "trace", "env", "dist", "tool")
 class Rule:
     """One kind of bug.
 
-    `message` and `hint` are `str.format` templates filled from a detector's keyword
-    arguments. `proof` names the harness that shows the doc's example triggers the rule and its
+    `message` and `hint` are `str.format` templates filled from the `fields` a detector
+    passes to `finding`. `proof` names the harness that shows the doc's example triggers the rule and its
     "Use instead" does not (see tests/rules/test_docs.py). `fixable` says whether
     `torchdoctor lint --fix` can repair it safely.
     """
@@ -51,6 +53,7 @@ class Rule:
     def finding(
         self,
         *,
+        fields: Mapping[str, Any] | None = None,
         file: str | None = None,
         line: int | None = None,
         column: int | None = None,
@@ -63,9 +66,14 @@ class Rule:
         message: str | None = None,
         hint: str | None = None,
         severity: Severity | None = None,
-        **fields: Any,
     ) -> Finding:
-        """A finding of this rule; `fields` fill the message and hint templates."""
+        """A finding of this rule; `fields` fill the message and hint templates.
+
+        A `message` or `hint` given as text replaces its template. The fields must fill the
+        templates in use exactly: a missing or unknown one raises at once, naming the rule.
+        """
+        fields = dict(fields or {})
+        self.check_fields(fields, message=message is None, hint=hint is None)
         return Finding(
             rule=self.code,
             name=self.name,
@@ -83,6 +91,23 @@ class Rule:
             rank=rank,
             fix=fix,
         )
+
+    @property
+    def placeholders(self) -> frozenset[str]:
+        """The template fields the message and the hint name."""
+        return template_fields(self.message) | template_fields(self.hint)
+
+    def check_fields(self, fields: Mapping[str, Any], *, message: bool = True, hint: bool = True) -> None:
+        """Raise when `fields` name a placeholder neither template has, or leave one of the
+        templates in use (`message`, `hint`) unfilled."""
+        unknown = set(fields) - self.placeholders
+        needed = (template_fields(self.message) if message else frozenset()) | (
+            template_fields(self.hint) if hint else frozenset())
+        missing = needed - set(fields)
+        if unknown or missing:
+            said = [f"unknown {sorted(unknown)}"] if unknown else []
+            said += [f"missing {sorted(missing)}"] if missing else []
+            raise TypeError(f"{self.code} ({self.name}): template fields {', '.join(said)}")
 
     @property
     def sections(self) -> dict[str, str]:
@@ -109,6 +134,16 @@ class Rule:
         what = " ".join(self.sections.get("What it does", "").split())
         match = re.match(r"(.+?[^.]\.)(?=\s+[A-Z`(]|$)", what)
         return match.group(1) if match else what
+
+
+def template_fields(template: str) -> frozenset[str]:
+    """The names a `str.format` template fills (`{name}`, `{name.attr}`, `{name:>4}` all name `name`)."""
+    names = set()
+    for _, field, _, _ in string.Formatter().parse(template):
+        if field is not None:
+            match = re.match(r"[^.\[]*", field)
+            names.add(match.group(0) if match else field)
+    return frozenset(names)
 
 
 def split_sections(doc: str) -> dict[str, str]:

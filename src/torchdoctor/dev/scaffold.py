@@ -206,7 +206,7 @@ from torchdoctor.rules.{package}.{module} import RULE
 @check(RULE, ast.Call, names={{"TODO_callee"}})
 def {module}(node: ast.Call, ctx: Context) -> None:
     """TODO: decide from `node` and what the walk keeps on `ctx`, then
-    `ctx.report(RULE, node, what=...)` at the line the user must change."""
+    `ctx.report(RULE, node, fields={{"what": ...}})` at the line the user must change."""
 '''
 
 _LINT_FIXTURE = '''"""{code} {name}: the flagged code and the similar correct code, side by side.
@@ -235,7 +235,7 @@ class {cls}(Detector):
 
     def on_step_end(self, event: Step) -> None:
         """TODO: decide from the events you override (warm-up steps are the cheap time to
-        look), then `self.ctx.report(RULE, what=...)`: the finding points at the user's line."""
+        look), then `self.ctx.report(RULE, fields={{"what": ...}})`: the finding points at the user's line."""
 '''
 
 _RUN_TEST = '''"""{code} {name}, on both sides."""
@@ -287,7 +287,7 @@ RULES = (RULE.code,)
 
 def run(ctx: CheckContext) -> Outcome:
     """TODO: look at `ctx.subject` (model, data, loss_fn, optimizer) on copies, never changing the
-    user's objects; return `Outcome([RULE.finding(**where(site), what=...)])` when the bug is there."""
+    user's objects; return `Outcome([RULE.finding(**where(site), fields={{"what": ...}})])` when the bug is there."""
     return Outcome(detail="TODO: what was confirmed")
 '''
 

@@ -69,7 +69,7 @@ def launch_problems(facts: DistFacts) -> list[str]:
 def launch_invalid(facts: DistFacts) -> Iterator[Finding]:
     problems = launch_problems(facts)
     if problems:
-        yield LAUNCH_INVALID.finding(problems="; ".join(problems), rank=integer(facts.launch.get("RANK")),
+        yield LAUNCH_INVALID.finding(fields={"problems": "; ".join(problems)}, rank=integer(facts.launch.get("RANK")),
                                      evidence={"launch": facts.launch})
 
 
@@ -93,8 +93,8 @@ def loopback_master(facts: DistFacts) -> Iterator[Finding]:
     if facts.mode == "standalone" or not spans_hosts(facts) or not facts.master_ips:
         return
     if all(is_loopback(ip) for ip in facts.master_ips):
-        yield LOOPBACK.finding(addr=env.get("MASTER_ADDR"), ips=", ".join(facts.master_ips), world=world,
-                               local_world=local_world, rank=integer(env.get("RANK")))
+        yield LOOPBACK.finding(fields={"addr": env.get("MASTER_ADDR"), "ips": ", ".join(facts.master_ips),
+                                       "world": world, "local_world": local_world}, rank=integer(env.get("RANK")))
 
 
 def master_outside_slurm(facts: DistFacts) -> Iterator[Finding]:
@@ -113,8 +113,9 @@ def master_outside_slurm(facts: DistFacts) -> Iterator[Finding]:
     if not facts.slurm_node_ips or set(facts.master_ips) & known:
         return  # the nodes' addresses are not known (no verdict), or MASTER_ADDR is one of them
     yield MASTER_OUTSIDE_SLURM.finding(
-        addr=addr, nodes=listing(facts.slurm_nodes, 4), resolved=f" (it resolves to {', '.join(facts.master_ips)})",
-        first=facts.slurm_nodes[0], rank=integer(facts.launch.get("RANK")),
+        fields={"addr": addr, "nodes": listing(facts.slurm_nodes, 4),
+                "resolved": f" (it resolves to {', '.join(facts.master_ips)})", "first": facts.slurm_nodes[0]},
+        rank=integer(facts.launch.get("RANK")),
         evidence={"master_ips": facts.master_ips, "slurm_nodes": facts.slurm_nodes[:64]},
     )
 
@@ -142,7 +143,7 @@ def slurm_tasks(facts: DistFacts) -> Iterator[Finding]:
         hint = ("Take the launch variables from SLURM's, in the script or before it: RANK=$SLURM_PROCID, WORLD_SIZE=$SLURM_NTASKS, "
                 "LOCAL_RANK=$SLURM_LOCALID; or start one torchrun per node (`srun --ntasks-per-node=1 torchrun ...`).")
     if problems:
-        yield SLURM_TASKS.finding(problems="; ".join(problems), hint=hint, rank=integer(env.get("RANK")),
+        yield SLURM_TASKS.finding(fields={"problems": "; ".join(problems)}, hint=hint, rank=integer(env.get("RANK")),
                                   evidence={name: env[name] for name in slurm.VARIABLES if name in env})
 
 
@@ -150,14 +151,15 @@ def slurm_tasks(facts: DistFacts) -> Iterator[Finding]:
 def port_in_use(facts: DistFacts) -> Iterator[Finding]:
     for r in facts.ranks:
         if r.connect == "in use":
-            yield PORT_IN_USE.finding(master=r.master, error=r.store_error, host=r.hostname or "the master", rank=r.rank)
+            yield PORT_IN_USE.finding(fields={"master": r.master, "error": r.store_error,
+                                              "host": r.hostname or "the master"}, rank=r.rank)
 
 
 def unreachable(facts: DistFacts) -> Iterator[Finding]:
     for r in facts.ranks:
         if r.connect is not None and r.connect != "in use":
-            yield UNREACHABLE.finding(error=r.store_error, host=r.hostname or "?", master=r.master, rank=r.rank, rank_=r.rank,
-                                      evidence={"connect": r.connect})
+            yield UNREACHABLE.finding(fields={"error": r.store_error, "host": r.hostname or "?", "rank_": r.rank},
+                                      rank=r.rank, evidence={"connect": r.connect})
 
 
 def never_arrived(facts: DistFacts) -> Iterator[Finding]:
@@ -165,11 +167,12 @@ def never_arrived(facts: DistFacts) -> Iterator[Finding]:
     missing = [m for m in facts.missing if m not in explained]
     if not missing:
         return
-    master = facts.rank(0).master if facts.rank(0) else facts.launch.get("MASTER_ADDR")
+    zero = facts.rank(0)
+    master = zero.master if zero else facts.launch.get("MASTER_ADDR")
     arrived = (facts.world_size or 0) - len(facts.missing)
     yield NEVER_ARRIVED.finding(
-        which=ranks_named(missing), arrived=arrived, world=facts.world_size, master=master,
-        seconds=f"{facts.rendezvous_seconds or facts.rendezvous_timeout or facts.timeout:.0f}",
+        fields={"which": ranks_named(missing), "arrived": arrived, "world": facts.world_size, "master": master,
+                "seconds": f"{facts.rendezvous_seconds or facts.rendezvous_timeout or facts.timeout:.0f}"},
         evidence={"missing": missing},
     )
 
@@ -185,10 +188,11 @@ def variables_disagree(facts: DistFacts) -> Iterator[Finding]:
             values = _per_host_disagreement(arrived)
         if len(values) > 1:
             said = "; ".join(f"{ranks_named(ranks)}: {value}" for value, ranks in sorted(values.items(), key=lambda kv: kv[1]))
-            yield VARIABLES_DISAGREE.finding(what=f"{name} differs between ranks ({said})")
+            yield VARIABLES_DISAGREE.finding(fields={"what": f"{name} differs between ranks ({said})"})
     for r in facts.ranks:
         if r.duplicates > 1:
-            yield VARIABLES_DISAGREE.finding(what=f"{r.duplicates} processes claimed RANK={r.rank}", rank=r.rank)
+            yield VARIABLES_DISAGREE.finding(fields={"what": f"{r.duplicates} processes claimed RANK={r.rank}"},
+                                             rank=r.rank)
 
 
 def _per_host_disagreement(ranks: list[RankFacts]) -> dict[object, list[int]]:
@@ -215,8 +219,10 @@ def hostname_loopback(facts: DistFacts) -> Iterator[Finding]:
             by_host[r.hostname].append(r)
     for host, ranks in sorted(by_host.items()):
         numbers = [r.rank for r in ranks]
-        yield HOSTNAME_LOOPBACK.finding(which=ranks_named(numbers), host=host, ips=", ".join(ranks[0].host_ips),
-                                        rank=numbers[0] if len(numbers) == 1 else None, evidence={"ranks": numbers, "host_ips": ranks[0].host_ips})
+        yield HOSTNAME_LOOPBACK.finding(fields={"which": ranks_named(numbers), "host": host,
+                                                "ips": ", ".join(ranks[0].host_ips)},
+                                        rank=numbers[0] if len(numbers) == 1 else None,
+                                        evidence={"ranks": numbers, "host_ips": ranks[0].host_ips})
 
 
 def master_elsewhere(facts: DistFacts) -> Iterator[Finding]:
@@ -227,8 +233,9 @@ def master_elsewhere(facts: DistFacts) -> Iterator[Finding]:
         return
     addr = facts.launch.get("MASTER_ADDR") or (zero.master or "?").rsplit(":", 1)[0]
     local = [ip for ip in zero.local_ips if not is_loopback(ip)]
-    yield MASTER_ELSEWHERE.finding(addr=addr, ips=", ".join(zero.master_resolved), host=zero.hostname or "rank 0's host",
-                                   local=listing(local, 4) or "none but loopback", rank=0)
+    yield MASTER_ELSEWHERE.finding(fields={"addr": addr, "ips": ", ".join(zero.master_resolved),
+                                           "host": zero.hostname or "rank 0's host",
+                                           "local": listing(local, 4) or "none but loopback"}, rank=0)
 
 
 _KNOCKED = {
@@ -248,10 +255,12 @@ def nodes_unreachable(facts: DistFacts) -> Iterator[Finding]:
                 failed[(int(attempt["to"]), attempt["address"], attempt["via"], attempt["problem"])].append(r.rank)
     for (to, address, via, problem), ranks in sorted(failed.items()):
         target = facts.rank(to)
-        yield NODE_UNREACHABLE.finding(who=ranks_named(ranks) + _on_hosts(facts, ranks),
-                                       target=f"rank {to}'s node" + (f" ({target.hostname})" if target and target.hostname else ""),
-                                       address=address, via=via, problem=_KNOCKED.get(problem, problem),
-                                       rank=ranks[0] if len(ranks) == 1 else None, evidence={"from": ranks, "to": to, "problem": problem})
+        yield NODE_UNREACHABLE.finding(fields={"who": ranks_named(ranks) + _on_hosts(facts, ranks),
+                                               "target": f"rank {to}'s node" + (f" ({target.hostname})" if target and target.hostname else ""),
+                                               "address": address, "via": via,
+                                               "problem": _KNOCKED.get(problem, problem)},
+                                       rank=ranks[0] if len(ranks) == 1 else None,
+                                       evidence={"from": ranks, "to": to, "problem": problem})
 
 
 def _on_hosts(facts: DistFacts, ranks: list[int]) -> str:
@@ -277,8 +286,8 @@ def wrong_results(facts: DistFacts) -> Iterator[Finding]:
             if c.problem == "wrong":
                 by_label[c.label].append((r.rank, c.detail or ""))
     for label, wrong in by_label.items():
-        yield WRONG_RESULT.finding(label=label, which=ranks_named(rank for rank, _ in wrong), detail=wrong[0][1],
-                                   rank=wrong[0][0] if len(wrong) == 1 else None)
+        yield WRONG_RESULT.finding(fields={"label": label, "which": ranks_named(rank for rank, _ in wrong),
+                                           "detail": wrong[0][1]}, rank=wrong[0][0] if len(wrong) == 1 else None)
 
 
 def stuck_collective(facts: DistFacts) -> Finding | None:
@@ -304,8 +313,8 @@ def stuck_collective(facts: DistFacts) -> Finding | None:
         others.append(f"rank {r.rank} {where}")
     elsewhere = "; ".join(others) if others else "every rank was in it"
     return COLLECTIVE_TIMEOUT.finding(
-        label=label, seconds=f"{facts.timeout:g}", inside=ranks_named(inside), elsewhere=elsewhere,
-        evidence={"collective": label, "ranks_in_it": inside, "elsewhere": others},
+        fields={"label": label, "seconds": f"{facts.timeout:g}", "inside": ranks_named(inside),
+                "elsewhere": elsewhere}, evidence={"collective": label, "ranks_in_it": inside, "elsewhere": others},
     )
 
 
@@ -328,7 +337,8 @@ def rank_failed(facts: DistFacts) -> Iterator[Finding]:
         elif r.exit and r.rank not in explained and not (stuck and r.exit.startswith("stopped")) and not r.connect:
             failures[r.exit].append(r.rank)
     for what, ranks in failures.items():
-        yield RANK_FAILED.finding(what=what, who=ranks_named(ranks), rank=ranks[0] if len(ranks) == 1 else None)
+        yield RANK_FAILED.finding(fields={"what": what, "who": ranks_named(ranks)},
+                                  rank=ranks[0] if len(ranks) == 1 else None)
 
 
 # -- consistency -----------------------------------------------------------------------------
@@ -340,7 +350,7 @@ def versions_differ(facts: DistFacts) -> Iterator[Finding]:
                 values[str(getattr(r, field))].append(r.rank)
         if len(values) > 1:
             said = "; ".join(f"{ranks_named(ranks)}: {value}" for value, ranks in sorted(values.items(), key=lambda kv: kv[1]))
-            yield VERSIONS_DIFFER.finding(what=name, said=said)
+            yield VERSIONS_DIFFER.finding(fields={"what": name, "said": said})
 
 
 def local_layout(facts: DistFacts) -> Iterator[Finding]:
@@ -356,10 +366,10 @@ def local_layout(facts: DistFacts) -> Iterator[Finding]:
             seen[r.local_rank].append(r.rank)  # type: ignore[index]
         for local, claimed in sorted(seen.items()):
             if len(claimed) > 1:
-                yield LOCAL_LAYOUT.finding(problem=f"{ranks_named(claimed)} on {host} all have LOCAL_RANK={local}")
+                yield LOCAL_LAYOUT.finding(fields={"problem": f"{ranks_named(claimed)} on {host} all have LOCAL_RANK={local}"})
         sizes = {r.local_world_size for r in ranks if r.local_world_size is not None}
         if len(sizes) == 1 and not facts.missing and len(ranks) != next(iter(sizes)):
-            yield LOCAL_LAYOUT.finding(problem=f"{host} runs {len(ranks)} ranks ({ranks_named(r.rank for r in ranks)}) but they have LOCAL_WORLD_SIZE={next(iter(sizes))}")
+            yield LOCAL_LAYOUT.finding(fields={"problem": f"{host} runs {len(ranks)} ranks ({ranks_named(r.rank for r in ranks)}) but they have LOCAL_WORLD_SIZE={next(iter(sizes))}"})
 
 
 def gpu_mapping(facts: DistFacts) -> Iterator[Finding]:
@@ -369,17 +379,18 @@ def gpu_mapping(facts: DistFacts) -> Iterator[Finding]:
             by_device[(r.hostname, r.device)].append(r.rank)
         if r.gpu_count and r.gpu_count > 1 and r.local_rank is not None and r.local_rank >= r.gpu_count:
             yield GPU_SHARED.finding(
-                problem=f"rank {r.rank} has LOCAL_RANK={r.local_rank} but sees only {r.gpu_count} GPUs: cuda:{r.local_rank} does not exist",
-                rank=r.rank)
+                fields={"problem": f"rank {r.rank} has LOCAL_RANK={r.local_rank} but sees only {r.gpu_count} GPUs: cuda:{r.local_rank} does not exist"},
+                rank=r.rank,
+            )
     for (host, device), ranks in sorted(by_device.items()):
         if len(ranks) > 1:
-            yield GPU_SHARED.finding(problem=f"{ranks_named(ranks)} on {host} would all use the same GPU ({device})")
+            yield GPU_SHARED.finding(fields={"problem": f"{ranks_named(ranks)} on {host} would all use the same GPU ({device})"})
 
 
 def same_rng(facts: DistFacts) -> Iterator[Finding]:
     states = [r.rng for r in facts.ranks if r.arrived is not False]
     if len(states) >= 2 and all(states) and len(set(states)) == 1:
-        yield SAME_RNG.finding(count_ranks=len(states))
+        yield SAME_RNG.finding(fields={"count_ranks": len(states)})
 
 
 def _interface_problems(r: RankFacts) -> list[tuple[str, str, str]]:
@@ -395,8 +406,8 @@ def socket_interfaces(facts: DistFacts) -> Iterator[Finding]:
         for variable, value, problem in _interface_problems(r):
             seen[(r.hostname or "?", variable, value, problem, ", ".join(r.interfaces))].append(r.rank)
     for (host, variable, value, problem, interfaces), ranks in seen.items():
-        yield SOCKET_INTERFACE.finding(variable=variable, value=value, host=host, problem=problem,
-                                       interfaces=interfaces, rank=ranks[0] if len(ranks) == 1 else None)
+        yield SOCKET_INTERFACE.finding(fields={"variable": variable, "value": value, "host": host, "problem": problem,
+                                               "interfaces": interfaces}, rank=ranks[0] if len(ranks) == 1 else None)
 
 
 def interface_problem(variable: str, value: str, interfaces: list[str]) -> str | None:

@@ -371,10 +371,10 @@ def run_once(op: str, backend: str, group: Any, size: int, rank: int, world: int
         start = _now(device)
         dist.broadcast(tensor, src=0, group=group)
         seconds = _now(device) - start
-        expected = (torch.arange(count, device=device) % 251).float()
-        bad = (tensor != expected).nonzero()
+        sent = (torch.arange(count, device=device) % 251).float()
+        bad = (tensor != sent).nonzero()
         return seconds, (f"rank {rank} got {tensor[bad[0, 0]].item():g} at element {bad[0, 0].item()}, expected "
-                         f"{expected[bad[0, 0]].item():g}" if len(bad) else None)
+                         f"{sent[bad[0, 0]].item():g}" if len(bad) else None)
     if op == "all_gather":
         chunk = max(1, count // world)
         tensor = torch.full((chunk,), float(rank), device=device)

@@ -10,10 +10,14 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from torchdoctor.core.config import Config
 from torchdoctor.core.errors import UsageError
 from torchdoctor.core.report import Report
+
+if TYPE_CHECKING:
+    from torchdoctor.env.facts import EnvFacts
 
 HELP = "check the installation: torch, CUDA, driver, GPUs, extensions, compilers, system limits"
 
@@ -45,13 +49,13 @@ def execute(args: argparse.Namespace, config: Config) -> Report:
     return report
 
 
-def _probe(imports: bool):  # noqa: ANN202 - EnvFacts, imported lazily
+def _probe(imports: bool) -> EnvFacts:
     from torchdoctor.env.probes import collect
 
     return collect(imports=imports)
 
 
-def _load(path: Path):  # noqa: ANN202 - EnvFacts, imported lazily
+def _load(path: Path) -> EnvFacts:
     from torchdoctor.env.facts import EnvFacts, from_dict
     from torchdoctor.env.redact import redact_variables
 

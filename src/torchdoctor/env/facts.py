@@ -164,7 +164,7 @@ def from_dict(cls: type[T], data: Any) -> T:
 def _convert(hint: Any, value: Any) -> Any:
     if value is None:
         return None
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return from_dict(hint, value)
     if typing.get_origin(hint) is list:
         (item,) = typing.get_args(hint)

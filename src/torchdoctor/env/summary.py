@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 
 from torchdoctor.core.finding import Finding
 from torchdoctor.core.report import CheckResult, Status
@@ -132,8 +133,8 @@ def _variables(facts: EnvFacts) -> tuple[str, bool]:
     return (", ".join(shown) if shown else "none of NCCL_*, TORCH_*, CUDA_*, MASTER_*, OMP_*, ... set"), True
 
 
-def _join(parts: object) -> str:
-    return " · ".join(p for p in parts if p)  # type: ignore[union-attr]
+def _join(parts: Iterable[str]) -> str:
+    return " · ".join(p for p in parts if p)
 
 
 def _short(path: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -87,7 +87,7 @@ class TrainPass:
     records: Records
     ran: set[str] = field(default_factory=set)
     ran_with_grad: set[str] = field(default_factory=set)
-    functions: dict[type, tuple[Any, ...]] = field(default_factory=dict)
+    functions: dict[type[torch.autograd.Function], tuple[Any, ...]] = field(default_factory=dict)
     output: Any = None
     forward_failure: Failure | None = None
     loss: torch.Tensor | None = None
@@ -191,10 +191,15 @@ def inferred_loss(prediction: torch.Tensor | None, targets: Any, output: Any = N
         and prediction.dim() == targets.dim() + 1
         and prediction.shape[0] == targets.shape[0]
     ):
-        return "CrossEntropyLoss (inferred: no loss_fn given)", lambda output, y: torch.nn.functional.cross_entropy(primary_output(output), y)
+        return "CrossEntropyLoss (inferred: no loss_fn given)", lambda output, y: torch.nn.functional.cross_entropy(_prediction(output), y)
     if targets.is_floating_point() and prediction.shape == targets.shape:
-        return "MSELoss (inferred: no loss_fn given)", lambda output, y: torch.nn.functional.mse_loss(primary_output(output), y)
+        return "MSELoss (inferred: no loss_fn given)", lambda output, y: torch.nn.functional.mse_loss(_prediction(output), y)
     return "", None
+
+
+def _prediction(output: Any) -> torch.Tensor:
+    """The model's primary output, for an inferred loss (inferred from one, so there is one)."""
+    return cast(torch.Tensor, primary_output(output))
 
 
 def stand_in_objective(output: Any) -> torch.Tensor | None:
@@ -203,14 +208,15 @@ def stand_in_objective(output: Any) -> torch.Tensor | None:
     return torch.stack(parts).sum() if parts else None
 
 
-def _frozen_batchnorms(model: nn.Module) -> dict[str, nn.Module]:
+def _frozen_batchnorm_statistics(model: nn.Module) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """The running mean and variance of each batch norm whose own parameters are frozen."""
     found = {}
     for name, module in model.named_modules():
         if not isinstance(module, nn.modules.batchnorm._BatchNorm) or module.running_mean is None:
             continue
         params = list(module.parameters(recurse=False))
-        if params and not any(p.requires_grad for p in params):
-            found[name] = module
+        if params and not any(p.requires_grad for p in params) and module.running_var is not None:
+            found[name] = (module.running_mean, module.running_var)
     return found
 
 
@@ -225,7 +231,7 @@ def _train_pass(ctx: CheckContext) -> TrainPass:
     tracer = Tracer(watch)
     result = TrainPass(copies, tracer.records)
     result.frozen_bn_before = {
-        name: (m.running_mean.clone(), m.running_var.clone()) for name, m in _frozen_batchnorms(model).items()
+        name: (mean.clone(), var.clone()) for name, (mean, var) in _frozen_batchnorm_statistics(model).items()
     }
     inputs, targets = ctx.batch.fresh()
     try:

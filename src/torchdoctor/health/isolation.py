@@ -122,10 +122,11 @@ def copy_for_check(model: nn.Module, optimizer: torch.optim.Optimizer | None, lo
     cannot be deep-copied; they are replaced by detached clones in the copy.
     """
     memo: dict[int, Any] = {}
+    model_copy: nn.Module
     if isinstance(model, torch.jit.ScriptModule):
         model_copy = _script_copy(model)
-        for original, copied in zip(model.parameters(), model_copy.parameters()):
-            memo[id(original)] = copied
+        for parameter, its_copy in zip(model.parameters(), model_copy.parameters()):
+            memo[id(parameter)] = its_copy
         optimizer_copy, loss_copy = copy.deepcopy((optimizer, loss_fn), memo)
     else:
         for module in model.modules():

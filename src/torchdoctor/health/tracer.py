@@ -154,7 +154,7 @@ class Tracer(TorchFunctionMode):
         self.diagnose = diagnose
         self.phase = "forward"
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+    def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if self.diagnose and self.records.origin is None:
             return self._diagnose(func, args, kwargs)

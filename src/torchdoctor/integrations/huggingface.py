@@ -36,7 +36,7 @@ except ImportError:
 __all__ = ["TorchDoctorCallback", "TorchDoctorError"]
 
 
-class TorchDoctorCallback(TrainerCallback):  # type: ignore[misc]
+class TorchDoctorCallback(TrainerCallback):
     """Observes a `transformers.Trainer` training as `torchdoctor run` observes a script; `.report` after it."""
 
     def __init__(self, **options: Any) -> None:

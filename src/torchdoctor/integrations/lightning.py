@@ -21,24 +21,27 @@ Uses `lightning.pytorch` (`pip install torchdoctor[lightning]`), or the older
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torchdoctor.integrations.observer import FitObserver, TorchDoctorError, counts
 
-try:
+if TYPE_CHECKING:
     from lightning.pytorch import Callback
-except ImportError:  # pragma: no cover - the standalone package
+else:
     try:
-        from pytorch_lightning import Callback
-    except ImportError:
-        raise ImportError(
-            "torchdoctor.integrations.lightning needs Lightning: pip install 'torchdoctor[lightning]'"
-        ) from None
+        from lightning.pytorch import Callback
+    except ImportError:  # pragma: no cover - the standalone package
+        try:
+            from pytorch_lightning import Callback
+        except ImportError:
+            raise ImportError(
+                "torchdoctor.integrations.lightning needs Lightning: pip install 'torchdoctor[lightning]'"
+            ) from None
 
 __all__ = ["TorchDoctorCallback", "TorchDoctorError"]
 
 
-class TorchDoctorCallback(Callback):  # type: ignore[misc]
+class TorchDoctorCallback(Callback):
     """Observes a Lightning fit as `torchdoctor run` observes a script; `.report` after it."""
 
     def __init__(self, **options: Any) -> None:

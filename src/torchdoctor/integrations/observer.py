@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from torchdoctor.core.config import FAIL_ON
 from torchdoctor.core.errors import UsageError
-from torchdoctor.core.report import Report
+from torchdoctor.core.report import FailOn, Report
 from torchdoctor.report import outputs
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ class FitObserver:
         self.report = report = watched.report
         report.command = "fit"
         if main_process:
-            outputs.write(report, self.outputs, self.fail_on)
+            outputs.write(report, self.outputs, FailOn(self.fail_on))
             if self.print_report:
                 print(report, file=sys.stderr)
         return report

@@ -154,7 +154,7 @@ def priority_order(keys: set[str]) -> list[str]:
     keyset = torch._C.DispatchKeySet(parsed[0])
     for key in parsed[1:]:
         keyset = keyset.add(key)
-    ordered = []
+    ordered: list[str] = []
     while True:
         top = keyset.highestPriorityTypeId()
         name = str(top).split(".")[-1]

@@ -104,7 +104,7 @@ class SiteRecorder:
 
     @contextlib.contextmanager
     def recording(self) -> Iterator[CreationSites]:
-        patched: list[tuple[type, Callable[..., Any]]] = []
+        patched: list[tuple[type[Any], Callable[..., Any]]] = []
         for cls in (torch.nn.Module, torch.optim.Optimizer, DataLoader):
             original = cls.__dict__["__init__"]
             patched.append((cls, original))
@@ -115,9 +115,9 @@ class SiteRecorder:
             with _TensorSites(self.sites):
                 yield self.sites
         finally:
-            torch.from_numpy = from_numpy  # type: ignore[assignment]
-            for cls, original in patched:
-                cls.__init__ = original  # type: ignore[method-assign]
+            torch.from_numpy = from_numpy
+            for patched_class, original in patched:
+                patched_class.__init__ = original
 
     def _wrap_from_numpy(self, original: Callable[[Any], torch.Tensor]) -> Callable[[Any], torch.Tensor]:
         """torch.from_numpy is not a torch function a mode can see: remember its line here."""
@@ -156,7 +156,7 @@ class _TensorSites(TorchFunctionMode):
         super().__init__()
         self.sites = sites
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+    def __torch_function__(self, func, types, args=(), kwargs=None):
         result = func(*args, **(kwargs or {}))
         tensors = self.sites.tensors
         if isinstance(result, torch.Tensor) and result.dim() > 0 and len(tensors) < MAX_TENSOR_SITES:

@@ -387,13 +387,13 @@ class Context(WalkState, Reporter):
                 self.class_info.attributes[target.attr] = kind  # type: ignore[attr-defined]
         elif cls is ast.Tuple or cls is ast.List:
             elements = target.elts  # type: ignore[attr-defined]
-            if value is not None and value.__class__ is cls and len(value.elts) == len(elements):  # type: ignore[attr-defined]
-                for element, item in zip(elements, value.elts):  # type: ignore[attr-defined]
+            if value is not None and value.__class__ is cls and len(value.elts) == len(elements):
+                for element, item in zip(elements, value.elts):
                     self._bind(element, flow.kind_of(item, self), item)
                 return
             if kind is not None and kind.tag == "tuple" and len(kind.items) == len(elements):
-                for element, (_, item) in zip(elements, kind.items):
-                    self._bind(element, item, None)
+                for element, (_, item_kind) in zip(elements, kind.items):
+                    self._bind(element, item_kind, None)
                 return
             element_kind = None
             if kind is not None and kind.tag in ("batch", "output"):
@@ -442,13 +442,13 @@ class Context(WalkState, Reporter):
             self._dispatch(handlers, node)
         self._children(node, ast.Call)
 
-    def _event(self, name: str, node: ast.AST, receiver: str | None, kind: Kind | None = None) -> None:
+    def _event(self, name: str, node: ast.stmt | ast.expr, receiver: str | None, kind: Kind | None = None) -> None:
         self.scope.events.append(Event(
             name=name, node=node, receiver=receiver, loops=self.loops, path=tuple(self._path),
             grad_disabled=self.grad_disabled, conditions=self.conditions, scope=self.scope, kind=kind,
         ))
 
-    def record(self, name: str, node: ast.AST, receiver: str | None = None) -> None:
+    def record(self, name: str, node: ast.stmt | ast.expr, receiver: str | None = None) -> None:
         """Add an event of your own to the current scope (e.g. `grad_reset` for `p.grad = None`),
         for FILE_END checks to find in `scope.events` with the calls."""
         self._event(name, node, receiver)

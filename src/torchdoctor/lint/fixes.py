@@ -106,12 +106,17 @@ class _AnchoredMatcher(difflib.SequenceMatcher):
     matched first; difflib matches the short runs between them. Whole-file difflib is
     quadratic on a file whose many fixed lines look alike."""
 
+    # set by SequenceMatcher at run time; typeshed does not declare them
+    a: list[str]
+    b: list[str]
+    matching_blocks: list[difflib.Match] | None
+
     def __init__(self, a: list[str], b: list[str]) -> None:
         super().__init__(None, a, b, autojunk=False)
 
     def get_matching_blocks(self) -> list[difflib.Match]:
         if self.matching_blocks is not None:
-            return self.matching_blocks  # type: ignore[return-value]
+            return self.matching_blocks
         a, b = self.a, self.b
         blocks: list[tuple[int, int, int]] = []
         low_a = low_b = 0
@@ -129,7 +134,7 @@ class _AnchoredMatcher(difflib.SequenceMatcher):
             else:
                 merged.append((i, j, size))
         self.matching_blocks = [difflib.Match(*m) for m in [*merged, (len(a), len(b), 0)]]
-        return self.matching_blocks  # type: ignore[return-value]
+        return self.matching_blocks
 
 
 def _unique_common(a: list[str], b: list[str]) -> list[tuple[int, int]]:

@@ -173,8 +173,8 @@ def kind_of(node: ast.expr, ctx: WalkState) -> Kind | None:
 def _call_kind(call: ast.Call, ctx: WalkState) -> Kind | None:
     func = call.func
     if func.__class__ is ast.Attribute:
-        attr = func.attr  # type: ignore[attr-defined]
-        base = func.value  # type: ignore[attr-defined]
+        attr = func.attr
+        base = func.value
         qualified = ctx.qualified(func) if _rooted_in_import(base, ctx) else None
         if qualified is not None:
             if qualified in WRAPPERS and call.args:
@@ -198,7 +198,7 @@ def _call_kind(call: ast.Call, ctx: WalkState) -> Kind | None:
         if attr in ("get", "pop", "copy"):
             inner = kind_of(base, ctx)
             return inner if inner is not None and inner.tag == "checkpoint" else None
-        if base.__class__ is ast.Name and base.id == "self" and ctx.class_info is not None:  # type: ignore[attr-defined]
+        if base.__class__ is ast.Name and base.id == "self" and ctx.class_info is not None:
             method = ctx.methods.get((id(ctx.class_info), attr))
             if method is not None:  # `self.predict(x)`: what the method (seen above) returns
                 return _returned(method.returns)
@@ -206,7 +206,7 @@ def _call_kind(call: ast.Call, ctx: WalkState) -> Kind | None:
             return _called(kind_of(base, ctx), call)
         return _called(kind_of(func, ctx), call)
     if func.__class__ is ast.Name:
-        name = func.id  # type: ignore[attr-defined]
+        name = func.id
         qualified = ctx.imports.names.get(name)
         if qualified is not None:
             if qualified in WRAPPERS and call.args:
@@ -280,21 +280,21 @@ def _called(callee: Kind | None, call: ast.Call) -> Kind | None:
 
 def _rooted_in_import(node: ast.expr, ctx: WalkState) -> bool:
     while node.__class__ is ast.Attribute:
-        node = node.value  # type: ignore[attr-defined]
-    return node.__class__ is ast.Name and node.id in ctx.imports.names  # type: ignore[attr-defined]
+        node = node.value
+    return node.__class__ is ast.Name and node.id in ctx.imports.names
 
 
 def iterated(node: ast.expr, ctx: WalkState) -> tuple[str, str | None]:
     """What a `for` loop iterates: ("dataloader" | "range" | "other", dotted name of the iterable)."""
     while node.__class__ is ast.Call:
-        func = node.func  # type: ignore[attr-defined]
+        func = node.func
         callee = ctx.qualified(func) or getattr(func, "id", None) or getattr(func, "attr", None)
         if callee in ("range", "builtins.range"):
             return "range", None
-        if callee in ITER_WRAPPERS or callee == "tqdm" and node.args:  # type: ignore[attr-defined]
-            if not node.args or isinstance(node.args[0], ast.Starred):  # type: ignore[attr-defined]
+        if callee in ITER_WRAPPERS or callee == "tqdm" and node.args:
+            if not node.args or isinstance(node.args[0], ast.Starred):
                 return "other", None
-            node = node.args[0]  # type: ignore[attr-defined]
+            node = node.args[0]
             continue
         kind = kind_of(node, ctx)
         return ("dataloader" if kind is not None and kind.tag == "dataloader" else "other"), None

@@ -49,7 +49,7 @@ class Event:
     """
 
     name: str
-    node: ast.AST
+    node: ast.stmt | ast.expr
     receiver: str | None
     loops: tuple[ast.AST, ...]
     path: tuple[tuple[int, int], ...]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from typing import Any
 
 from torchdoctor.core.finding import Edit, Finding, Fix, Severity
@@ -24,12 +25,12 @@ class Reporter:
         rule: Rule,
         node: ast.AST,
         *,
+        fields: Mapping[str, Any] | None = None,
         fix: Fix | None = None,
         severity: Severity | None = None,
         message: str | None = None,
         hint: str | None = None,
         evidence: dict[str, Any] | None = None,
-        **fields: Any,
     ) -> None:
         """Report `rule` at `node`; `fields` fill the rule's message and hint templates.
 
@@ -52,7 +53,7 @@ class Reporter:
             message=message,
             hint=hint,
             evidence=evidence,
-            **fields,
+            fields=fields,
         )
         if is_suppressed(finding, source.line(line)):
             return
@@ -78,7 +79,8 @@ class Reporter:
 
     def add_keyword(self, call: ast.Call, text: str) -> Edit:
         """Add `text` (e.g. `training=self.training`) as the call's last argument."""
-        last = max([*call.args, *call.keywords], key=lambda n: (n.end_lineno, n.end_col_offset), default=None)
+        arguments: list[ast.expr | ast.keyword] = [*call.args, *call.keywords]
+        last = max(arguments, key=lambda n: (n.end_lineno or 0, n.end_col_offset or 0), default=None)
         if last is None:
             source = self.source
             line, column = call.end_lineno, source.char_column(call.end_lineno, call.end_col_offset) - 1  # type: ignore[arg-type]

@@ -115,14 +115,15 @@ def _lint_target(engine: Engine, target: Target, options: Options, outcome: Outc
             _not_linted(outcome.report, str(target.path), problem.reason)
             return
         code = UNREADABLE if problem.kind == "unreadable" else UNDECODABLE
-        outcome.report.add(registry.get(code).finding(file=path, line=problem.line or 1, error=problem.reason))
+        outcome.report.add(registry.get(code).finding(file=path, line=problem.line or 1,
+                                                      fields={"error": problem.reason}))
         return
     _lint_source(engine, Source(path=path, text=text, encoding=encoding), target, options, outcome, state)
 
 
 def _not_linted(report: Report, path: str, reason: str) -> None:
     """A file met in a folder and skipped: a finding, so that every report format shows it."""
-    report.add(registry.get(NOT_LINTED).finding(file=display_path(path), line=None, reason=reason))
+    report.add(registry.get(NOT_LINTED).finding(file=display_path(path), line=None, fields={"reason": reason}))
 
 
 def _lint_source(
@@ -136,13 +137,15 @@ def _lint_source(
         line = exc.lineno or 1
         column = max((exc.offset or 1) - 1, 0)
         finding = registry.get(SYNTAX_ERROR).finding(
-            file=source.path, line=line, column=column, error=f"{exc.msg} (line {line})", path=source.path,
+            file=source.path, line=line, column=column,
+            fields={"error": f"{exc.msg} (line {line})", "path": source.path},
         )
         if not is_suppressed(finding, source.line(line)):
             report.add(finding)
         return
     except (RecursionError, MemoryError, ValueError) as exc:
-        report.add(registry.get(INTERNAL).finding(file=source.path, line=1, error=describe(exc), rule="the parser"))
+        report.add(registry.get(INTERNAL).finding(file=source.path, line=1,
+                                                  fields={"error": describe(exc), "rule": "the parser"}))
         return
     if options.fix or options.diff:
         result, fixed = engine.lint_and_fix(source, options.unsafe_fixes)
@@ -159,9 +162,10 @@ def _lint_source(
     else:
         result = engine.lint(source, tree)
     report.findings.extend(result.findings)
-    for code, exc in _first_per_rule(result.errors):
+    for code, error in _first_per_rule(result.errors):
         label = "every rule" if code == "*" else code
-        report.add(registry.get(INTERNAL).finding(file=source.path, line=1, error=describe(exc), rule=label))
+        report.add(registry.get(INTERNAL).finding(file=source.path, line=1,
+                                                  fields={"error": describe(error), "rule": label}))
     for finding in result.findings:
         if fixable(finding.fix, True):
             state.fixable += 1

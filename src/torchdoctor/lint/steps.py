@@ -140,8 +140,8 @@ def order(a: Event, b: Event) -> int | None:
             return None
         if index_a != index_b:
             return -1 if index_a < index_b else 1
-    key_a = (a.node.lineno, a.node.col_offset)  # type: ignore[attr-defined]
-    key_b = (b.node.lineno, b.node.col_offset)  # type: ignore[attr-defined]
+    key_a = (a.node.lineno, a.node.col_offset)
+    key_b = (b.node.lineno, b.node.col_offset)
     # the same statement: evaluation order is inner first, which for chained calls is source order
     return 0 if key_a == key_b else (-1 if key_a < key_b else 1)
 
@@ -185,7 +185,7 @@ def _renames(call: ast.Call, scope: Scope) -> dict[str, str]:
     for kw in call.keywords:
         name = dotted(kw.value) if kw.arg else None
         if name is not None and kw.arg in scope.params:
-            renames[kw.arg] = name  # type: ignore[index]
+            renames[kw.arg] = name
     return renames
 
 

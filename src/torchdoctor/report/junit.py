@@ -27,7 +27,7 @@ def _cases(report: Report) -> list[tuple[str, Status | None, float, list[Finding
     """(name, status or None, seconds, findings) for every test case."""
     if report.checks:
         claimed: set[int] = set()
-        cases = []
+        cases: list[tuple[str, Status | None, float, list[Finding]]] = []
         for check in report.checks:
             own = [f for f in report.findings if f.rule in check.rules]
             claimed.update(id(f) for f in own)

@@ -165,7 +165,7 @@ class _AfterImport(importlib.abc.MetaPathFinder):
             except Exception as exc:  # noqa: BLE001 - observing must never break the import
                 _note(f"could not start observing: {type(exc).__name__}: {exc}")
 
-        loader.exec_module = exec_module  # type: ignore[method-assign]
+        loader.exec_module = exec_module
         return spec
 
 
@@ -240,7 +240,7 @@ def _finish(process: ProcessState) -> None:
     outcome = Outcome.from_exception(exception)
     process.outcome = "crashed" if outcome.crashed else "interrupted" if outcome.interrupted else "completed"
     session = process.session
-    if outcome.crashed:
+    if outcome.crashed and outcome.exception is not None:
         from torchdoctor.run.crash.explain import explain
 
         for finding, key in explain(outcome.exception, session):

@@ -136,7 +136,8 @@ class Finished:
 class Stop(Protocol):
     """Why a running job must be stopped (see ranks.Deadlock)."""
 
-    reason: str
+    @property
+    def reason(self) -> str: ...
 
 
 def run(target: Target, folder: Path, monitor: Callable[[], Stop | None] | None = None) -> Finished:

@@ -72,10 +72,11 @@ def straggler_findings(shared: list[dict[str, Any]]) -> list[Finding]:
     first, last = slow[0]["steps"]
     several = len(ranks) > 1
     return [STRAGGLERS.finding(
-        who=who, spend="spend" if several else "spends", do="do" if several else "does", them="them" if several else "it",
-        ratio=statistics.median(row["own_seconds"] for row in slow) / fast,
-        slow=_ms(statistics.median(row["own_seconds"] for row in slow)), fast=_ms(fast), step=_ms(step), first=first, last=last,
-        evidence={"ranks": ranks, "pace": rows},
+        fields={"who": who, "spend": "spend" if several else "spends", "do": "do" if several else "does",
+                "them": "them" if several else "it",
+                "ratio": statistics.median(row["own_seconds"] for row in slow) / fast,
+                "slow": _ms(statistics.median(row["own_seconds"] for row in slow)), "fast": _ms(fast),
+                "step": _ms(step), "first": first, "last": last}, evidence={"ranks": ranks, "pace": rows},
     )]
 
 

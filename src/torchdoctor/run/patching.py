@@ -103,7 +103,7 @@ def observed(
     passes_through(stand_in)
     globals_ = getattr(original, "__globals__", None)
     if isinstance(globals_, dict):
-        stand_in = types.FunctionType(  # type: ignore[assignment]
+        stand_in = types.FunctionType(
             stand_in.__code__, globals_, getattr(original, "__name__", "stand_in"), None, stand_in.__closure__
         )
     for attribute in ("__module__", "__name__", "__qualname__", "__doc__"):

@@ -366,7 +366,8 @@ def _out_of_order(divergence: Divergence, failed: list[Finding], stopped: str | 
     hosts = {str(r): s.host for r, s in divergence.states.items() if s.host}
     if hosts:
         evidence["hosts"] = hosts
-    return OUT_OF_ORDER.finding(file=file, line=line, difference=divergence.difference(), outcome=outcome, evidence=evidence)
+    return OUT_OF_ORDER.finding(file=file, line=line,
+                                fields={"difference": divergence.difference(), "outcome": outcome}, evidence=evidence)
 
 
 def _told_where_others_were(finding: Finding, states: list[RankState]) -> Finding:
@@ -559,7 +560,8 @@ def _diverged(info: dict[str, Any], ranks: list[int], step: int, previous: int |
         at = info.get("optimizer_at") or at
     file, line = (at[0], at[1]) if at else (None, None)
     evidence = {"parameter": param, "step": step, "phase": phase, "ranks": ranks, "differing_parameters": len(differing)}
-    return DIVERGED.finding(file=file, line=line, param=param, when=when, cause=cause, hint=hint, evidence=evidence)
+    return DIVERGED.finding(file=file, line=line, fields={"param": param, "when": when, "cause": cause}, hint=hint,
+                            evidence=evidence)
 
 
 def _place(location: Any) -> str:

@@ -163,7 +163,7 @@ def record_files(folder: Path) -> list[tuple[Path, dict[str, Any]]]:
     said = status(folder)
     if said is None:
         return [(path, {}) for path in local]
-    here = {"host": socket.gethostname()}
+    here: dict[str, Any] = {"host": socket.gethostname()}
     found = [(path, here) for path in local]
     for node in remote_nodes(folder):
         found += [(path, {"host": node.host, "node": node.slot}) for path in sorted(node.folder.glob("p*.jsonl"))]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -217,13 +217,14 @@ class Session:
     def enabled(self, rule: Rule) -> bool:
         return self._enabled is None or rule.code in self._enabled
 
-    def report(self, rule: Rule, *, at: Location | None | bool = True, key: Any = None, **fields: Any) -> Finding | None:
+    def report(self, rule: Rule, *, at: Location | None | bool = True, key: Any = None,
+               fields: Mapping[str, Any] | None = None, **own: Any) -> Finding | None:
         """Report one finding of `rule`; repeats of the same (rule, place, key) only count.
 
         `at` is the user's line; by default the innermost user frame of the current call
-        stack (the line in the script that led here). Pass `at=None` for no line. Other
-        keyword arguments go to `Rule.finding` (template fields, `message=`, `hint=`,
-        `severity=`, `evidence=`).
+        stack (the line in the script that led here). Pass `at=None` for no line. `fields`
+        fill the rule's templates; other keyword arguments are the finding's own
+        (`message=`, `hint=`, `severity=`, `evidence=`, `rank=`), passed to `Rule.finding`.
         """
         if not self.enabled(rule):
             return None
@@ -235,7 +236,7 @@ class Session:
 
             self._found[dedup] = replace(known, count=known.count + 1)
             return None
-        finding = reporting.build(rule, location, fields)
+        finding = reporting.build(rule, location, fields or {}, own)
         self._found[dedup] = finding
         self._send(finding, dedup)
         return finding
@@ -356,11 +357,11 @@ class Session:
         if found is None:
             found = self._instruments[kind] = kind()
             found.install(self._patches)  # type: ignore[attr-defined]
-        return found  # type: ignore[no-any-return]
+        return found
 
     def installed(self, kind: type[T]) -> T | None:
         """The session's instrument of this kind if a detector requested it (never installs one)."""
-        return self._instruments.get(kind)  # type: ignore[return-value]
+        return self._instruments.get(kind)
 
     @property
     def steps(self) -> int:
@@ -420,7 +421,7 @@ class Session:
         evidence: dict[str, Any] = {"where": fault.where, "error": fault.error}
         if debugging():
             evidence["traceback"] = fault.traceback
-        self.report(INTERNAL_ERROR, at=None, key=fault.where, where=fault.where, error=fault.error, evidence=evidence)
+        self.report(INTERNAL_ERROR, at=None, key=fault.where, fields={"where": fault.where, "error": fault.error}, evidence=evidence)
 
     def _send(self, finding: Finding, key: tuple[Any, ...]) -> None:
         text = repr(key)

@@ -21,7 +21,7 @@ from torchdoctor.run.records import RunRecords
 #: the notice of a job torchdoctor stopped (another node's report says it otherwise: run/nodes/view.py)
 STOPPED = "torchdoctor stopped the job: every rank was waiting in a collective that the others will never call (see TD461)"
 #: signals that mean "someone stopped the run", not "the run crashed"
-STOPPED = {getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, n)}
+STOP_SIGNALS = {getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, n)}
 KILL_HINTS = {
     "SIGKILL": (
         " (usually the kernel's out-of-memory killer)",
@@ -132,7 +132,7 @@ def _notices(finished: Finished, records: RunRecords) -> list[str]:
         notes.append(STOPPED)
     elif finished.signal == signal.SIGINT:
         notes.append("the script was interrupted (Ctrl-C); the report covers what ran until then")
-    elif finished.signal in STOPPED:
+    elif finished.signal in STOP_SIGNALS:
         notes.append(f"the script was stopped by {_signal_name(finished.signal or 0)}; the report covers what ran until then")
     torch_used = any(p.get("torch") for p in records.processes)
     crashed = any(p.get("outcome") == "crashed" for p in records.processes) or finished.signal is not None
@@ -176,11 +176,11 @@ def _lost_note(process: dict[str, Any]) -> str:
 
 
 def _killed_finding(finished: Finished) -> Finding | None:
-    if finished.signal is None or finished.signal in STOPPED or finished.stopped is not None:
+    if finished.signal is None or finished.signal in STOP_SIGNALS or finished.stopped is not None:
         return None
     name = _signal_name(finished.signal)
     detail, hint = KILL_HINTS.get(name, DEFAULT_KILL_HINT)
-    return KILLED.finding(signal=name, detail=detail, hint=hint, evidence={"signal": finished.signal})
+    return KILLED.finding(fields={"signal": name, "detail": detail}, hint=hint, evidence={"signal": finished.signal})
 
 
 def _signal_name(number: int) -> str:

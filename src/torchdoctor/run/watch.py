@@ -69,7 +69,7 @@ class Watch:
             session.uninstall()
         else:
             session.remove_listener(self._collect)
-        self._session: Session | None = None
+        self._session = None
         self.report.meta.update({"steps": session.steps, "backward": session.backward.completed})
         if session.series is not None:
             self.report.sections["series"] = session.series.snapshot(read_device=True)

@@ -456,8 +456,8 @@ def _join_device(device: list[Event], host: list[Event], by_corr: dict[int, Even
             target.kernels += 1
             if kernel.duration < SMALL_KERNEL_NS:
                 target.small_kernels += 1
-    for step in steps:
-        step.device_ns = _union(intervals.get(step.index, []))
+    for traced in steps:
+        traced.device_ns = _union(intervals.get(traced.index, []))
 
 
 def _union(spans: list[tuple[int, int]]) -> int:

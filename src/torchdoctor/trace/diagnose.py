@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from torchdoctor.core.finding import Finding, Severity
@@ -86,11 +86,11 @@ def _at(line: Record) -> tuple[str | None, int | None]:
     return line.get("file") or line.get("location", "").rsplit(":", 1)[0] or None, line.get("line")
 
 
-def _finding(rule: Rule, line: Record | None, *, severity: Severity | None = None, **fields: Any) -> Finding:
+def _finding(rule: Rule, line: Record | None, *, fields: Mapping[str, Any] | None = None, severity: Severity | None = None,
+             message: str | None = None, evidence: dict[str, Any] | None = None) -> Finding:
+    """A finding at the line's place, as `Rule.finding` makes it."""
     file, number = _at(line) if line is not None else (None, None)
-    evidence = fields.pop("evidence", None)
-    message, hint = fields.pop("message", None), fields.pop("hint", None)
-    return rule.finding(file=file, line=number, severity=severity, evidence=evidence, message=message, hint=hint, **fields)
+    return rule.finding(fields=fields, file=file, line=number, severity=severity, evidence=evidence, message=message)
 
 
 def _pct(value: float) -> str:
@@ -118,7 +118,7 @@ def launch_bound(record: Record) -> list[Finding]:
     top = lines[0] if lines and lines[0].get("kernels") else None
     where = f"; most are launched by this line ({top['kernels'] // max(len(steps), 1)} per step)" if top else ""
     return [_finding(
-        LAUNCH_BOUND, top, busy=_pct(busy), kernels=int(kernels), small=_pct(small), where=where,
+        LAUNCH_BOUND, top, fields={"busy": _pct(busy), "kernels": int(kernels), "small": _pct(small), "where": where},
         evidence={"kernels_per_step": kernels, "small_share": round(small, 3), "device_busy": round(busy, 3)},
     )]
 
@@ -195,7 +195,7 @@ def float64_ops(record: Record) -> list[Finding]:
         ops = forward or [op for op in (line.get("backward") or {}).get("ops") or [] if _float64_compute(op)]
         names = ", ".join(f"{op['op']} ({op['count'] / len(steps):g} per step)" for op in ops[:3]) or "its ops"
         found.append(_finding(
-            FLOAT64_OPS, line, ops=names, share=_pct(share),
+            FLOAT64_OPS, line, fields={"ops": names, "share": _pct(share)},
             evidence={"float64_per_step_us": line.get("float64_per_step_us"), "ops": [op["op"] for op in ops]},
         ))
     return found
@@ -220,7 +220,7 @@ def cpu_ops(record: Record) -> list[Finding]:
         if not ops or _share(time, wall) < CPU_OPS_SHARE:
             continue
         found.append(_finding(
-            CPU_OPS, line, ops=", ".join(op["op"] for op in ops[:3]), share=_pct(_share(time, wall)),
+            CPU_OPS, line, fields={"ops": ", ".join(op["op"] for op in ops[:3]), "share": _pct(_share(time, wall))},
             evidence={"cpu_us": round(time, 1), "wall_us": round(wall, 1)},
         ))
     return found
@@ -240,8 +240,8 @@ def strided_copies(record: Record) -> list[Finding]:
         count = sum(op.get("copies_from_strided", 0) for op in copies)
         shapes = next((op["shapes"][0] for op in copies if op.get("shapes")), "")
         found.append(_finding(
-            STRIDED_COPY, line, copies=max(count // len(steps), 1), share=_pct(share),
-            shape=f" ({shapes.split(',')[0]})" if shapes else "",
+            STRIDED_COPY, line, fields={"copies": max(count // len(steps), 1), "share": _pct(share),
+                                        "shape": f" ({shapes.split(',')[0]})" if shapes else ""},
             evidence={"copies": count, "strided_copy_per_step_us": per_step},
         ))
     return found
@@ -254,8 +254,8 @@ def autocast_device(record: Record) -> list[Finding]:
         if not autocast or not devices or autocast & devices or not ops:
             continue
         found.append(_finding(
-            AUTOCAST_DEVICE, line, autocast=", ".join(sorted(autocast)), devices=", ".join(sorted(devices)),
-            ops=", ".join(ops[:3]), evidence={"autocast": sorted(autocast), "devices": sorted(devices), "ops": ops},
+            AUTOCAST_DEVICE, line, fields={"autocast": ", ".join(sorted(autocast)), "devices": ", ".join(sorted(devices)),
+                                           "ops": ", ".join(ops[:3])}, evidence={"autocast": sorted(autocast), "devices": sorted(devices), "ops": ops},
         ))
     return found
 
@@ -297,7 +297,7 @@ def slow_paths(record: Record) -> list[Finding]:
             continue
         share = cost_share(per_step, steps)
         what = SLOW_PATHS[ops[0]]
-        found.append(_finding(SLOW_KERNEL, line, ops=", ".join(ops[:3]), share=_pct(share), **_slow_path_words(what, record),
+        found.append(_finding(SLOW_KERNEL, line, fields={"ops": ", ".join(ops[:3]), "share": _pct(share), **_slow_path_words(what, record)},
                               evidence={"ops": ops, "slow_path_per_step_us": per_step}))
     return found
 

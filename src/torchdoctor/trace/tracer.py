@@ -227,7 +227,7 @@ def _mark_autocast_ops(found: dict[str, Any]) -> None:
 
 def _paths(found: dict[str, Any], opts: TraceOptions) -> list[dict[str, Any]]:
     """The whole op path for the lines and ops the user named, with the keys that served them."""
-    paths = []
+    paths: list[dict[str, Any]] = []
     wanted = [line for line in found["lines"] if any(_same_line(line, asked) for asked in opts.lines)]
     for asked in opts.ops:
         try:

@@ -53,7 +53,7 @@ def probe_torch(
     torch_data = next((line["torch"] for line in lines if "torch" in line), None)
     if torch_data is None:
         return TorchFacts(importable=False, import_error=_probe_failure(done)), [], []
-    gcc_range = next((line["gcc_range"]["range"] for line in lines if "gcc_range" in line), [])
+    gcc_range: list[str] = next((line["gcc_range"]["range"] for line in lines if "gcc_range" in line), [])
     results = [from_dict(ImportResult, line["import"]) for line in lines if "import" in line]
     if done is not None and done.timed_out and len(results) < len(candidates):
         module, package = candidates[len(results)]

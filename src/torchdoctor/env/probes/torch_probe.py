@@ -45,6 +45,7 @@ def captured_stderr() -> Iterator[list[str]]:
 
 
 def torch_facts() -> dict[str, Any]:
+    failure: str | None
     with captured_stderr() as err:
         try:
             import torch

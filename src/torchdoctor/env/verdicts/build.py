@@ -40,8 +40,8 @@ def library_shadows(facts: EnvFacts) -> Iterator[Finding]:
             message = (f"torch loaded cuDNN {torch.cudnn} from {folder}{origin}, but was compiled against cuDNN "
                        f"{torch.cudnn_compiled} (shipped at {bundled}): cuDNN calls fail or misbehave")
         yield LIBRARY_SHADOWS.finding(
-            library=library, folder=folder, origin=origin, bundled=bundled, severity=severity, message=message,
-            evidence={"loaded": path, "bundled": bundled},
+            fields={"library": library, "folder": folder, "origin": origin, "bundled": bundled}, severity=severity,
+            message=message, evidence={"loaded": path, "bundled": bundled},
         )
 
 
@@ -51,8 +51,8 @@ def nvcc_mismatch(facts: EnvFacts) -> Iterator[Finding]:
     if not built or not toolkit or built[0] == toolkit[0]:
         return
     yield NVCC_MISMATCH.finding(
-        nvcc=build.nvcc, nvcc_version=build.nvcc_version, version=torch.version, cuda=torch.cuda,
-        cuda_major=built[0], nvcc_major=toolkit[0],
+        fields={"nvcc": build.nvcc, "nvcc_version": build.nvcc_version, "version": torch.version, "cuda": torch.cuda,
+                "cuda_major": built[0], "nvcc_major": toolkit[0]},
         evidence={"cuda_home": build.cuda_home, "found_by": build.cuda_home_source},
     )
 
@@ -61,7 +61,8 @@ def cuda_home_without_nvcc(facts: EnvFacts) -> Iterator[Finding]:
     build = facts.build
     if not facts.torch.cuda or build.cuda_home_source not in ("CUDA_HOME", "CUDA_PATH") or build.nvcc:
         return
-    yield CUDA_HOME_WITHOUT_NVCC.finding(source=build.cuda_home_source, cuda_home=build.cuda_home, cuda=facts.torch.cuda)
+    yield CUDA_HOME_WITHOUT_NVCC.finding(fields={"source": build.cuda_home_source, "cuda_home": build.cuda_home,
+                                                 "cuda": facts.torch.cuda})
 
 
 def compiler_range(facts: EnvFacts) -> Iterator[Finding]:
@@ -74,6 +75,6 @@ def compiler_range(facts: EnvFacts) -> Iterator[Finding]:
         return
     suggest = high[0] - 1 if have >= high else low[0]
     yield COMPILER_RANGE.finding(
-        cxx=build.cxx_path or build.cxx, cxx_version=build.cxx_version, low=build.gcc_range[0],
-        high=build.gcc_range[1], nvcc_version=build.nvcc_version, suggest=suggest,
+        fields={"cxx": build.cxx_path or build.cxx, "cxx_version": build.cxx_version, "low": build.gcc_range[0],
+                "high": build.gcc_range[1], "nvcc_version": build.nvcc_version, "suggest": suggest},
     )

@@ -22,8 +22,9 @@ def cpu_wheel(facts: EnvFacts) -> Iterator[Finding]:
     if not torch.importable or torch.cuda or torch.hip or not gpus:
         return
     yield CPU_WHEEL.finding(
-        version=torch.version, gpu_count=len(gpus), names=", ".join(sorted({g.name or "?" for g in gpus})),
-        remedy=_install_hint(facts), evidence={"driver": facts.nvidia.driver, "driver_cuda": facts.nvidia.driver_cuda},
+        fields={"version": torch.version, "gpu_count": len(gpus),
+                "names": ", ".join(sorted({g.name or "?" for g in gpus})), "remedy": _install_hint(facts)},
+        evidence={"driver": facts.nvidia.driver, "driver_cuda": facts.nvidia.driver_cuda},
     )
 
 
@@ -48,14 +49,14 @@ def driver_too_old(facts: EnvFacts) -> Iterator[Finding]:
     if supported[0] < built[0]:
         fix = (f"Upgrade the NVIDIA driver to one that supports CUDA {torch.cuda} or newer, or install a torch "
                f"build for CUDA {nvidia.driver_cuda} or older. {_install_hint(facts)}")
-        yield DRIVER_TOO_OLD.finding(remedy=fix, evidence=fields, **fields)
+        yield DRIVER_TOO_OLD.finding(fields={"remedy": fix, **fields}, evidence=fields)
         return
     yield DRIVER_TOO_OLD.finding(
         severity=Severity.INFO,
-        message=(f"the NVIDIA driver {nvidia.driver} supports CUDA up to {nvidia.driver_cuda}, older than the CUDA "
+        message=f"the NVIDIA driver {nvidia.driver} supports CUDA up to {nvidia.driver_cuda}, older than the CUDA "
                  f"{torch.cuda} torch {torch.version} was built with: minor-version compatibility runs most "
-                 "kernels, but kernels compiled just in time from PTX fail"),
-        remedy="", hint=f"Upgrade the NVIDIA driver to one that supports CUDA {torch.cuda} when you can.",
+                 "kernels, but kernels compiled just in time from PTX fail",
+        hint=f"Upgrade the NVIDIA driver to one that supports CUDA {torch.cuda} when you can.",
         evidence=fields,
     )
 
@@ -91,8 +92,8 @@ def arch_not_in_wheel(facts: EnvFacts) -> Iterator[Finding]:
         if supported:
             continue
         yield ARCH_NOT_IN_WHEEL.finding(
-            index=gpu.index, name=gpu.name, capability=gpu.capability, version=torch.version,
-            archs=" ".join(torch.arch_list), remedy=_arch_hint(facts, gpu),
+            fields={"index": gpu.index, "name": gpu.name, "capability": gpu.capability, "version": torch.version,
+                    "archs": " ".join(torch.arch_list), "remedy": _arch_hint(facts, gpu)},
             evidence={"capability": gpu.capability, "arch_list": torch.arch_list},
         )
 
@@ -141,20 +142,21 @@ def visible_devices(facts: EnvFacts) -> Iterator[Finding]:
     if not ordinals:
         problem = ("repeats a device, so CUDA hides every GPU" if _has_repeat(value)
                    else f"hides all {len(gpus)} GPU(s): torch sees none")
-        yield VISIBLE_DEVICES.finding(value=value, problem=problem, remedy=fix)
+        yield VISIBLE_DEVICES.finding(fields={"value": value, "problem": problem, "remedy": fix})
         return
-    if all(isinstance(o, int) for o in ordinals):
-        beyond = [o for o in ordinals if int(o) >= len(gpus)]
+    numbers = [o for o in ordinals if isinstance(o, int)]
+    if len(numbers) == len(ordinals):
+        beyond = [o for o in numbers if o >= len(gpus)]
         if beyond:
-            kept = ordinals[: ordinals.index(beyond[0])]
+            kept = numbers[: numbers.index(beyond[0])]
             problem = (f"names GPU {beyond[0]}, but the machine has {len(gpus)} (0-{len(gpus) - 1}): CUDA drops it and "
                        f"every entry after it, so torch sees {len(kept)} GPU(s)")
-            yield VISIBLE_DEVICES.finding(value=value, problem=problem, remedy=fix)
+            yield VISIBLE_DEVICES.finding(fields={"value": value, "problem": problem, "remedy": fix})
             return
     listed = [e for e in value.split(",") if e.strip()]
     if len(ordinals) < len(listed):
         problem = f"stops at entry {len(ordinals) + 1} ({listed[len(ordinals)].strip()!r}): torch sees only {len(ordinals)} of the {len(listed)} listed GPU(s)"
-        yield VISIBLE_DEVICES.finding(value=value, problem=problem, remedy=fix)
+        yield VISIBLE_DEVICES.finding(fields={"value": value, "problem": problem, "remedy": fix})
 
 
 def hides_every_gpu(facts: EnvFacts) -> bool:
@@ -174,4 +176,5 @@ def cuda_unusable(facts: EnvFacts) -> Iterator[Finding]:
     if driver_major_too_old(facts) or hides_every_gpu(facts):
         return
     reason = torch.cuda_error or "torch.cuda.is_available() is False"
-    yield CUDA_UNUSABLE.finding(version=torch.version, gpu_count=len(gpus), reason=reason, evidence={"error": reason})
+    yield CUDA_UNUSABLE.finding(fields={"version": torch.version, "gpu_count": len(gpus), "reason": reason},
+                                evidence={"error": reason})

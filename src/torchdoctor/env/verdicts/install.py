@@ -38,7 +38,7 @@ def import_fails(facts: EnvFacts) -> Iterator[Finding]:
         fix = "Install a NumPy this torch was built for (`pip install 'numpy<2'` for torch older than 2.3), or upgrade torch."
     else:
         fix = "Reinstall torch for this Python and platform (`pip install --force-reinstall torch`); the error above says which part is broken."
-    yield IMPORT_FAILS.finding(error=error, remedy=fix, evidence={"error": error})
+    yield IMPORT_FAILS.finding(fields={"error": error, "remedy": fix}, evidence={"error": error})
 
 
 def version_skew(facts: EnvFacts) -> Iterator[Finding]:
@@ -53,8 +53,8 @@ def version_skew(facts: EnvFacts) -> Iterator[Finding]:
         pinned = pinned[2:].split(",")[0].strip()
         if not versions.matches_pin(installed, pinned):
             yield VERSION_SKEW.finding(
-                package=package, package_version=facts.packages.versions.get(package.lower(), ""),
-                problem=f"was built for torch=={pinned}", version=installed,
+                fields={"package": package, "package_version": facts.packages.versions.get(package.lower(), ""),
+                        "problem": f"was built for torch=={pinned}", "version": installed},
                 evidence={"package": package, "requires": f"torch=={pinned}", "torch": installed},
             )
     for package in LOCAL_TAGGED:
@@ -65,8 +65,8 @@ def version_skew(facts: EnvFacts) -> Iterator[Finding]:
         other = versions.local(version)
         if tag and other and other != tag:
             yield VERSION_SKEW.finding(
-                package=package, package_version=version, problem=f"is a {other} build",
-                version=installed, evidence={"package": package, "build": other, "torch_build": tag},
+                fields={"package": package, "package_version": version, "problem": f"is a {other} build",
+                        "version": installed}, evidence={"package": package, "build": other, "torch_build": tag},
             )
 
 
@@ -82,7 +82,8 @@ def multiple_installs(facts: EnvFacts) -> Iterator[Finding]:
     def describe(install):  # noqa: ANN001, ANN202 - tiny local formatter
         return f"{install.path} ({install.version or 'unknown version'})"
     yield MULTIPLE_INSTALLS.finding(
-        installs=len(installs), first=describe(installs[0]), others=", ".join(describe(i) for i in installs[1:]),
+        fields={"installs": len(installs), "first": describe(installs[0]),
+                "others": ", ".join(describe(i) for i in installs[1:])},
         evidence={"installs": [i.path for i in installs]},
     )
 
@@ -90,13 +91,14 @@ def multiple_installs(facts: EnvFacts) -> Iterator[Finding]:
 def numpy_mismatch(facts: EnvFacts) -> Iterator[Finding]:
     numpy = facts.packages.versions.get("numpy", "2")
     if facts.torch.numpy_error:
-        yield NUMPY_ABI.finding(module="torch", package="torch", numpy=numpy, error=facts.torch.numpy_error)
+        yield NUMPY_ABI.finding(fields={"module": "torch", "package": "torch", "numpy": numpy,
+                                        "error": facts.torch.numpy_error})
     for result in facts.packages.imports:
         if result.numpy1:
             package = result.package or result.module
             yield NUMPY_ABI.finding(
-                module=result.module, package=package, numpy=numpy,
-                error=result.error or "NumPy printed \"A module that was compiled using NumPy 1.x cannot be run in NumPy 2\"",
+                fields={"module": result.module, "package": package, "numpy": numpy,
+                        "error": result.error or "NumPy printed \"A module that was compiled using NumPy 1.x cannot be run in NumPy 2\""},
             )
 
 
@@ -113,5 +115,5 @@ def extension_binaries(facts: EnvFacts) -> Iterator[Finding]:
         fix = (f"Reinstall {package} built for torch {facts.torch.version or ''}{abi_note}: "
                f"`pip install --force-reinstall --no-cache-dir --no-build-isolation {package}` builds it "
                "against the installed torch; a prebuilt wheel must name the same torch, CUDA and ABI.")
-        yield EXTENSION_BINARY.finding(package=package, error=result.error, remedy=fix,
+        yield EXTENSION_BINARY.finding(fields={"package": package, "error": result.error, "remedy": fix},
                                        evidence={"module": result.module})

@@ -26,7 +26,7 @@ DEBUG_SWITCHES = {
 def small_shm(facts: EnvFacts) -> Iterator[Finding]:
     size = facts.limits.shm_bytes
     if size is not None and size < SHM_MINIMUM:
-        yield SMALL_SHM.finding(size=human_bytes(size), evidence={"shm_bytes": size})
+        yield SMALL_SHM.finding(fields={"size": human_bytes(size)}, evidence={"shm_bytes": size})
 
 
 def low_nofile(facts: EnvFacts) -> Iterator[Finding]:
@@ -37,7 +37,7 @@ def low_nofile(facts: EnvFacts) -> Iterator[Finding]:
         note, fix = f" (the hard limit allows {hard})", f"Raise it before training: `ulimit -n {min(hard, 65536)}`; or call torch.multiprocessing.set_sharing_strategy('file_system')."
     else:
         note, fix = "", "Ask for a higher limit (/etc/security/limits.conf, or the container's --ulimit nofile=65536), or call torch.multiprocessing.set_sharing_strategy('file_system')."
-    yield LOW_NOFILE.finding(soft=soft, hard_note=note, remedy=fix)
+    yield LOW_NOFILE.finding(fields={"soft": soft, "hard_note": note, "remedy": fix})
 
 
 def oversubscription(facts: EnvFacts) -> Iterator[Finding]:
@@ -55,13 +55,15 @@ def oversubscription(facts: EnvFacts) -> Iterator[Finding]:
     threads = facts.torch.num_threads
     if threads is not None and threads > cpus:
         source = f" (OMP_NUM_THREADS={omp})" if omp else ""
-        yield OVERSUBSCRIPTION.finding(what=f"torch runs {threads} threads for CPU work{source}", cpus=cpus, why=why)
+        yield OVERSUBSCRIPTION.finding(fields={"what": f"torch runs {threads} threads for CPU work{source}",
+                                               "cpus": cpus, "why": why})
     elif threads is None and omp.isdigit() and int(omp) > cpus:
-        yield OVERSUBSCRIPTION.finding(what=f"OMP_NUM_THREADS={omp} asks for {omp} threads", cpus=cpus, why=why)
+        yield OVERSUBSCRIPTION.finding(fields={"what": f"OMP_NUM_THREADS={omp} asks for {omp} threads", "cpus": cpus,
+                                               "why": why})
 
 
 def debug_variables(facts: EnvFacts) -> Iterator[Finding]:
     for name, (values, effect, severity) in DEBUG_SWITCHES.items():
         value = facts.variables.get(name)
         if value is not None and value.strip() in values:
-            yield DEBUG_VARIABLE.finding(name=name, value=value, effect=effect, severity=severity)
+            yield DEBUG_VARIABLE.finding(fields={"name": name, "value": value, "effect": effect}, severity=severity)

@@ -62,14 +62,17 @@ def run(ctx: CheckContext) -> Outcome:
             continue
         seen.add(key)
         if call.direct:
-            findings.append(FUNCTIONAL_DROPOUT.finding(**where(ctx.locate.best(call.site)), call="F.dropout(...)"))
+            findings.append(FUNCTIONAL_DROPOUT.finding(**where(ctx.locate.best(call.site)),
+                                                       fields={"call": "F.dropout(...)"}))
         elif differs:
             cause = "an nn.Dropout that model.eval() does not reach keeps dropping (is it registered? see TD122)"
             site = call.site or ctx.locate.module(call.module or "")
-            findings.append(EVAL_NONDETERMINISTIC.finding(**where(ctx.locate.best(site)), difference=difference, cause=cause))
+            findings.append(EVAL_NONDETERMINISTIC.finding(**where(ctx.locate.best(site)),
+                                                          fields={"difference": difference, "cause": cause}))
     if differs and not tracer.records.dropouts:
         cause = "forward() draws random numbers in eval mode (noise, random masks or sampling not guarded by `if self.training:`)"
         site = definition_site(type(ctx.subject.model).forward) or ctx.locate.module("")
-        findings.append(EVAL_NONDETERMINISTIC.finding(**where(ctx.locate.best(site)), difference=difference, cause=cause))
+        findings.append(EVAL_NONDETERMINISTIC.finding(**where(ctx.locate.best(site)),
+                                                      fields={"difference": difference, "cause": cause}))
     detail = f"two eval passes differ by up to {difference:.3g}" if differs else "two eval passes agree"
     return Outcome(findings, detail=detail)

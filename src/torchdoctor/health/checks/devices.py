@@ -94,14 +94,14 @@ def run(ctx: CheckContext) -> Outcome:
     if split is not None:
         modules = sorted(devices.get(split["minority"], set()) or _modules_of_type(devices, split["minority"]))
         site = ctx.locate.module(modules[0] if modules and modules[0] != "(root)" else "")
-        findings.append(MODEL_SPLIT.finding(**where(site), **split))
+        findings.append(MODEL_SPLIT.finding(**where(site), fields=split))
     tp = ctx.train_pass()
     output = {str(t.device) for t in tensors_in(tp.output)} if tp.forward_failure is None else set()
     for stage, failure in (("forward pass", tp.forward_failure), ("loss", tp.loss_failure)):
         if failure is not None and ctx.failure_kind(failure) == "device":
             site = failure.site or ctx.locate.module(failure.module or "")
             fields = mismatch_fields(stage, str(failure.error), inputs, targets, output, devices)
-            findings.append(DEVICE_MISMATCH.finding(**where(ctx.locate.best(site)), **fields))
+            findings.append(DEVICE_MISMATCH.finding(**where(ctx.locate.best(site)), fields=fields))
     counts = Counter(str(p.device) for p in model.parameters())
     summary = ", ".join(f"{n} on {d}" for d, n in counts.most_common()) or "no parameters"
     detail = f"parameters: {summary}; inputs on {', '.join(sorted(inputs)) or '-'}"

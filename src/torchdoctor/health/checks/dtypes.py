@@ -39,39 +39,36 @@ def run(ctx: CheckContext) -> Outcome:
         site = ctx.locate.module(module_of(doubles[0]))
         findings.append(FLOAT64.finding(
             **where(site),
-            what=f"parameter(s) {listing(doubles, 3)}",
-            other="the rest of the model",
-            consequence="layers that mix them fail with a dtype error, or compute in float64 (many times slower on a GPU)",
+            fields={"what": f"parameter(s) {listing(doubles, 3)}", "other": "the rest of the model",
+                    "consequence": "layers that mix them fail with a dtype error, or compute in float64 (many times slower on a GPU)"},
         ))
     tp = ctx.train_pass()
-    crashed = ctx.failure_kind(tp.forward_failure) == "dtype"
+    failure = tp.forward_failure
+    crashed = failure is not None and ctx.failure_kind(failure) == "dtype"
     model_is_double = main == torch.float64
     inputs = [t for t in tensors_in(ctx.batch.inputs) if t.dtype == torch.float64]
     if inputs and not model_is_double and counts:
         consequence = (
-            f"the forward pass raises \"{tp.forward_failure.text}\"" if crashed
+            f"the forward pass raises \"{failure.text}\"" if failure is not None and crashed
             else "every layer it reaches computes in float64 (slower, twice the memory)"
         )
         findings.append(FLOAT64.finding(
-            **where(ctx.data_site(0)),
-            severity=Severity.ERROR if crashed else None,
-            what="the input batch",
-            other="the model",
-            consequence=consequence,
+            **where(ctx.data_site(0)), severity=Severity.ERROR if crashed else None,
+            fields={"what": "the input batch", "other": "the model", "consequence": consequence},
         ))
     prediction = tp.prediction
     targets = [t for t in tensors_in(ctx.batch.targets) if t.dtype == torch.float64]
     if targets and prediction is not None and prediction.dtype == torch.float32:
         findings.append(FLOAT64.finding(
             **where(ctx.data_site(1)),
-            what="the targets",
-            other="the model output",
-            consequence="the loss and its gradient are computed in float64",
+            fields={"what": "the targets", "other": "the model output",
+                    "consequence": "the loss and its gradient are computed in float64"},
         ))
     halves = [n for n, p in params if p.dtype == torch.float16 and p.device.type == "cpu"]
     if halves:
         site = ctx.locate.module(module_of(halves[0]))
-        findings.append(HALF_ON_CPU.finding(**where(site), number=len(halves), names=listing(halves, 3)))
+        findings.append(HALF_ON_CPU.finding(**where(site),
+                                            fields={"number": len(halves), "names": listing(halves, 3)}))
     summary = ", ".join(f"{n} {_name(d)}" for d, n in counts.most_common()) or "no floating parameters"
     input_dtypes = sorted({_name(t.dtype) for t in tensors_in(ctx.batch.inputs)})
     return Outcome(findings, detail=f"parameters: {summary}; inputs {', '.join(input_dtypes) or '-'}")

@@ -63,15 +63,15 @@ def run(ctx: CheckContext) -> Outcome:
     if ctx.stepped:  # the step check ran the optimizer on these finite gradients
         stepped = [n for n, p in tp.copies.model.named_parameters() if not _finite(p)]
         if stepped:
-            origin = f"{type(tp.copies.optimizer).__name__}.step() on finite gradients (a learning rate far too high, or an eps too small for the dtype)"
-            return _found(ctx, f"parameter(s) {listing(stepped, 3)} after one step", origin,
+            cause = f"{type(tp.copies.optimizer).__name__}.step() on finite gradients (a learning rate far too high, or an eps too small for the dtype)"
+            return _found(ctx, f"parameter(s) {listing(stepped, 3)} after one step", cause,
                           ctx.locate.best(ctx.locate.of(ctx.subject.optimizer)))
     return Outcome(detail="inputs, parameters, output, loss, gradients and the stepped weights are finite"
                    if ctx.stepped else "inputs, parameters, output, loss and gradients are finite")
 
 
 def _found(ctx: CheckContext, what: str, origin: str, site: Site | None) -> Outcome:
-    finding = NON_FINITE.finding(**where(ctx.locate.best(site)), what=what, origin=origin)
+    finding = NON_FINITE.finding(**where(ctx.locate.best(site)), fields={"what": what, "origin": origin})
     return Outcome([finding], detail=f"{what}: NaN or Inf")
 
 
@@ -131,6 +131,7 @@ def _backward_origin(ctx: CheckContext) -> tuple[str, Site | None]:
             with torch.enable_grad():
                 output = call_model(copies.model, inputs)
                 loss = loss_fn(output, targets) if loss_fn is not None else stand_in_objective(output)
+                assert loss is not None  # the gradients this explains came from a backward on such a loss
                 loss = loss if loss.dim() == 0 else loss.float().mean()
                 loss.backward()
         except RuntimeError as exc:

@@ -56,7 +56,8 @@ def _forward_failed(ctx: CheckContext, failure: Failure, stage: str) -> Outcome:
         site = failure.site or ctx.locate.module(module)
     else:
         site = failure.site or ctx.locate.module("")
-    finding = FORWARD_RAISES.finding(**where(ctx.locate.best(site)), stage=stage, error=failure.text, where=where_text)
+    finding = FORWARD_RAISES.finding(**where(ctx.locate.best(site)),
+                                     fields={"stage": stage, "error": failure.text, "where": where_text})
     return Outcome([finding], detail=f"the {stage} raises {failure.text}")
 
 
@@ -71,7 +72,8 @@ def _loss_failed(ctx: CheckContext, tp, detail: str) -> Outcome:  # type: ignore
     output = tp.output
     if CPU_ERROR in failure.text and isinstance(output, torch.Tensor) and output.numel():
         values = scores_text(output)
-        finding = LOGITS_INTO_BCE.finding(**where(site), values=values, evidence={"min": float(output.min()), "max": float(output.max())})
+        finding = LOGITS_INTO_BCE.finding(**where(site), fields={"values": values},
+                                          evidence={"min": float(output.min()), "max": float(output.max())})
         return Outcome([finding], detail=f"{detail}; {tp.loss_label} rejects it: {values}")
     logits = getattr(output, "logits", None) if not isinstance(output, torch.Tensor) else None
     hint = None
@@ -80,11 +82,8 @@ def _loss_failed(ctx: CheckContext, tp, detail: str) -> Outcome:  # type: ignore
                 f"(`loss_fn(model(x).logits, y)`, {_describe(logits)}), or pass `labels=` to the model and use its `.loss`.")
     finding = LOSS_REJECTS.finding(
         **where(site),
-        loss=tp.loss_label,
-        error=failure.text,
-        output=_describe(tp.output),
-        targets=_describe(targets),
-        hint=hint,
+        fields={"loss": tp.loss_label, "error": failure.text, "output": _describe(tp.output),
+                "targets": _describe(targets)}, hint=hint,
     )
     return Outcome([finding], detail=detail)
 

@@ -39,7 +39,8 @@ def run(ctx: CheckContext) -> Outcome:
         failure = _gradcheck(function, inputs)
         if failure is not None:
             site = definition_site(function.backward) or definition_site(function)
-            findings.append(WRONG_GRADIENT.finding(**where(ctx.locate.best(site)), function=function.__name__, detail=failure))
+            findings.append(WRONG_GRADIENT.finding(**where(ctx.locate.best(site)),
+                                                   fields={"function": function.__name__, "detail": failure}))
     return Outcome(findings, detail=f"gradcheck on {', '.join(checked) or 'nothing'}")
 
 
@@ -55,7 +56,7 @@ def _small_double(args: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def _gradcheck(function: type, inputs: tuple[Any, ...]) -> str | None:
+def _gradcheck(function: type[torch.autograd.Function], inputs: tuple[Any, ...]) -> str | None:
     try:
         torch.autograd.gradcheck(function.apply, inputs, fast_mode=True)
     except GradcheckError as exc:

@@ -9,6 +9,7 @@ ran, or an output that does not reach the loss.
 from __future__ import annotations
 
 import linecache
+from collections.abc import Sequence
 
 import torch
 
@@ -58,7 +59,8 @@ def run(ctx: CheckContext) -> Outcome:
 def _finding(ctx: CheckContext, names: list[str], what: str, cause: str, site: Site | None,  # type: ignore[no-untyped-def]
              severity: Severity | None = None):
     message = f"{len(names)} trainable parameter(s) {what}: {listing(names)}; {cause}"
-    return NO_GRADIENT.finding(**where(ctx.locate.best(site)), message=message, names=listing(names), severity=severity)
+    return NO_GRADIENT.finding(**where(ctx.locate.best(site)), message=message, fields={"names": listing(names)},
+                               severity=severity)
 
 
 def _under_no_grad(tp, module: str) -> bool:  # type: ignore[no-untyped-def]
@@ -71,7 +73,7 @@ def _under_no_grad(tp, module: str) -> bool:  # type: ignore[no-untyped-def]
     return False
 
 
-def _explain(ctx: CheckContext, tp, missing: list[tuple[str, torch.Tensor]]) -> dict[tuple[str, Site | None, Severity | None], list[str]]:  # type: ignore[no-untyped-def]
+def _explain(ctx: CheckContext, tp, missing: Sequence[tuple[str, torch.Tensor]]) -> dict[tuple[str, Site | None, Severity | None], list[str]]:  # type: ignore[no-untyped-def]
     groups: dict[tuple[str, Site | None, Severity | None], list[str]] = {}
     remaining = list(missing)
     # a detached tensor that flows on explains a starved parameter better than a number read

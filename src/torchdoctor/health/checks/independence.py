@@ -70,7 +70,8 @@ def run(ctx: CheckContext) -> Outcome:
     if other <= TOLERANCE * max(own, other):
         return Outcome(detail=f"checked on {size} samples in eval mode")
     site = definition_site(type(ctx.subject.model).forward) or ctx.locate.module("")
-    finding = SAMPLES_MIXED.finding(**where(ctx.locate.best(site)), sample=sample, other=other, own=own,
+    finding = SAMPLES_MIXED.finding(**where(ctx.locate.best(site)),
+                                    fields={"sample": sample, "other": other, "own": own},
                                     evidence={"own_gradient": own, "other_gradient": other})
     return Outcome([finding], detail=f"checked on {size} samples in eval mode")
 

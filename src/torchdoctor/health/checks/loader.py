@@ -109,7 +109,7 @@ def run(ctx: CheckContext) -> Outcome:
     findings: list[Finding] = []
     notes: list[str] = [f"{workers} worker(s)"]
     if workers > cpus:
-        findings.append(TOO_MANY_WORKERS.finding(**where(loader_site), workers=workers, cpus=cpus))
+        findings.append(TOO_MANY_WORKERS.finding(**where(loader_site), fields={"workers": workers, "cpus": cpus}))
     if workers > 0:
         method = options.start_method or start_method(loader)
         notes.append(f"start method {method}")
@@ -138,7 +138,8 @@ def _pickling(ctx: CheckContext, loader: DataLoader, method: str, loader_site: S
             continue
         site = definition_site(value) if callable(value) and hasattr(value, "__code__") else None
         what = _callable_name(value)
-        findings.append(UNPICKLABLE.finding(**where(ctx.locate.best(site, loader_site)), severity=severity, argument=argument, what=what))
+        findings.append(UNPICKLABLE.finding(**where(ctx.locate.best(site, loader_site)), severity=severity,
+                                            fields={"argument": argument, "what": what}))
     dataset = loader.dataset
     if unpicklable(dataset) is not None:
         attribute, value = _culprit(dataset)
@@ -150,8 +151,8 @@ def _pickling(ctx: CheckContext, loader: DataLoader, method: str, loader_site: S
             f"dataset={type(dataset).__name__} cannot be pickled ({label} is {_callable_name(value)}), "
             "so this DataLoader fails with worker processes under the spawn/forkserver start method (Windows, macOS, Python 3.14+ on Linux)"
         )
-        findings.append(UNPICKLABLE.finding(**where(ctx.locate.best(site, loader_site)), severity=severity, message=message,
-                                            argument="dataset", what=label))
+        findings.append(UNPICKLABLE.finding(**where(ctx.locate.best(site, loader_site)), severity=severity,
+                                            message=message, fields={"argument": "dataset", "what": label}))
     return findings
 
 
@@ -182,8 +183,10 @@ def _shared_memory(ctx: CheckContext, loader: DataLoader, loader_site: Site | No
     if need <= free:
         return []
     return [SHM_TOO_SMALL.finding(
-        **where(loader_site), workers=loader.num_workers, prefetch=prefetch, batch=human_bytes(batch),
-        need=human_bytes(need), free=human_bytes(free), evidence={"need_bytes": need, "free_bytes": free},
+        **where(loader_site),
+        fields={"workers": loader.num_workers, "prefetch": prefetch, "batch": human_bytes(batch),
+                "need": human_bytes(need), "free": human_bytes(free)},
+        evidence={"need_bytes": need, "free_bytes": free},
     )]
 
 
@@ -194,7 +197,9 @@ def _generators(ctx: CheckContext, loader: DataLoader, loader_site: Site | None)
         attribute = path.split(".")[0].split("[")[0]
         site = attribute_site(type(dataset), attribute)
         kind = f"{type(generator).__module__.split('.')[0]}.{type(generator).__name__}".replace("numpy.", "np.random.")
-        findings.append(RNG_COPIED.finding(**where(ctx.locate.best(site, loader_site)), what=f"`self.{path}` ({kind})", dataset=type(dataset).__name__))
+        findings.append(RNG_COPIED.finding(**where(ctx.locate.best(site, loader_site)),
+                                           fields={"what": f"`self.{path}` ({kind})",
+                                                   "dataset": type(dataset).__name__}))
     return findings
 
 
@@ -221,7 +226,8 @@ def _throughput(ctx: CheckContext, loader: DataLoader, loader_site: Site | None,
     workers = loader.num_workers
     advice = " (num_workers=0: the batches are made in the training process)" if workers == 0 else f" even with {workers} workers"
     return [INPUT_BOUND.finding(
-        **where(loader_site), load=human_seconds(load), step=human_seconds(step), ratio=load / step, advice=advice,
+        **where(loader_site),
+        fields={"load": human_seconds(load), "step": human_seconds(step), "ratio": load / step, "advice": advice},
         evidence={"load_seconds": load, "step_seconds": step, "reference_seconds": times.reference},
     )]
 

@@ -112,7 +112,7 @@ def _probabilities(ctx: CheckContext, tp: TrainPass, call: LossCall) -> list[Fin
     if rule is None:
         return []
     source, site = _source(ctx, producer)
-    return [rule.finding(**where(ctx.locate.best(site, _loss_site(ctx, call))), source=source)]
+    return [rule.finding(**where(ctx.locate.best(site, _loss_site(ctx, call))), fields={"source": source})]
 
 
 def _rows_sum_to_one(values: torch.Tensor) -> bool:
@@ -128,7 +128,8 @@ def _class_targets(ctx: CheckContext, call: LossCall) -> list[Finding]:
     target, logits = call.target, call.input
     loss = PRETTY[call.name]
     if problem == "dtype":
-        return [TARGET_NOT_INTEGER.finding(**where(ctx.data_site(1)), loss=loss, dtype=str(target.dtype).replace("torch.", ""))]
+        return [TARGET_NOT_INTEGER.finding(**where(ctx.data_site(1)),
+                                           fields={"loss": loss, "dtype": str(target.dtype).replace("torch.", "")})]
     if problem != "range":
         return []
     classes = _classes(logits)
@@ -141,8 +142,10 @@ def _class_targets(ctx: CheckContext, call: LossCall) -> list[Finding]:
             f"class targets include {low}, which {loss} does not ignore (ignore_index={ignore}); "
             f"the model outputs {classes} classes (valid: 0..{classes - 1})"
         )
-        return [TARGET_OUT_OF_RANGE.finding(**where(site), message=message, max_label=high, num_classes=classes, last=classes - 1)]
-    return [TARGET_OUT_OF_RANGE.finding(**where(site), max_label=high, num_classes=classes, last=classes - 1)]
+        return [TARGET_OUT_OF_RANGE.finding(**where(site), message=message,
+                                            fields={"max_label": high, "num_classes": classes, "last": classes - 1})]
+    return [TARGET_OUT_OF_RANGE.finding(**where(site),
+                                        fields={"max_label": high, "num_classes": classes, "last": classes - 1})]
 
 
 def _broadcast(ctx: CheckContext, call: LossCall) -> list[Finding]:
@@ -158,11 +161,8 @@ def _broadcast(ctx: CheckContext, call: LossCall) -> list[Finding]:
         return []
     return [BROADCAST.finding(
         **where(_loss_site(ctx, call)),
-        loss=PRETTY[call.name],
-        input_shape=shape(prediction),
-        target_shape=shape(target),
-        pairs=pairs,
-        expected=expected,
+        fields={"loss": PRETTY[call.name], "input_shape": shape(prediction), "target_shape": shape(target),
+                "pairs": pairs, "expected": expected},
     )]
 
 
@@ -195,7 +195,8 @@ def _far_from_chance(ctx: CheckContext, calls: list[LossCall], tp: TrainPass) ->
         cause, site = " (is the last layer initialised with large weights?)", ctx.locate.module(_last_module(tp))
     return [FAR_FROM_CHANCE.finding(
         **where(site),
-        loss=value, chance_name=chance_name, chance=chance, classes=classes, logit=largest, cause=cause,
+        fields={"loss": value, "chance_name": chance_name, "chance": chance, "classes": classes, "logit": largest,
+                "cause": cause},
         evidence={"loss": round(value, 4), "ln_c": round(chance, 4), "max_logit": round(largest, 4)},
     )]
 

@@ -30,7 +30,7 @@ def run(ctx: CheckContext) -> Outcome:
             else "the model has no registered parameters"
         )
         site = ctx.locate.best(ctx.locate.of(model))
-        return Outcome([NO_TRAINABLE.finding(**where(site), what=what)], detail=what)
+        return Outcome([NO_TRAINABLE.finding(**where(site), fields={"what": what})], detail=what)
     if optimizer is None:
         return Outcome(skipped="no optimizer given")
     in_groups = Counter(id(p) for group in optimizer.param_groups for p in group["params"])
@@ -45,7 +45,8 @@ def run(ctx: CheckContext) -> Outcome:
     by_id = {id(p): n for n, p in named}
     repeated = [by_id.get(key, "a tensor outside the model") for key, count in in_groups.items() if count > 1]
     if repeated:
-        findings.append(SEVERAL_GROUPS.finding(**where(optimizer_site), number=len(repeated), names=listing(repeated)))
+        findings.append(SEVERAL_GROUPS.finding(**where(optimizer_site),
+                                               fields={"number": len(repeated), "names": listing(repeated)}))
     covered = sum(1 for _, p in trainable if id(p) in in_groups)
     detail = f"{type(optimizer).__name__}: {covered} of {len(trainable)} trainable parameter tensors in {len(optimizer.param_groups)} param group(s)"
     return Outcome(findings, detail=detail)

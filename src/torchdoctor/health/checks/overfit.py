@@ -221,7 +221,7 @@ def _flops(count: float) -> str:
 
 def _is_fallback(optimizer: torch.optim.Optimizer | None) -> bool:
     """The user's optimizer is already what the retry would use."""
-    if type(optimizer) not in (torch.optim.Adam, torch.optim.AdamW):
+    if optimizer is None or type(optimizer) not in (torch.optim.Adam, torch.optim.AdamW):
         return False
     lr = optimizer.param_groups[0].get("lr")
     return lr is not None and not isinstance(lr, torch.Tensor) and float(lr) >= 1e-3
@@ -244,8 +244,9 @@ def _report(ctx: CheckContext, batch: Batch, first: Attempt, second: Attempt | N
             "the learning rate or weight decay is likely off (expected during a warm-up that starts near 0)"
         )
         site = ctx.locate.best(ctx.locate.of(ctx.subject.optimizer))
-        finding = CANNOT_OVERFIT.finding(**where(site), message=message, severity=Severity.INFO, evidence=_evidence([first, second]),
-                                         samples=samples, steps=len(first.losses), optimizer=first.label, curve=first.curve())
+        finding = CANNOT_OVERFIT.finding(**where(site), message=message, severity=Severity.INFO,
+                                         evidence=_evidence([first, second]),
+                                         fields={"samples": samples, "optimizer": first.label, "curve": first.curve()})
         return Outcome([finding], detail=f"{first.label} is slow; Adam(lr=0.001) overfits")
     attempts = [first] + ([second] if second is not None else [])
     labels = " nor ".join(a.label for a in attempts) if len(attempts) > 1 else first.label
@@ -254,7 +255,8 @@ def _report(ctx: CheckContext, batch: Batch, first: Attempt, second: Attempt | N
     finding = CANNOT_OVERFIT.finding(
         **where(site),
         message=f"the loss on one batch of {samples} samples stops falling far from zero with {labels}: {curves}",
-        samples=samples, steps=len(first.losses), optimizer=labels, curve=curves, evidence=_evidence(attempts),
+        fields={"samples": samples, "optimizer": labels, "curve": curves},
+        evidence=_evidence(attempts),
     )
     return Outcome([finding], detail=curves)
 

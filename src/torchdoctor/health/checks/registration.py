@@ -79,9 +79,8 @@ def run(ctx: CheckContext) -> Outcome:
                     container = type(value).__name__ if type(value) in (list, tuple, dict) else f"{type(value).__name__} (a plain container)"
                     findings.append(PLAIN_CONTAINER.finding(
                         **where(ctx.locate.attribute(module, attribute)),
-                        what=_describe(hidden),
-                        container=container,
-                        attribute=f"{prefix}{attribute}" if not prefix else attribute,
+                        fields={"what": _describe(hidden), "container": container,
+                                "attribute": f"{prefix}{attribute}" if not prefix else attribute},
                         evidence={"module": module_name, "attribute": attribute, "count": len(hidden)},
                     ))
             elif (
@@ -92,8 +91,7 @@ def run(ctx: CheckContext) -> Outcome:
                 and id(value) not in registered_params
             ):
                 findings.append(TENSOR_ATTRIBUTE.finding(
-                    **where(ctx.locate.attribute(module, attribute)),
-                    attribute=attribute,
+                    **where(ctx.locate.attribute(module, attribute)), fields={"attribute": attribute},
                     evidence={"module": module_name, "attribute": attribute},
                 ))
     count = sum(1 for _ in model.parameters())

@@ -3,6 +3,8 @@ frozen parameters and frozen batch-norm statistics alone (TD116, TD132, TD307)."
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from torchdoctor.core.finding import Finding
@@ -62,21 +64,22 @@ def run(ctx: CheckContext) -> Outcome:
         dtypes = {str(p.dtype).replace("torch.", "") for n, p in named if n in stuck}
         cause = f" ({', '.join(sorted(dtypes))} weights: the update is below their precision)" if dtypes & {"bfloat16", "float16"} else ""
         findings.append(NOT_UPDATED.finding(
-            **where(ctx.locate.best(ctx.locate.of(ctx.subject.optimizer))), number=len(stuck), names=listing(stuck), cause=cause,
+            **where(ctx.locate.best(ctx.locate.of(ctx.subject.optimizer))),
+            fields={"number": len(stuck), "names": listing(stuck), "cause": cause},
         ))
     changed = sum(1 for n, p in named if p.requires_grad and not torch.equal(before[n], p.detach()))
     trainable = sum(1 for _, p in named if p.requires_grad)
     return Outcome(findings, detail=f"{type(optimizer).__name__}.step() changed {changed} of {trainable} trainable parameter tensors")
 
 
-def _is_zero(lr: object) -> bool:
+def _is_zero(lr: float | torch.Tensor) -> bool:
     return float(lr) == 0.0 if not isinstance(lr, torch.Tensor) else bool((lr == 0).all())
 
 
 def _frozen_finding(ctx: CheckContext, tp, names: list[str]) -> Finding:  # type: ignore[no-untyped-def]
     optimizer = tp.copies.optimizer
     params = dict(tp.copies.model.named_parameters())
-    group = next((g for g in optimizer.param_groups if any(p is params[names[0]] for p in g["params"])), {})
+    group: dict[str, Any] = next((g for g in optimizer.param_groups if any(p is params[names[0]] for p in g["params"])), {})
     reasons = []
     if params[names[0]].grad is not None:
         reasons.append("it still has a .grad tensor (left by zero_grad(set_to_none=False) before it was frozen)")
@@ -88,7 +91,7 @@ def _frozen_finding(ctx: CheckContext, tp, names: list[str]) -> Finding:  # type
     cause = (", ".join(reasons[:-1]) + " and " + reasons[-1] if len(reasons) > 1 else "".join(reasons)) or "the optimizer still holds it"
     name = listing(names, 3)
     site = ctx.locate.best(ctx.locate.of(ctx.subject.optimizer), ctx.locate.module(module_of(names[0])))
-    return FROZEN_UPDATED.finding(**where(site), name=name, cause=cause)
+    return FROZEN_UPDATED.finding(**where(site), fields={"name": name, "cause": cause})
 
 
 def _batchnorm_drift(ctx: CheckContext, tp) -> list[Finding]:  # type: ignore[no-untyped-def]
@@ -99,8 +102,7 @@ def _batchnorm_drift(ctx: CheckContext, tp) -> list[Finding]:  # type: ignore[no
         moved = max(float((module.running_mean - mean).abs().max()), float((module.running_var - var).abs().max()))
         if moved > 0:
             findings.append(BATCHNORM_DRIFT.finding(
-                **where(ctx.locate.module(name)),
-                name=f"`{name}`",
+                **where(ctx.locate.module(name)), fields={"name": f"`{name}`"},
                 evidence={"module": name, "max_change": moved},
             ))
     return findings

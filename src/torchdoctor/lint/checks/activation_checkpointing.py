@@ -42,4 +42,4 @@ def checkpoint_without_use_reentrant(node: ast.Call, ctx: Context) -> None:
     if id(ctx.scope) in ctx.memo.get(CHECKPOINT_WITHOUT_USE_REENTRANT.code, ()):
         return  # the function checks that some input requires grad first
     fix = Fix(title="Pass `use_reentrant=False`", edits=(ctx.add_keyword(node, "use_reentrant=False"),), safe=False)
-    ctx.report(CHECKPOINT_WITHOUT_USE_REENTRANT, node, call=f"{ctx.text(node.func)}(...)", fix=fix)
+    ctx.report(CHECKPOINT_WITHOUT_USE_REENTRANT, node, fields={"call": f"{ctx.text(node.func)}(...)"}, fix=fix)

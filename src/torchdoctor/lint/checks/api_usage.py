@@ -23,9 +23,9 @@ _MODULE_SOFTMAX = frozenset({"torch.nn.Softmax", "torch.nn.LogSoftmax", "torch.n
 def softmax_implicit_dim(node: ast.Call, ctx: Context) -> None:
     name = ctx.qualified(node.func)
     if name in _FUNCTIONAL_SOFTMAX and not may_pass(node, "dim", 1):
-        ctx.report(SOFTMAX_IMPLICIT_DIM, node, call=ctx.text(node.func))
+        ctx.report(SOFTMAX_IMPLICIT_DIM, node, fields={"call": ctx.text(node.func)})
     elif name in _MODULE_SOFTMAX and not may_pass(node, "dim", 0):
-        ctx.report(SOFTMAX_IMPLICIT_DIM, node, call=ctx.text(node.func))
+        ctx.report(SOFTMAX_IMPLICIT_DIM, node, fields={"call": ctx.text(node.func)})
 
 
 _DEPRECATED_AMP = {
@@ -128,7 +128,8 @@ def _deprecated_amp(func: ast.expr, call: ast.Call | None, ctx: Context) -> None
             else:
                 edits.append(ctx.add_keyword(call, f'"{device}"'))
             fix = Fix(title=f'Use `{replacement}("{device}", ...)`', edits=tuple(edits), safe=False)
-    ctx.report(DEPRECATED_AMP_API, call or func, old=f"{old}.{name.rpartition('.')[2]}", new=replacement, device=device, fix=fix)
+    ctx.report(DEPRECATED_AMP_API, call or func,
+               fields={"old": f"{old}.{name.rpartition('.')[2]}", "new": replacement, "device": device}, fix=fix)
 
 
 _TYPOS = frozenset({"require_grad", "requires_grads", "require_grads", "required_grad", "requries_grad",
@@ -142,7 +143,8 @@ def requires_grad_typo(node: ast.Assign, ctx: Context) -> None:
             end = ctx.source.char_column(target.end_lineno, target.end_col_offset)  # type: ignore[arg-type]
             line = target.end_lineno
             edit = Edit(line, end - len(target.attr), line, end, "requires_grad")  # type: ignore[arg-type]
-            ctx.report(REQUIRES_GRAD_TYPO, target, attribute=target.attr, target=ctx.text(target.value),
+            ctx.report(REQUIRES_GRAD_TYPO, target,
+                       fields={"attribute": target.attr, "target": ctx.text(target.value)},
                        fix=Fix(title="Rename to `requires_grad`", edits=(edit,)))
 
 
@@ -170,7 +172,7 @@ def requires_grad_then_copied(node: ast.Call, ctx: Context) -> None:
             and isinstance(statement.targets[0], ast.Name)):
         ctx.memo.setdefault(REQUIRES_GRAD_ON_COPY.code, []).append((ctx.scope, statement.targets[0].id, node, func.attr))
     else:
-        ctx.report(REQUIRES_GRAD_ON_COPY, node, call=ctx.text(node), method=func.attr)
+        ctx.report(REQUIRES_GRAD_ON_COPY, node, fields={"call": ctx.text(node), "method": func.attr})
 
 
 def _chained_from(value: ast.expr, node: ast.Call) -> bool:
@@ -193,6 +195,7 @@ def _same_dtype(made: ast.Call, factory: str, copy: ast.Call, ctx: Context) -> b
     """`torch.zeros(n, requires_grad=True).float()`: converting to the dtype the tensor already
     has returns the tensor itself (still a leaf, checked on torch 2.13), not a copy."""
     method = copy.func.attr  # type: ignore[attr-defined]
+    target: str | None
     if method in _CONVERSIONS:
         target = _CONVERSIONS[method]
     elif method == "to" and len(copy.args) == 1 and not copy.keywords:
@@ -215,7 +218,7 @@ def report_copies_used_as_weights(tree: ast.Module, ctx: Context) -> None:
     `x * 2`) is a tensor that lets gradients flow, not a weight: its own .grad is never needed."""
     for scope, variable, node, method in ctx.memo.get(REQUIRES_GRAD_ON_COPY.code, []):
         if _used_as_weight(scope.node, variable, ctx) and not _retains_grad(scope.node, variable):
-            ctx.report(REQUIRES_GRAD_ON_COPY, node, call=ctx.text(node), method=method)
+            ctx.report(REQUIRES_GRAD_ON_COPY, node, fields={"call": ctx.text(node), "method": method})
 
 
 def _retains_grad(function: ast.AST, variable: str) -> bool:

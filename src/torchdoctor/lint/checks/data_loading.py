@@ -60,7 +60,7 @@ def unpicklable_worker_function(node: ast.Call, ctx: Context) -> None:
 def report_unpicklable(tree: ast.Module, ctx: Context) -> None:
     for call, value, name, what in ctx.memo.get(UNPICKLABLE_WORKER_FUNCTION.code, []):
         if uses_workers(call, ctx):
-            ctx.report(UNPICKLABLE_WORKER_FUNCTION, value, argument=name, what=what)
+            ctx.report(UNPICKLABLE_WORKER_FUNCTION, value, fields={"argument": name, "what": what})
 
 
 def _unpicklable(value: ast.expr, ctx: Context) -> str | None:
@@ -132,7 +132,8 @@ def report_rng_in_workers(tree: ast.Module, ctx: Context) -> None:
     for info, attribute, node, what in ctx.memo.get(RNG_COPIED_INTO_WORKERS.code, []):
         if info.name not in loaded or (id(info), attribute) not in read or _reseeds(info, ctx):
             continue
-        ctx.report(RNG_COPIED_INTO_WORKERS, node, what=f"`self.{attribute} = {what}(...)`", dataset=info.name)
+        ctx.report(RNG_COPIED_INTO_WORKERS, node,
+                   fields={"what": f"`self.{attribute} = {what}(...)`", "dataset": info.name})
 
 
 def _reseeds(info: object, ctx: Context) -> bool:
@@ -169,7 +170,7 @@ def report_sampler_without_epoch(tree: ast.Module, ctx: Context) -> None:
     for scope, loader, sampler, node in ctx.memo.get(SAMPLER_WITHOUT_SET_EPOCH.code, []):
         epoch_loop = _epoch_loop(scope, loader)
         if epoch_loop is not None:
-            ctx.report(SAMPLER_WITHOUT_SET_EPOCH, epoch_loop, sampler=f"`{sampler}`")
+            ctx.report(SAMPLER_WITHOUT_SET_EPOCH, epoch_loop, fields={"sampler": f"`{sampler}`"})
 
 
 def _epoch_loop(scope: Scope, loader: str) -> ast.AST | None:

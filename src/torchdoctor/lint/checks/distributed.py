@@ -75,7 +75,7 @@ def synced_by_collective(node: ast.Call, ctx: Context) -> None:
 def computed_from_synced(node: ast.Assign, ctx: Context) -> None:
     """`a, b = flags[0].item(), flags[1].item()` after `all_reduce(flags)`: a and b agree on every rank."""
     synced = _synced(ctx)
-    if not synced or not any(dotted(n) in synced for n in ast.walk(node.value)  # type: ignore[arg-type]
+    if not synced or not any(dotted(n) in synced for n in ast.walk(node.value)
                              if isinstance(n, (ast.Name, ast.Attribute))):
         return
     for target in node.targets:
@@ -136,4 +136,5 @@ def report_collectives(tree: ast.Module, ctx: Context) -> None:
         partners = {id(c) for s, c, _, n in found if s is scope and n == name}
         if len(partners) > 1:
             continue
-        ctx.report(COLLECTIVE_UNDER_RANK_CONDITION, call, collective=name, condition=ctx.text(condition.test))
+        ctx.report(COLLECTIVE_UNDER_RANK_CONDITION, call,
+                   fields={"collective": name, "condition": ctx.text(condition.test)})

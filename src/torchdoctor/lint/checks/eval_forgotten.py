@@ -50,7 +50,7 @@ def evaluation_in_train_mode(tree: ast.Module, ctx: Context) -> None:
             model, effects = _through_parameter(scope, name, ctx) if name in scope.params else (name, _kind_effects(scope, name, ctx))
             if effects and model in trained:
                 reported.add((scope.name, name))
-                ctx.report(EVALUATION_IN_TRAIN_MODE, call, model=f"`{name}`", effects=effects)
+                ctx.report(EVALUATION_IN_TRAIN_MODE, call, fields={"model": f"`{name}`", "effects": effects})
 
 
 def _no_grad_calls(scope: Scope, ctx: Context) -> Iterator[tuple[ast.Call, ast.AST | None]]:

@@ -73,10 +73,10 @@ def training_in_eval_mode(tree: ast.Module, ctx: Context) -> None:
                 if not trained:
                     continue
                 reported.add(id(event.node))
-                where = f"`{model}.eval()` at line {event.node.lineno}"  # type: ignore[attr-defined]
+                where = f"`{model}.eval()` at line {event.node.lineno}"
                 if via is not event:
                     where += f" (in {event.scope.name if event.scope else 'a function'}() called here)"
-                ctx.report(TRAINING_IN_EVAL_MODE, via.node, where=where + " is never undone in this loop")
+                ctx.report(TRAINING_IN_EVAL_MODE, via.node, fields={"where": where + " is never undone in this loop"})
             _eval_before_loop(scope, info.node, events, optimized, restored_anywhere, reported, ctx)
 
 
@@ -148,5 +148,6 @@ def _eval_before_loop(scope: object, loop: ast.AST, events: list[tuple[Event, Ev
         if not (model in optimized or any(_same_object(model, r) for r in restored_anywhere)):
             continue
         reported.add(id(event.node))
-        line = event.node.lineno  # type: ignore[attr-defined]
-        ctx.report(TRAINING_IN_EVAL_MODE, event.node, where=f"`{model}.eval()` at line {line}, before the training loop, is never undone")
+        line = event.node.lineno
+        ctx.report(TRAINING_IN_EVAL_MODE, event.node,
+                   fields={"where": f"`{model}.eval()` at line {line}, before the training loop, is never undone"})

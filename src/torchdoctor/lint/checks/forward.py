@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.core.finding import Fix
-from torchdoctor.lint.api import FILE_END, ClassInfo, Context, check, keyword, may_pass
+from torchdoctor.lint.api import FILE_END, ClassInfo, Context, Scope, check, keyword, may_pass
 from torchdoctor.rules.grad_flow.graph_cut_in_forward import RULE as GRAPH_CUT_IN_FORWARD
 from torchdoctor.rules.mode.functional_dropout_ignores_eval import RULE as FUNCTIONAL_DROPOUT_IGNORES_EVAL
 
@@ -46,7 +46,7 @@ def _carries(node: ast.expr, names: set[str], methods: frozenset[str] = frozense
     `self.x(...)` makes one, unless `x` is one of the class's own methods (`methods`).
     Integers, booleans and indices made from an activation (`len`, `int()`, `argmax`,
     comparisons, `.max(1)[1]`) carry no gradient, so they are not activations."""
-    stack = [node]
+    stack: list[ast.AST] = [node]
     while stack:
         item = stack.pop()
         cls = item.__class__
@@ -143,9 +143,9 @@ def track_activations(node: ast.Assign, ctx: Context) -> None:
     detached = value.func.value
     if isinstance(detached, ast.Name):  # `h = h.detach()`: the main path itself is cut
         if detached.id == node.targets[0].id and detached.id in names:
-            ctx.report(GRAPH_CUT_IN_FORWARD, value, call=ctx.text(value))
+            ctx.report(GRAPH_CUT_IN_FORWARD, value, fields={"call": ctx.text(value)})
     elif _carries(detached, names, _methods(ctx)) and _main_path(node, detached, ctx):
-        ctx.report(GRAPH_CUT_IN_FORWARD, value, call=ctx.text(value))
+        ctx.report(GRAPH_CUT_IN_FORWARD, value, fields={"call": ctx.text(value)})
 
 
 def _main_path(node: ast.Assign, detached: ast.expr, ctx: Context) -> bool:
@@ -177,7 +177,7 @@ def detached_output(node: ast.Return, ctx: Context) -> None:
             and _carries(value.func.value, _activations(ctx), _methods(ctx))):
         message = (f"forward() returns `{ctx.text(value)}`: the whole output is cut from the autograd graph, "
                    "so no layer of this module receives a gradient")
-        ctx.report(GRAPH_CUT_IN_FORWARD, value, call=ctx.text(value), message=message)
+        ctx.report(GRAPH_CUT_IN_FORWARD, value, fields={"call": ctx.text(value)}, message=message)
 
 
 #: dtypes without gradients: a tensor of counts, sizes or masks has nothing to cut
@@ -201,7 +201,7 @@ def rewrapped_activation(node: ast.Call, ctx: Context) -> None:
     if not ctx.in_forward or ctx.grad_disabled or not node.args or _discrete_result(node, ctx):
         return
     if ctx.qualified(node.func) in _REWRAP and _carries(node.args[0], _activations(ctx), _methods(ctx)):
-        ctx.report(GRAPH_CUT_IN_FORWARD, node, call=ctx.text(node))
+        ctx.report(GRAPH_CUT_IN_FORWARD, node, fields={"call": ctx.text(node)})
 
 
 #: tensor methods that compute on the values: `h.data.view(...)` still feeds the model
@@ -239,7 +239,7 @@ def data_of_activation(node: ast.Attribute, ctx: Context) -> None:
     if node.attr != "data" or not isinstance(node.ctx, ast.Load) or not ctx.in_forward or ctx.grad_disabled:
         return
     if _feeds_computation(node, ctx) and _carries(node.value, _activations(ctx), _methods(ctx)):
-        ctx.report(GRAPH_CUT_IN_FORWARD, node, call=ctx.text(node))
+        ctx.report(GRAPH_CUT_IN_FORWARD, node, fields={"call": ctx.text(node)})
 
 
 def _guarded_by_training(ctx: Context) -> bool:
@@ -255,7 +255,7 @@ def _guarded_by_training(ctx: Context) -> bool:
 
 def _method(ctx: Context) -> str | None:
     """The method of the enclosing class the current code belongs to (through nested functions)."""
-    scope = ctx.scope
+    scope: Scope | None = ctx.scope
     while scope is not None and scope.cls is None:
         scope = scope.parent
     if scope is None or scope.cls is not ctx.class_info:
@@ -285,7 +285,7 @@ def functional_dropout_ignores_eval(node: ast.Call, ctx: Context) -> None:
     if "self" in ctx.scope.params:
         fix = Fix(title="Pass `training=self.training`", edits=(ctx.add_keyword(node, "training=self.training"),))
     if _forward_like(method):
-        ctx.report(FUNCTIONAL_DROPOUT_IGNORES_EVAL, node, call=ctx.text(node.func), fix=fix)
+        ctx.report(FUNCTIONAL_DROPOUT_IGNORES_EVAL, node, fields={"call": ctx.text(node.func)}, fix=fix)
     else:
         ctx.memo.setdefault(FUNCTIONAL_DROPOUT_IGNORES_EVAL.code, []).append((info, method, node, fix))
 
@@ -300,23 +300,23 @@ def dropout_in_methods_forward_calls(tree: ast.Module, ctx: Context) -> None:
             reachable[id(info)] = _called_from_forward(info, ctx)
         if method in reachable[id(info)]:
             call = ctx.text(node.func)
-            ctx.report(FUNCTIONAL_DROPOUT_IGNORES_EVAL, node, call=call, fix=fix, message=(
-                f"`{call}` in `{method}()`, which forward() calls, has no `training=` argument: it keeps dropping "
-                "activations after model.eval()"))
+            ctx.report(FUNCTIONAL_DROPOUT_IGNORES_EVAL, node, fields={"call": call}, fix=fix,
+                       message=f"`{call}` in `{method}()`, which forward() calls, has no `training=` argument: it keeps dropping "
+                "activations after model.eval()")
 
 
 def _called_from_forward(info: ClassInfo, ctx: Context) -> set[str]:
     """The methods of `info` that its forward-like methods call through `self.`, transitively."""
     calls: dict[str, set[str]] = {}
     for scope in ctx.scopes:
-        owner = scope
+        owner: Scope | None = scope
         while owner is not None and owner.cls is None:
             owner = owner.parent
         if owner is None or owner.cls is not info:
             continue
         method = owner.name.rpartition(".")[2]
         calls.setdefault(method, set()).update(
-            e.receiver[5:] for e in scope.events if e.name == "call" and (e.receiver or "").startswith("self."))
+            (e.receiver or "")[5:] for e in scope.events if e.name == "call" and (e.receiver or "").startswith("self."))
     found: set[str] = set()
     todo = [m for m in calls if _forward_like(m)]
     while todo:

@@ -43,7 +43,7 @@ def backward_under_no_grad(node: ast.Call, ctx: Context) -> None:
     loss = node.func.value
     made_here = isinstance(loss, ast.Call) or isinstance(loss, ast.Name) and loss.id in _made_without_grad(ctx)
     if made_here:
-        ctx.report(BACKWARD_UNDER_NO_GRAD, node, loss=ctx.text(loss))
+        ctx.report(BACKWARD_UNDER_NO_GRAD, node, fields={"loss": ctx.text(loss)})
 
 
 @check(GRAD_MODE_CALL_WITHOUT_WITH, ast.Expr)
@@ -52,4 +52,5 @@ def context_manager_as_statement(node: ast.Expr, ctx: Context) -> None:
     if isinstance(call, ast.Call):
         name = ctx.qualified(call.func)
         if name in _CONTEXT_ONLY:
-            ctx.report(GRAD_MODE_CALL_WITHOUT_WITH, node, call=ctx.text(call), manager=_CONTEXT_ONLY[name])
+            ctx.report(GRAD_MODE_CALL_WITHOUT_WITH, node,
+                       fields={"call": ctx.text(call), "manager": _CONTEXT_ONLY[name]})

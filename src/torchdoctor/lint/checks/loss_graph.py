@@ -28,7 +28,7 @@ def requires_grad_set_on_loss(node: ast.Assign, ctx: Context) -> None:
     for target in node.targets:
         if (isinstance(target, ast.Attribute) and target.attr == "requires_grad" and literal(node.value) is True
                 and _is_loss(target.value, ctx)):
-            ctx.report(REQUIRES_GRAD_ON_LOSS, node, loss=ctx.text(target.value))
+            ctx.report(REQUIRES_GRAD_ON_LOSS, node, fields={"loss": ctx.text(target.value)})
 
 
 @check(REQUIRES_GRAD_ON_LOSS, ast.Call, names={"tensor", "as_tensor", "Tensor", "Variable"})
@@ -39,4 +39,4 @@ def loss_value_rewrapped(node: ast.Call, ctx: Context) -> None:
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in ("item", "tolist"):
         value = value.func.value
     if _is_loss(value, ctx):
-        ctx.report(REQUIRES_GRAD_ON_LOSS, node, loss=ctx.text(value))
+        ctx.report(REQUIRES_GRAD_ON_LOSS, node, fields={"loss": ctx.text(value)})

@@ -81,4 +81,4 @@ def report_accumulated_losses(tree: ast.Module, ctx: Context) -> None:
         if not any(e.receiver == term and any(n is loop for n in e.loops) for e in backwards):
             continue  # only when the term is a training loss, backpropagated on its own in this loop
         fix = Fix(title=f"Accumulate `{term}.item()`", edits=(ctx.insert_after(value, ".item()"),), safe=False)
-        ctx.report(LOSS_ACCUMULATED_WITH_HISTORY, node, target=total, value=term, fix=fix)
+        ctx.report(LOSS_ACCUMULATED_WITH_HISTORY, node, fields={"target": total, "value": term}, fix=fix)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 
+from torchdoctor.core.rule import Rule
 from torchdoctor.lint.api import Context, Kind, check, keyword, literal, terminal
 from torchdoctor.rules.loss.logits_into_bce_loss import RULE as LOGITS_INTO_BCE_LOSS
 from torchdoctor.rules.loss.probabilities_into_kl_div import RULE as PROBABILITIES_INTO_KL_DIV
@@ -63,7 +64,7 @@ def loss_input_is_probabilities(node: ast.Call, ctx: Context) -> None:
             return
     site = _model_site(source)
     if site is None:
-        ctx.report(rule, node.args[0], source=describe(source, ctx), **extra)
+        ctx.report(rule, node.args[0], fields={"source": describe(source, ctx), **extra})
         return
     # The model itself ends in the softmax/sigmoid: the line to change is that layer (as `check`
     # and `run` report it); several losses fed by one model give one finding there.
@@ -71,7 +72,8 @@ def loss_input_is_probabilities(node: ast.Call, ctx: Context) -> None:
     if (rule.code, site.lineno) in reported:
         return
     reported.add((rule.code, site.lineno))
-    ctx.report(rule, site, source=f"{describe(source, ctx)} (the loss is computed at line {node.lineno})", **extra)
+    ctx.report(rule, site, fields={"source": f"{describe(source, ctx)} (the loss is computed at line {node.lineno})",
+                                   **extra})
 
 
 def _log_target_as_probabilities(node: ast.Call, ctx: Context) -> None:
@@ -79,7 +81,7 @@ def _log_target_as_probabilities(node: ast.Call, ctx: Context) -> None:
     `nn.KLDivLoss(...)` that made the loss module)."""
     target = node.args[1] if len(node.args) > 1 else keyword(node, "target")
     source = ctx.kind(target) if target is not None else None
-    if source is None or source.tag != "log_probs":
+    if target is None or source is None or source.tag != "log_probs":
         return
     made = ctx.kind(node.func)
     for call, positional in ((node, 2), (made.node if made is not None else None, 3)):
@@ -88,7 +90,7 @@ def _log_target_as_probabilities(node: ast.Call, ctx: Context) -> None:
         value = keyword(call, "log_target")
         if len(call.args) > positional or (value is not None and literal(value) is not False):
             return  # log_target=True, or a value the file does not show
-    ctx.report(PROBABILITIES_INTO_KL_DIV, target, wrong=WRONG_TARGET, source=describe(source, ctx))
+    ctx.report(PROBABILITIES_INTO_KL_DIV, target, fields={"wrong": WRONG_TARGET, "source": describe(source, ctx)})
 
 
 def _scores_into_bce(value: ast.expr, ctx: Context) -> None:
@@ -104,7 +106,8 @@ def _scores_into_bce(value: ast.expr, ctx: Context) -> None:
     qualified = ctx.qualified(last.func) if isinstance(last, ast.Call) else None
     if qualified is None or qualified.rpartition(".")[0] != "torch.nn" or qualified.rpartition(".")[2] not in _SCORE_LAYERS:
         return
-    ctx.report(LOGITS_INTO_BCE_LOSS, value, values=f"the output of a model whose last layer is `{_short(ctx.text(last))}` (line {last.lineno})")
+    ctx.report(LOGITS_INTO_BCE_LOSS, value,
+               fields={"values": f"the output of a model whose last layer is `{_short(ctx.text(last))}` (line {last.lineno})"})
 
 
 def _model_site(kind: Kind) -> ast.expr | None:
@@ -122,7 +125,7 @@ def _model_site(kind: Kind) -> ast.expr | None:
     return node
 
 
-def _loss(node: ast.Call, ctx: Context) -> tuple[str, str, str] | None:
+def _loss(node: ast.Call, ctx: Context) -> tuple[str, Rule, str] | None:
     func = node.func
     name = terminal(func)
     if name in ("cross_entropy", "nll_loss", "binary_cross_entropy_with_logits", "binary_cross_entropy", "kl_div"):

@@ -138,7 +138,8 @@ def report_plain_containers(tree: ast.Module, ctx: Context) -> None:
             continue
         # a plain list of parameters is also how TorchScript code indexes them by a variable
         # (an nn.ParameterList cannot be), filled from the checkpoint by hand: a warning only
-        ctx.report(MODULE_IN_PLAIN_CONTAINER, node, what=what, container=container, attribute=attribute,
+        ctx.report(MODULE_IN_PLAIN_CONTAINER, node,
+                   fields={"what": what, "container": container, "attribute": attribute},
                    severity=Severity.WARNING if parameters_only else None, fix=fix)
 
 
@@ -187,7 +188,7 @@ def tensor_attribute_not_parameter(node: ast.Assign, ctx: Context) -> None:
     trainable = False
     if isinstance(value.func, ast.Attribute) and value.func.attr == "requires_grad_":
         trainable = not value.args or literal(value.args[0]) is True
-        value = value.func.value  # type: ignore[assignment]
+        value = value.func.value
     if not isinstance(value, ast.Call):
         return
     name = ctx.qualified(value.func) or ""
@@ -234,7 +235,7 @@ def report_tensor_attributes(tree: ast.Module, ctx: Context) -> None:
             nn = _nn_alias(ctx)
             fix = Fix(title="Wrap in `nn.Parameter`", edits=(ctx.edit(node.value, f"{nn}.Parameter({ctx.text(node.value)})"),),
                       safe=False) if nn else None
-            ctx.report(TENSOR_ATTRIBUTE_NOT_PARAMETER, node, attribute=attribute, fix=fix)
+            ctx.report(TENSOR_ATTRIBUTE_NOT_PARAMETER, node, fields={"attribute": attribute}, fix=fix)
 
 
 def _registered_by_name(info: ClassInfo, attribute: str, ctx: Context) -> bool:
@@ -243,7 +244,7 @@ def _registered_by_name(info: ClassInfo, attribute: str, ctx: Context) -> bool:
         if scope.cls is info:
             for event in scope.events:
                 if event.name == "call" and event.receiver in ("self.register_parameter", "self.register_buffer"):
-                    args = event.node.args  # type: ignore[attr-defined]
+                    args = event.node.args  # type: ignore[union-attr]
                     if args and literal(args[0]) == attribute:
                         return True
     return False
@@ -261,7 +262,7 @@ def missing_super_init(tree: ast.Module, ctx: Context) -> None:
             continue
         if "forward" not in info.methods and not any(_registered(k) for k in info.attributes.values()):
             continue  # never called as a module and holds no layer: nothing fails
-        ctx.report(MISSING_SUPER_INIT, scope.node, cls=info.name)
+        ctx.report(MISSING_SUPER_INIT, scope.node, fields={"cls": info.name})
 
 
 @check(LAYER_CREATED_IN_FORWARD, ast.Call)
@@ -278,4 +279,4 @@ def layer_created_in_forward(node: ast.Call, ctx: Context) -> None:
             return  # stored on the module (lazy initialisation): registered from then on
     if isinstance(ctx.parent, ast.Call) and dotted(ctx.parent.func) in ("self.add_module", "self.register_module", "setattr"):
         return
-    ctx.report(LAYER_CREATED_IN_FORWARD, node, layer=name.rpartition(".")[2])
+    ctx.report(LAYER_CREATED_IN_FORWARD, node, fields={"layer": name.rpartition(".")[2]})

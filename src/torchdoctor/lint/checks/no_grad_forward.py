@@ -41,7 +41,8 @@ def trained_model_called_under_no_grad(tree: ast.Module, ctx: Context) -> None:
         for event in events:
             manager = _feeds_backward(event, ctx, models)
             if manager:
-                ctx.report(TRAINED_MODEL_CALLED_UNDER_NO_GRAD, event.node, model=model, manager=manager, optimizer_line=optimized[model].lineno)
+                ctx.report(TRAINED_MODEL_CALLED_UNDER_NO_GRAD, event.node,
+                           fields={"model": model, "manager": manager, "optimizer_line": optimized[model].lineno})
                 break
 
 

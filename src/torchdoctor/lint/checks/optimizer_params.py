@@ -62,7 +62,7 @@ def report_layers_after_optimizer(tree: ast.Module, ctx: Context) -> None:
             before = [b for b in built if _covers(b.receiver, model) and order(b, replaced) == -1]
             after = [b for b in built if _covers(b.receiver, model) and order(replaced, b) == -1]
             if before and not after:
-                target = ctx.text(replaced.node.targets[0])  # type: ignore[attr-defined]
+                target = ctx.text(replaced.node.targets[0])  # type: ignore[union-attr]
                 if target == model and not _still_used(before[-1], replaced, scope):
                     continue  # a new model with a new life: the old optimizer is not used again
                 what = "is re-created" if target == model else "is assigned a new layer"
@@ -79,16 +79,16 @@ def _covers(optimized: str | None, model: str) -> bool:
 def _still_used(built: Event, replaced: Event, scope: Scope) -> bool:
     """The optimizer built before the model was re-created is used after it (stepped, reset,
     returned) in the same function."""
-    optimizer = dotted(built.node.targets[0])  # type: ignore[attr-defined]
+    optimizer = dotted(built.node.targets[0])  # type: ignore[union-attr]
     if optimizer is None:
         return False
     if any(e.receiver == optimizer and order(replaced, e) == -1 for e in scope.events):
         return True
-    after = replaced.node.end_lineno  # type: ignore[attr-defined]
+    after = replaced.node.end_lineno or replaced.node.lineno
     return any(isinstance(n, ast.Return) and n.lineno > after and n.value is not None
                and any(isinstance(m, ast.Name) and m.id == optimizer for m in ast.walk(n.value))
                for n in ast.walk(scope.node))
 
 
 def _line(event: Event) -> int:
-    return event.node.lineno  # type: ignore[attr-defined,no-any-return]
+    return event.node.lineno

@@ -30,7 +30,7 @@ def evaluation_with_grad(tree: ast.Module, ctx: Context) -> None:
             uses = [e for e in events if e.name == "call" and e.receiver == mode.receiver and not e.grad_disabled
                     and any(_over_loader(scope, loop) for loop in e.loops)]
             if uses and _called_with_grad(scope, ctx):
-                ctx.report(EVALUATION_WITH_GRAD, mode.node, model=mode.receiver, function=scope.name)
+                ctx.report(EVALUATION_WITH_GRAD, mode.node, fields={"model": mode.receiver, "function": scope.name})
                 break
 
 
@@ -64,7 +64,8 @@ def tensor_via_python(node: ast.Call, ctx: Context) -> None:
         return
     inner = node.args[0]
     if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr in ("tolist", "numpy"):
-        ctx.report(TENSOR_VIA_PYTHON, node, call=ctx.text(node), via=inner.func.attr, source=ctx.text(inner.func.value))
+        ctx.report(TENSOR_VIA_PYTHON, node,
+                   fields={"call": ctx.text(node), "via": inner.func.attr, "source": ctx.text(inner.func.value)})
 
 
 @check(PER_SAMPLE_LOOP, ast.For)
@@ -78,7 +79,7 @@ def per_sample_loop(node: ast.For, ctx: Context) -> None:
     for child in ast.walk(ast.Module(body=node.body, type_ignores=[])):
         if (isinstance(child, ast.Subscript) and dotted(child.value) == batch and isinstance(child.slice, ast.Name)
                 and child.slice.id == index):
-            ctx.report(PER_SAMPLE_LOOP, node, batch=batch, index=index)
+            ctx.report(PER_SAMPLE_LOOP, node, fields={"batch": batch, "index": index})
             return
 
 

@@ -38,7 +38,7 @@ def trainable_tensor_recreated(tree: ast.Module, ctx: Context) -> None:
         if not created:
             continue
         for made in (e for e in scope.events if e.name == "optimizer_created"):
-            given = made.node.value.args[0] if made.node.value.args else None  # type: ignore[attr-defined]
+            given = made.node.value.args[0] if made.node.value.args else None  # type: ignore[union-attr]
             members = {dotted(e) for e in given.elts} if isinstance(given, (ast.List, ast.Tuple)) else set()
             loop = made.loops[-1]
             steps = [s for s in scope.events if stepped_optimizer(s) == made.receiver and s.loops == made.loops
@@ -47,15 +47,16 @@ def trainable_tensor_recreated(tree: ast.Module, ctx: Context) -> None:
                 if (tensor.loops != made.loops or tensor.receiver not in members or order(tensor, made) != -1
                         or not steps or _changes_each_iteration(tensor, loop)):
                     continue
-                if _read_after(tensor.receiver or "", loop.body, steps[-1].node.end_lineno):  # type: ignore[attr-defined]
+                if _read_after(tensor.receiver or "", loop.body, steps[-1].node.end_lineno or steps[-1].node.lineno):  # type: ignore[attr-defined]
                     continue  # used after the step in the same iteration (one refinement step, then used)
-                ctx.report(TRAINABLE_TENSOR_RECREATED_IN_LOOP, tensor.node, tensor=tensor.receiver, optimizer=made.receiver)
+                ctx.report(TRAINABLE_TENSOR_RECREATED_IN_LOOP, tensor.node,
+                           fields={"tensor": tensor.receiver, "optimizer": made.receiver})
 
 
 def _changes_each_iteration(tensor: Event, loop: ast.AST) -> bool:
     """The tensor's initial value is computed from something the loop changes (its variable,
     a value updated in the body): then it may carry what was learned before."""
-    value = tensor.node.value  # type: ignore[attr-defined]
+    value = tensor.node.value  # type: ignore[union-attr]
     own = tensor.receiver or ""
     assigned = {name for name in assigned_names(loop) if name != own and not name.startswith(own + ".")}
     return any(isinstance(n, (ast.Name, ast.Attribute)) and dotted(n) in assigned for n in ast.walk(value))

@@ -53,7 +53,7 @@ def _notes(ctx: Context) -> _Notes:
     notes = ctx.memo.get(LOAD_OF_SAVED_OBJECTS.code)
     if notes is None:
         notes = ctx.memo[LOAD_OF_SAVED_OBJECTS.code] = _Notes()
-    return notes  # type: ignore[no-any-return]
+    return notes
 
 
 def _namespace(value: ast.expr, ctx: Context) -> bool:
@@ -180,7 +180,8 @@ def report_loads_of_saved_objects(tree: ast.Module, ctx: Context) -> None:
         found = _matching_save(notes, load, target)
         if found is not None:
             save, refused = found
-            ctx.report(LOAD_OF_SAVED_OBJECTS, load, save_line=save.line, what=refused.what, instead=refused.instead)
+            ctx.report(LOAD_OF_SAVED_OBJECTS, load,
+                       fields={"save_line": save.line, "what": refused.what, "instead": refused.instead})
 
 
 def _matching_save(notes: _Notes, load: ast.Call, target: str | None) -> tuple[_Save, _Refused] | None:

@@ -26,7 +26,7 @@ def method_not_called(node: ast.Expr, ctx: Context) -> None:
     if isinstance(value, ast.Attribute) and value.attr in _METHODS and isinstance(value.ctx, ast.Load):
         if isinstance(value.value, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)):
             fix = Fix(title=f"Call `{value.attr}()`", edits=(ctx.insert_after(value, "()"),))
-            ctx.report(METHOD_NOT_CALLED, node, method=value.attr, target=ctx.text(value), fix=fix)
+            ctx.report(METHOD_NOT_CALLED, node, fields={"target": ctx.text(value)}, fix=fix)
 
 
 @check(TENSOR_CONVERSION_DISCARDED, ast.Expr, needs_torch=False)
@@ -40,7 +40,7 @@ def tensor_copy_discarded(node: ast.Expr, ctx: Context) -> None:
         return
     fix = Fix(title=f"Assign the result: `{receiver.id} = {ctx.text(call)}`",
               edits=(ctx.edit(call, f"{receiver.id} = {ctx.text(call)}"),))
-    ctx.report(TENSOR_CONVERSION_DISCARDED, node, call=ctx.text(call), name=receiver.id, fix=fix)
+    ctx.report(TENSOR_CONVERSION_DISCARDED, node, fields={"call": ctx.text(call), "name": receiver.id}, fix=fix)
 
 
 @check(NON_STRICT_LOAD_IGNORED, ast.Call, names={"load_state_dict"})
@@ -101,4 +101,4 @@ def report_ignored_loads(tree: ast.Module, ctx: Context) -> None:
             continue
         if any(s is scope and t == target and o is not None and o != origin for s, t, o, _ in loads):
             continue
-        ctx.report(NON_STRICT_LOAD_IGNORED, statement, target=target)
+        ctx.report(NON_STRICT_LOAD_IGNORED, statement, fields={"target": target})

@@ -61,7 +61,7 @@ def missing_zero_grad(tree: ast.Module, ctx: Context) -> None:
                 if not any(is_backward(e) for e in events):
                     continue
                 if any(e.name == "optimizer_created" and e.receiver == step.receiver
-                       and _over_fresh_tensors(e.node.value, loop) for e in events):  # type: ignore[attr-defined]
+                       and _over_fresh_tensors(e.node.value, loop) for e in events):  # type: ignore[union-attr]
                     break  # a new optimizer over tensors made in this iteration: nothing accumulates
                 resets = [e for e in events if is_grad_reset(e)]
                 if id(loop) not in flagged and not resets:
@@ -96,11 +96,11 @@ def _step_in_called_function(loop: ast.AST, scope: Scope, reported: set[int], ct
         return
     for step, via in steps:
         if any(e.name == "optimizer_created" and e.receiver == step.receiver
-               and _over_fresh_tensors(e.node.value, loop) for e in events):  # type: ignore[attr-defined]
+               and _over_fresh_tensors(e.node.value, loop) for e in events):  # type: ignore[union-attr]
             continue
         if _made_in(step, step.scope):
             continue  # a new optimizer over new tensors every call, as in a loop that builds one per iteration
-        if passed_to_a_call(loop, {step.receiver or "", *(dotted(a) or "" for a in via.node.args)}, ctx):  # type: ignore[attr-defined]
+        if passed_to_a_call(loop, {step.receiver or "", *(dotted(a) or "" for a in via.node.args)}, ctx):  # type: ignore[union-attr]
             continue
         reported.add(id(step.node))
         callee = via.receiver or "a function"
@@ -116,7 +116,7 @@ def _made_in(step: Event, scope: Scope | None) -> bool:
     function = scope.node if scope is not None else None
     if made is None or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
-    inside_function = function.lineno <= made.lineno <= (function.end_lineno or function.lineno)  # type: ignore[attr-defined]
+    inside_function = function.lineno <= made.lineno <= (function.end_lineno or function.lineno)
     return inside_function and _over_fresh_tensors(made, function)
 
 
@@ -240,7 +240,8 @@ def accumulation_reset_every_micro_batch(tree: ast.Module, ctx: Context) -> None
                     continue  # the other branch of an `if accumulation_steps > 1:` (no accumulation there)
                 if any(is_backward(e) and gate not in e.conditions and order(reset, e) == -1 and _encloses(reset, e)
                        for e in in_loop):
-                    ctx.report(ACCUMULATION_RESET_EVERY_MICRO_BATCH, reset.node, every=f"when `{ast.unparse(gate.test)}`")
+                    ctx.report(ACCUMULATION_RESET_EVERY_MICRO_BATCH, reset.node,
+                               fields={"every": f"when `{ast.unparse(gate.test)}`"})
                     break
 
 
@@ -293,7 +294,7 @@ def clip_grad_on_scaled_gradients(tree: ast.Module, ctx: Context) -> None:
     for scope in ctx.scopes:
         events = scope.events
         for clip in events:
-            if not is_clip(clip) or not (ctx.qualified(clip.node.func) or "").startswith(  # type: ignore[attr-defined]
+            if not is_clip(clip) or not (ctx.qualified(clip.node.func) or "").startswith(  # type: ignore[union-attr]
                     "torch.nn.utils."):
                 continue
             backward = _last_before(events, clip, is_scaled_backward)
@@ -341,7 +342,7 @@ def step_on_scaled_gradients(tree: ast.Module, ctx: Context) -> None:
                 continue
             for step in events:
                 if stepped_optimizer(step) and not is_scaler_step(step) and order(backward, step) == -1:
-                    ctx.report(STEP_ON_SCALED_GRADIENTS, step.node, scaler=_scaler_name(backward))
+                    ctx.report(STEP_ON_SCALED_GRADIENTS, step.node, fields={"scaler": _scaler_name(backward)})
                     break
 
 
@@ -372,7 +373,8 @@ def scheduler_before_optimizer(tree: ast.Module, ctx: Context) -> None:
                 # iteration: custom warm-up schedulers are written to set this step's rate first
                 continue
             if any(order(sched, s) == -1 for s in steps):
-                ctx.report(SCHEDULER_STEP_BEFORE_OPTIMIZER_STEP, sched.node, scheduler=sched.receiver or "scheduler")
+                ctx.report(SCHEDULER_STEP_BEFORE_OPTIMIZER_STEP, sched.node,
+                           fields={"scheduler": sched.receiver or "scheduler"})
 
 
 def _is_scheduler(event: Event) -> bool:
@@ -396,11 +398,11 @@ def optimizer_created_in_loop(node: ast.Assign, ctx: Context) -> None:
 def optimizer_stepped_in_creation_loop(tree: ast.Module, ctx: Context) -> None:
     for scope in ctx.scopes:
         for made in scope.events:
-            if made.name != "optimizer_created" or not _over_model_parameters(made.node.value):  # type: ignore[attr-defined]
+            if made.name != "optimizer_created" or not _over_model_parameters(made.node.value):  # type: ignore[union-attr]
                 continue
             if any(stepped_optimizer(s) == made.receiver and s.loops == made.loops and order(made, s) == -1
                    for s in scope.events):
-                ctx.report(OPTIMIZER_CREATED_IN_LOOP, made.node, optimizer=made.receiver)
+                ctx.report(OPTIMIZER_CREATED_IN_LOOP, made.node, fields={"optimizer": made.receiver})
 
 
 def _over_model_parameters(call: ast.Call) -> bool:
@@ -441,7 +443,7 @@ def backward_missing(tree: ast.Module, ctx: Context) -> None:
             names = {e.receiver for e in losses if e.receiver} | {stepped_optimizer(s) or "" for s in steps}
             if passed_to_a_call(loop, names, ctx):
                 continue
-            ctx.report(BACKWARD_MISSING, steps[0].node, loss=losses[0].receiver or "loss")
+            ctx.report(BACKWARD_MISSING, steps[0].node, fields={"loss": losses[0].receiver or "loss"})
 
 
 @check(STEP_MISSING, FILE_END, tracks=TRACKED, needs_torch=False)
@@ -459,7 +461,7 @@ def step_missing(tree: ast.Module, ctx: Context) -> None:
                 continue
             if _steps_by_another_name(loop, {r.receiver for r in resets}):
                 continue
-            ctx.report(STEP_MISSING, resets[0].node, optimizer=resets[0].receiver)
+            ctx.report(STEP_MISSING, resets[0].node, fields={"optimizer": resets[0].receiver})
 
 
 def _steps_by_another_name(loop: ast.AST, optimizers: set[str | None]) -> bool:

@@ -15,7 +15,7 @@ def memory_plot(process: dict[str, Any], width: int = 720, height: int = 180) ->
     """The memory timeline of one process as an inline SVG: each per-step series, and the
     total of live tensors at each census (dots)."""
     steps = process.get("steps") or []
-    lines: list[tuple[str, list[tuple[int, int]]]] = []
+    lines: list[tuple[str, list[tuple[int, float]]]] = []
     for name, values in (process.get("series") or {}).items():
         points = [(s, v) for s, v in zip(steps, values) if isinstance(v, (int, float))]
         if points:

@@ -60,7 +60,7 @@ def freed_graph(crash: Crash, session: Observed | None) -> Explanation | None:
     if "Trying to backward through the graph a second time" not in crash.message:
         return None
     cause, hint = _freed_graph_cause(session) if session is not None else _TWICE
-    return Explanation(FREED, {"cause": cause, "hint": hint})
+    return Explanation(FREED, {"cause": cause}, hint=hint)
 
 
 def _freed_graph_cause(session: Observed) -> tuple[str, str]:
@@ -119,10 +119,9 @@ def backward_without_graph(crash: Crash, session: Observed | None) -> Explanatio
     if frame is not None and block is not None:  # backward() itself sits in the block: that line is the one to change
         return Explanation(NO_GRAPH, {
             "why": f"it was computed inside the block that turns gradients off at line {block}",
-            "hint": "Move the training forward pass, the loss and backward() out of that block; keep `torch.no_grad()` for evaluation only.",
-        }, at=(frame.file, block))
+        }, hint="Move the training forward pass, the loss and backward() out of that block; keep `torch.no_grad()` for evaluation only.", at=(frame.file, block))
     why, hint, at = _why_no_graph(crash, session)
-    return Explanation(NO_GRAPH, {"why": why, "hint": hint}, at=at)
+    return Explanation(NO_GRAPH, {"why": why}, hint=hint, at=at)
 
 
 def numpy_of_grad_tensor(crash: Crash, session: Observed | None) -> Explanation | None:

@@ -52,7 +52,7 @@ def worker_killed(crash: Crash, session: Observed | None) -> Explanation | None:
     else:
         cause = f"{signal} (a crash in native code run by the worker: an image decoder, a compiled extension)"
         hint = "Run the loader with `num_workers=0` to see the error in the main process, and check the libraries the dataset calls."
-    return Explanation(WORKER_KILLED, {"pid": pid, "cause": cause, "hint": hint})
+    return Explanation(WORKER_KILLED, {"pid": pid, "cause": cause}, hint=hint)
 
 
 def _killed_worker(crash: Crash) -> tuple[str, str] | None:

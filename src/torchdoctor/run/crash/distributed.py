@@ -94,10 +94,12 @@ def rendezvous_timed_out(crash: Crash, session: Observed | None) -> Explanation 
     its rendezvous settings (what torch prints is the exception's bare name)."""
     if crash.exc_type != "RendezvousTimeoutError":
         return None
-    config = settings = node = None
+    config: Any = None
+    settings: Any = None
+    node: Any = None
     for frame in crash.deepest():
         scope = frame.locals
-        owner = scope.get("self")
+        owner: Any = scope.get("self")
         if settings is None and hasattr(owner, "_settings") and hasattr(owner, "_node"):
             settings, node = owner._settings, owner._node
         if config is None and hasattr(scope.get("config"), "rdzv_endpoint"):

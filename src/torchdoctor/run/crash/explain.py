@@ -31,13 +31,14 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Explanation:
-    """What an explainer says: the rule, its template fields, and where (default: the crash's
-    innermost user line)."""
+    """What an explainer says: the rule, its template fields, where (default: the crash's
+    innermost user line), and a hint of its own when the rule's template does not fit."""
 
     rule: Rule
     fields: dict[str, Any]
     at: Location | None = None
     evidence: dict[str, Any] | None = None
+    hint: str | None = None
 
 
 #: returned by an explainer when the crash is reported by the process where it happened
@@ -71,7 +72,7 @@ def explain_crash(crash: Crash, session: Observed | None) -> Finding | None:
         evidence = {"where": where, "error": crash.headline, **({"traceback": crash.traceback_text} if debugging() else {})}
         message = (f"the script stopped with {crash.headline}, raised inside torchdoctor's own code ({where}), "
                    "not by a line of yours: under plain python it would not have")
-        return reporting.build(INTERNAL_ERROR, None, {"message": message, "evidence": evidence})
+        return reporting.build(INTERNAL_ERROR, None, {}, {"message": message, "evidence": evidence})
     inner = crash.inner()
     candidates = [c for c in (inner, crash, *crash.causes) if c is not None]
     for candidate in candidates:
@@ -86,7 +87,7 @@ def explain_crash(crash: Crash, session: Observed | None) -> Finding | None:
                 return _finding(said, candidate, crash)
     origin = inner or crash
     where = f" (raised in {origin.origin})" if origin.origin else ""
-    return _at(CRASHED, origin, origin.user_frame(), exception=origin.headline + where)
+    return _at(CRASHED, origin, origin.user_frame(), {"exception": origin.headline + where})
 
 
 def _finding(said: Explanation, crash: Crash, outer: Crash) -> Finding:
@@ -94,10 +95,11 @@ def _finding(said: Explanation, crash: Crash, outer: Crash) -> Finding:
     frame = crash.user_frame() or outer.user_frame()
     location = said.at if said.at is not None else ((frame.file, frame.line) if frame else None)
     evidence = {"exception": crash.headline, **({"raised_in": crash.origin} if crash.origin else {}), **(said.evidence or {})}
-    return reporting.build(said.rule, location, {**said.fields, "severity": Severity.ERROR, "evidence": evidence, "rank": crash.rank})
+    return reporting.build(said.rule, location, said.fields,
+                           {"severity": Severity.ERROR, "evidence": evidence, "rank": crash.rank, "hint": said.hint})
 
 
-def _at(rule: Rule, crash: Crash, frame: Frame | None, **fields: Any) -> Finding:
+def _at(rule: Rule, crash: Crash, frame: Frame | None, fields: dict[str, Any]) -> Finding:
     evidence = {"exception": crash.headline, **({"raised_in": crash.origin} if crash.origin else {})}
     location = (frame.file, frame.line) if frame else None
-    return reporting.build(rule, location, {**fields, "severity": Severity.ERROR, "evidence": evidence, "rank": crash.rank})
+    return reporting.build(rule, location, fields, {"severity": Severity.ERROR, "evidence": evidence, "rank": crash.rank})

@@ -17,6 +17,7 @@ import ast
 import builtins
 import linecache
 import re
+import sys
 import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -124,6 +125,8 @@ def _expression(frame: Frame) -> ast.AST | None:
     if frame.live is None or frame.lasti < 0:
         return None
     code = frame.live.f_code
+    if sys.version_info < (3, 11):  # no co_positions
+        return None
     try:
         positions = list(code.co_positions())[frame.lasti // 2]
     except (AttributeError, IndexError):
@@ -195,8 +198,8 @@ def op_missing_for_backend(crash: Crash, session: Observed | None) -> Explanatio
     hint = f"Give {site.op} a tensor of a backend it has a kernel for: {CONVERSIONS[family] if family else 'move it to one of them'}."
     return Explanation(MISSING, {
         "op": site.op, "key": site.key, "tensor": f" ({tensor})" if tensor else "",
-        "backends": backends or "no other backend", "hint": hint,
-    }, evidence=site.evidence())
+        "backends": backends or "no other backend",
+    }, hint=hint, evidence=site.evidence())
 
 
 def dtype_not_supported(crash: Crash, session: Observed | None) -> Explanation | None:
@@ -221,8 +224,8 @@ def dtype_not_supported(crash: Crash, session: Observed | None) -> Explanation |
     backends = site.backends() if site is not None else ""
     return Explanation(UNSUPPORTED, {
         "where": where, "kernel": kernel, "dtype": dtype, "tensor": f": {tensor} is {dtype}" if tensor else "",
-        "backends": f" ({op} has kernels for {backends} in this torch)" if op and backends else "", "hint": hint,
-    }, evidence=site.evidence() if site is not None else {"kernel": kernel})
+        "backends": f" ({op} has kernels for {backends} in this torch)" if op and backends else "",
+    }, hint=hint, evidence=site.evidence() if site is not None else {"kernel": kernel})
 
 
 def _tensor_of_backend(crash: Crash, session: Observed | None, key: str) -> str | None:

@@ -46,9 +46,7 @@ def target_out_of_range(crash: Crash, session: Observed | None) -> Explanation |
         "num_classes": classes if classes is not None else "fewer",
         "last": classes - 1 if classes is not None else "C-1",
     }
-    if hint:
-        fields["hint"] = hint
-    return Explanation(OUT_OF_RANGE, fields)
+    return Explanation(OUT_OF_RANGE, fields, hint=hint)
 
 
 def target_dtype(crash: Crash, session: Observed | None) -> Explanation | None:
@@ -72,8 +70,7 @@ def target_shape(crash: Crash, session: Observed | None) -> Explanation | None:
                 {
                     "loss": _loss_name(crash),
                     "detail": f"the logits are {shape} = (batch, positions, classes) but the loss reads classes from dim 1",
-                    "hint": "Move the classes to dim 1 with `logits.transpose(1, 2)`, or flatten both: `loss(logits.reshape(-1, C), target.reshape(-1))`.",
-                },
+                }, hint="Move the classes to dim 1 with `logits.transpose(1, 2)`, or flatten both: `loss(logits.reshape(-1, C), target.reshape(-1))`.",
             )
         return Explanation(TARGET_SHAPE, {"loss": _loss_name(crash), "detail": f"the target has shape {got} but the input implies {want}"})
     match = _BATCH_SIZE.search(crash.message)
@@ -83,8 +80,7 @@ def target_shape(crash: Crash, session: Observed | None) -> Explanation | None:
             {
                 "loss": _loss_name(crash),
                 "detail": f"the input has {match['input']} rows but the target {match['target']}",
-                "hint": "A reshape in the model mixes samples: flatten with `x.flatten(1)` or `x.view(x.size(0), -1)` instead of `x.view(-1, features)`, and check the input size the model was built for.",
-            },
+            }, hint="A reshape in the model mixes samples: flatten with `x.flatten(1)` or `x.view(x.size(0), -1)` instead of `x.view(-1, features)`, and check the input size the model was built for.",
         )
     if "Expected floating point type for target with class probabilities" in crash.message:
         return Explanation(
@@ -92,8 +88,7 @@ def target_shape(crash: Crash, session: Observed | None) -> Explanation | None:
             {
                 "loss": _loss_name(crash),
                 "detail": "the target has the input's shape, so it is read as class probabilities, but it holds integers (one-hot labels?)",
-                "hint": "Pass class indices instead (`target.argmax(dim=1)`), or one-hot probabilities as floats (`target.float()`).",
-            },
+            }, hint="Pass class indices instead (`target.argmax(dim=1)`), or one-hot probabilities as floats (`target.float()`).",
         )
     return None
 
@@ -106,7 +101,7 @@ def batch_of_one(crash: Crash, session: Observed | None) -> Explanation | None:
     layer = innermost_module(crash, torch.nn.modules.batchnorm._BatchNorm) if torch is not None else None
     label = module_label(layer, session) if layer is not None else "a batch-norm layer"
     cause, hint, at = _short_last_batch(session)
-    return Explanation(BATCH_OF_ONE, {"layer": label, "shape": f"[{match['shape']}]", "cause": cause, "hint": hint}, at=at)
+    return Explanation(BATCH_OF_ONE, {"layer": label, "shape": f"[{match['shape']}]", "cause": cause}, hint=hint, at=at)
 
 
 def _short_last_batch(session: Observed | None) -> tuple[str, str, Location | None]:

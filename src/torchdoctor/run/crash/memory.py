@@ -85,7 +85,7 @@ def out_of_memory(crash: Crash, session: Observed | None) -> Explanation | None:
         hint = _fragmentation(request) or (
             "Reduce the batch size, use mixed precision (`torch.autocast`) or activation checkpointing, evaluate under "
             "`torch.no_grad()`, and do not keep tensors with their graph across steps.")
-    return Explanation(OOM, {"want": request.want, "device": request.device, "held": held, "hint": hint}, evidence=evidence or None)
+    return Explanation(OOM, {"want": request.want, "device": request.device, "held": held}, hint=hint, evidence=evidence or None)
 
 
 def _request(crash: Crash) -> Request | None:

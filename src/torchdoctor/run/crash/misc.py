@@ -38,7 +38,7 @@ def weights_only(crash: Crash, session: Observed | None) -> Explanation | None:
     else:
         detail = f"the checkpoint holds {name}, which the safe loader does not allow"
         hint = f"If you trust the file: `torch.serialization.add_safe_globals([{name.split('.')[-1]}])` before loading, or `torch.load(path, weights_only=False)`; better, save only tensors and plain containers."
-    return Explanation(WEIGHTS_ONLY, {"detail": detail, "hint": hint})
+    return Explanation(WEIGHTS_ONLY, {"detail": detail}, hint=hint)
 
 
 def module_init_not_called(crash: Crash, session: Observed | None) -> Explanation | None:

@@ -74,7 +74,7 @@ def device_mismatch(crash: Crash, session: Observed | None) -> Explanation | Non
         hint = "Put both on one device: move the model once with `model.to(device)` after building it, and every batch with `.to(device)`; create new tensors with `device=`."
     clause, op = op_clause(crash)
     return Explanation(DEVICE, {"first": names[0], "first_device": first, "second": names[1], "second_device": second,
-                                "where": where + clause, "hint": hint}, evidence={"op": op} if op else None)
+                                "where": where + clause}, hint=hint, evidence={"op": op} if op else None)
 
 
 def dtype_mismatch(crash: Crash, session: Observed | None) -> Explanation | None:
@@ -98,7 +98,7 @@ def dtype_mismatch(crash: Crash, session: Observed | None) -> Explanation | None
         hint = "Convert one side so both match (`.to(other.dtype)`), or run the mixed-precision region under `torch.autocast`."
     clause, op = op_clause(crash)
     return Explanation(DTYPE, {"first": names[0], "first_dtype": first, "second": names[1], "second_dtype": second,
-                               "where": _where(crash, session) + clause, "hint": hint}, evidence={"op": op} if op else None)
+                               "where": _where(crash, session) + clause}, hint=hint, evidence={"op": op} if op else None)
 
 
 def view_of_non_contiguous(crash: Crash, session: Observed | None) -> Explanation | None:
@@ -131,8 +131,7 @@ def shape_mismatch(crash: Crash, session: Observed | None) -> Explanation | None
                     "layer": layer,
                     "expected": f"in_features={linear.in_features}",
                     "got": f"{got} features per sample (input {match['n']}x{got})",
-                    "hint": f"Set `in_features={got}` for {layer} (what the layer before it produces), or use `nn.LazyLinear` to infer it.",
-                },
+                }, hint=f"Set `in_features={got}` for {layer} (what the layer before it produces), or use `nn.LazyLinear` to infer it.",
             )
         return Explanation(
             SHAPE,
@@ -140,8 +139,7 @@ def shape_mismatch(crash: Crash, session: Observed | None) -> Explanation | None
                 "layer": "a matrix multiplication",
                 "expected": f"{match['k']} rows in the second operand",
                 "got": f"{got} columns in the first ({match['n']}x{got} @ {match['k']}x{match['m']})",
-                "hint": "The inner dimensions must match: check the shapes of both operands (print `.shape`) and transpose or reshape the one that is wrong.",
-            },
+            }, hint="The inner dimensions must match: check the shapes of both operands (print `.shape`) and transpose or reshape the one that is wrong.",
         )
     match = _CHANNELS.search(crash.message)
     if match:
@@ -162,7 +160,7 @@ def shape_mismatch(crash: Crash, session: Observed | None) -> Explanation | None
             hint = f"Give {layer} `in_channels={match['got']}`, or fix the layer before it so it produces {want} channels."
         return Explanation(
             SHAPE,
-            {"layer": layer, "expected": f"{want} input channels", "got": f"{match['got']} channels (input shape [{match['input']}])", "hint": hint},
+            {"layer": layer, "expected": f"{want} input channels", "got": f"{match['got']} channels (input shape [{match['input']}])"}, hint=hint,
         )
     return None
 
@@ -173,10 +171,11 @@ def _unbatched_input(crash: Crash, conv: Any) -> Any:
     if conv is None:
         return None
     for frame in crash.deepest():
-        if frame.locals.get("self") is conv:
-            value = frame.locals.get("input")
-            if getattr(value, "dim", None) is not None and value.dim() == conv.weight.dim() - 1:
-                return value
+        if id(frame.locals.get("self")) != id(conv):  # (`is not` would narrow `conv` to what the locals hold)
+            continue
+        value: Any = frame.locals.get("input")
+        if getattr(value, "dim", None) is not None and value.dim() == conv.weight.dim() - 1:
+            return value
     return None
 
 

@@ -115,8 +115,8 @@ class CompileDoctor(Detector):
                 name = "its output" if len(outputs) == 1 else f"output {index}"
                 self.ctx.report(
                     DIVERGES, at=self.ctx.modules.roots.get(event.module) or True, key=id(event.module),
-                    model=type(model).__name__, output=name, diff=diff, relative=diff / scale,
-                    dtype=str(compiled.dtype).replace("torch.", ""), tolerance=tolerance,
+                    fields={"model": type(model).__name__, "output": name, "diff": diff, "relative": diff / scale,
+                            "dtype": str(compiled.dtype).replace("torch.", ""), "tolerance": tolerance},
                     evidence={"max_abs_diff": diff, "scale": scale},
                 )
                 return
@@ -135,7 +135,8 @@ class CompileDoctor(Detector):
             if at is None or key in seen:
                 continue
             seen.add(key)
-            self.ctx.report(GRAPH_BREAK, at=at, key=what, what=what, rewrite=rewrite, evidence={"reason": text.splitlines()[0] if text else ""})
+            self.ctx.report(GRAPH_BREAK, at=at, key=what, fields={"what": what, "rewrite": rewrite},
+                            evidence={"reason": text.splitlines()[0] if text else ""})
 
     def _recompiles(self, frames: list[Frame]) -> None:
         for frame in frames:
@@ -146,8 +147,8 @@ class CompileDoctor(Detector):
             limit = ("; it reached dynamo's recompile limit and now runs without compilation" if frame.gave_up else "")
             self.ctx.report(
                 RECOMPILES, at=frame.location or self._model_line() or True, key=frame.name,
-                function=frame.name, count=frame.compilations, why=why, limit=limit, remedy=fix,
-                evidence={"reasons": frame.reasons[:8]},
+                fields={"function": frame.name, "count": frame.compilations, "why": why, "limit": limit,
+                        "remedy": fix}, evidence={"reasons": frame.reasons[:8]},
             )
 
     def _cost(self, frames: list[Frame]) -> None:
@@ -161,7 +162,8 @@ class CompileDoctor(Detector):
             saved = measured.eager - measured.compiled
             speed = f"; `{measured.model}`'s forward takes {measured.compiled * 1e3:.2f} ms compiled vs {measured.eager * 1e3:.2f} ms eager ({ratio:.2f}x)"
             speed += f", so compiling pays for itself after about {seconds / saved:,.0f} forward passes" if saved > 0 else ", so at this size compiling does not pay for itself"
-        self.ctx.report(COST, at=frames[0].location or self._model_line() or True, key="cost", seconds=seconds, regions=len(frames), speed=speed,
+        self.ctx.report(COST, at=frames[0].location or self._model_line() or True, key="cost",
+                        fields={"seconds": seconds, "regions": len(frames), "speed": speed},
                         evidence={"compile_seconds": round(seconds, 3), "regions": len(frames)})
 
     def _model_line(self) -> Location | None:

@@ -33,4 +33,5 @@ class WorkerFunctionsPicklable(Detector):
             if code is None or not is_user_file(code.co_filename):
                 continue
             at = (code.co_filename, code.co_firstlineno)
-            self.ctx.report(RULE, at=at, key=argument, argument=argument, what=function_label(function))
+            self.ctx.report(RULE, at=at, key=argument,
+                            fields={"argument": argument, "what": function_label(function)})

@@ -64,5 +64,5 @@ class DDPUnusedParameters(Detector):
             if not unused or len(unused) == len(candidates):
                 continue  # all without gradient: this backward did not go through the model at all
             self.reported[ddp] = unused
-            self.ctx.report(RULE, at=self.index.ddp.get(ddp) or forward_at, key=id(ddp), **unused_fields(unused),
+            self.ctx.report(RULE, at=self.index.ddp.get(ddp) or forward_at, key=id(ddp), fields=unused_fields(unused),
                             evidence={"parameters": unused, "forward": list(forward_at) if forward_at else None})

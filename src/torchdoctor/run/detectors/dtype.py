@@ -60,18 +60,18 @@ class Float64(Detector):
             where = f" (it first appears in the output of `{origin[0]}`)" if origin else ""
             self.ctx.report(
                 FLOAT64, at=origin[1] if origin and origin[1] else True, key="output",
-                what=f"the model output reaching `{event.function}`{where}", other="the model's parameters",
-                consequence=(
-                    "something in forward() promotes to float64 (a float64 tensor or NumPy array mixed in), "
-                    "and everything after it runs in float64"
-                ),
+                fields={"what": f"the model output reaching `{event.function}`{where}",
+                        "other": "the model's parameters",
+                        "consequence": "something in forward() promotes to float64 (a float64 tensor or NumPy array mixed in), "
+                    "and everything after it runs in float64"},
             )
         if ("target" not in self._loss_done and isinstance(target, torch.Tensor) and target.dtype == torch.float64
                 and output.dtype in LOW_PRECISION):
             self._loss_done.add("target")
             self.ctx.report(
-                FLOAT64, key="target", what=f"the target of `{event.function}`", other="the model output",
-                consequence="the loss and its gradient are computed in float64",
+                FLOAT64, key="target",
+                fields={"what": f"the target of `{event.function}`", "other": "the model output",
+                        "consequence": "the loss and its gradient are computed in float64"},
             )
 
     def on_step(self, event: Step) -> None:
@@ -86,8 +86,8 @@ class Float64(Detector):
         names = [self.ctx.modules.param_name(p) or "?" for p in doubles]
         self.ctx.report(
             FLOAT64, at=self._where(doubles[0], optimizer), key="parameters",
-            what=f"parameter(s) {listing(names)}", other="the rest of the model",
-            consequence="layers that mix them compute in float64 (many times slower on a GPU) or fail with a dtype error",
+            fields={"what": f"parameter(s) {listing(names)}", "other": "the rest of the model",
+                    "consequence": "layers that mix them compute in float64 (many times slower on a GPU) or fail with a dtype error"},
             evidence={"parameters": names},
         )
 

@@ -67,6 +67,7 @@ class FrozenUpdates(Detector):
         name = f"`{names[0]}`" if len(names) == 1 else f"`{names[0]}` (and {len(names) - 1} more: {listing(names[1:])})"
         at = self.ctx.optimizers.info(optimizer).created_at or True
         self.ctx.report(
-            FROZEN_UPDATED, at=at, key=id(optimizer), name=name, cause=" and ".join(reasons), evidence={"parameters": names},
+            FROZEN_UPDATED, at=at, key=id(optimizer), fields={"name": name, "cause": " and ".join(reasons)},
+            evidence={"parameters": names},
         )
 

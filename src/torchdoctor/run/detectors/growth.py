@@ -75,9 +75,11 @@ class GradientGrowth(Detector):
         if baseline > 0 and total >= GROWTH * baseline and rising:
             self._done = True
             self.ctx.report(
-                EXPLODING, key=key, before=baseline, after=total, ratio=total / baseline, step=len(totals),
-                window=f"{len(totals) - BASELINE[0]}-{len(totals) - BASELINE[1]}", since=len(totals) - RISING,
-                where=self._start(params, list(recent)), evidence={"norms": [round(t, 6) for t in totals[-BASELINE[0]:]]},
+                EXPLODING, key=key,
+                fields={"before": baseline, "after": total, "ratio": total / baseline, "step": len(totals),
+                        "window": f"{len(totals) - BASELINE[0]}-{len(totals) - BASELINE[1]}",
+                        "since": len(totals) - RISING, "where": self._start(params, list(recent))},
+                evidence={"norms": [round(t, 6) for t in totals[-BASELINE[0]:]]},
             )
 
     def _start(self, params: list[torch.Tensor], recent: list[torch.Tensor]) -> str:
@@ -123,8 +125,9 @@ class WeightDrift(Detector):
             return
         self._reported.add(key)
         info = self.ctx.optimizers.known.get(event.optimizer)
-        self.ctx.report(DIVERGING, at=(info.created_at if info is not None else None) or True, key=key, how=how, before=first, after=norm, ratio=ratio, first=1, step=event.index,
-                        remedy=remedy, evidence={"first_norm": first, "norm": norm})
+        self.ctx.report(DIVERGING, at=(info.created_at if info is not None else None) or True, key=key,
+                        fields={"how": how, "before": first, "after": norm, "ratio": ratio, "first": 1,
+                                "step": event.index, "remedy": remedy}, evidence={"first_norm": first, "norm": norm})
 
 
 class ScalerSkips(Detector):
@@ -149,7 +152,8 @@ class ScalerSkips(Detector):
             skipped = calls - info.steps
             if skipped > SKIPS and skipped > SKIPPED_SHARE * calls:
                 scale = min((s.get_scale() for s in list(state.scalers)), default=float("nan"))
-                self.ctx.report(SCALER_SKIPS, at=info.created_at or True, key=id(optimizer), skipped=skipped, steps=calls, scale=scale,
+                self.ctx.report(SCALER_SKIPS, at=info.created_at or True, key=id(optimizer),
+                                fields={"skipped": skipped, "steps": calls, "scale": scale},
                                 evidence={"skipped": skipped, "scaler_steps": calls})
 
 
@@ -170,5 +174,6 @@ class LowPrecisionLoss(Detector):
         loss = event.tensors[0]
         if isinstance(loss, torch.Tensor) and loss.dtype in self.DIGITS and loss.numel() == 1:
             self._done = True
-            self.ctx.report(LOW_PRECISION, dtype=str(loss.dtype).replace("torch.", ""), digits=self.DIGITS[loss.dtype],
-                            resolution=torch.finfo(loss.dtype).eps)
+            self.ctx.report(LOW_PRECISION,
+                            fields={"dtype": str(loss.dtype).replace("torch.", ""), "digits": self.DIGITS[loss.dtype],
+                                    "resolution": torch.finfo(loss.dtype).eps})

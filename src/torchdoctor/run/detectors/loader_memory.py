@@ -156,8 +156,9 @@ class LoaderHostMemory(Detector):
         if key in self._reported:
             return
         self._reported.add(key)
-        self.ctx.report(HOST_MEMORY, at=at if at is not None else True, key=kind, size=size_text(size), detail=detail,
-                        hint=hint, evidence={"kind": kind, "bytes": size})
+        self.ctx.report(HOST_MEMORY, at=at if at is not None else True, key=kind,
+                        fields={"size": size_text(size), "detail": detail}, hint=hint,
+                        evidence={"kind": kind, "bytes": size})
 
 
 def _worker_pids(iterator: Any) -> Iterator[int]:

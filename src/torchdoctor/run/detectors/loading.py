@@ -90,7 +90,8 @@ class LoadsMatchingNothing(Detector):
         pending, self._pending = self._pending, []
         for pid, _module, location, fields in pending:
             if pid == os.getpid():  # not in a forked DataLoader worker that inherited the list
-                self.ctx.report(RULE, at=location, **fields)
+                template = {k: v for k, v in fields.items() if k != "evidence"}
+                self.ctx.report(RULE, at=location, fields=template, evidence=fields.get("evidence"))
 
 
 def _keys_of(state: Any) -> list[Any] | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 import torch
@@ -122,7 +123,7 @@ ACTIVATION_LAYERS = (nn.Softmax, nn.LogSoftmax, nn.Sigmoid, nn.Softmax2d)
 def _activation_layer() -> nn.Module | None:
     """The nn.Softmax / nn.Sigmoid module running the current call, if one is (a model's last
     layer): its line in the user's code is only the model's call."""
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     while frame is not None and not is_user_file(frame.f_code.co_filename):
         candidate = frame.f_locals.get("self")
         if isinstance(candidate, ACTIVATION_LAYERS):
@@ -236,7 +237,7 @@ class LossInputs(Detector):
         else:
             source = f"{kind} on this line{where}" if line else kind
         template = {k: v for k, v in fields.items() if k != "made"}
-        self.ctx.report(rule, at=line, key="loss", source=source, **template)
+        self.ctx.report(rule, at=line, key="loss", fields={**_source(rule, source), **template})
         self._done.add(f"{rule.code}:{kind}")
         self._pending.pop(f"{rule.code}:{kind}", None)
 
@@ -245,7 +246,8 @@ class LossInputs(Detector):
         for pending in list(self._pending.values()):
             kind = pending.fields.get("made", "softmax")
             fields = {k: v for k, v in pending.fields.items() if k != "made"}
-            self.ctx.report(pending.rule, at=pending.loss_line, key="loss", source=f"{kind} (its output is this loss's input)", **fields)
+            self.ctx.report(pending.rule, at=pending.loss_line, key="loss",
+                            fields={**_source(pending.rule, f"{kind} (its output is this loss's input)"), **fields})
             self._done.add(f"{pending.rule.code}:{kind}")
         self._pending.clear()
 
@@ -268,12 +270,14 @@ class LossInputs(Detector):
         if pairs > largest:  # both sides were expanded: every prediction meets every target
             self.ctx.report(
                 BROADCAST,
-                loss=ELEMENTWISE[event.function],
-                input_shape=list(a),
-                target_shape=list(b),
-                pairs=pairs,
-                expected=largest,
+                fields={"loss": ELEMENTWISE[event.function], "input_shape": list(a), "target_shape": list(b),
+                        "pairs": pairs, "expected": largest},
             )
+
+
+def _source(rule: Rule, source: str) -> dict[str, str]:
+    """`source` (where the wrong input came from) for the rules whose message names it (TD107's does not)."""
+    return {"source": source} if "source" in rule.placeholders else {}
 
 
 def _numel(shape: tuple[int, ...]) -> int:

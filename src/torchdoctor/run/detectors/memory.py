@@ -113,9 +113,9 @@ def accumulations(code: CodeType) -> tuple[Accumulation, ...]:
                     and _dotted(value.left) == target):
                 found.append(Accumulation(target, node.lineno, ast.get_source_segment(source, value.right) or "...", "sum",
                                           ast.get_source_segment(source, node) or ""))
-        elif isinstance(node, ast.Expr) and _is_append(node.value):
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and _is_append(node.value):
             call = node.value
-            target = _dotted(call.func.value)  # type: ignore[union-attr]
+            target = _dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None
             if target is not None:
                 found.append(Accumulation(target, node.lineno, ast.get_source_segment(source, call.args[0]) or "...",
                                           "append", ast.get_source_segment(source, call) or ""))
@@ -153,7 +153,7 @@ def reaches(node: Any, wanted: Any, depth: int = ACCUMULATION_DEPTH, limit: int 
 
 
 def user_frames(frame: FrameType | None, count: int = FRAMES) -> list[FrameType]:
-    found = []
+    found: list[FrameType] = []
     frame = user_frame(frame)
     while frame is not None and len(found) < count:
         found.append(frame)
@@ -239,23 +239,24 @@ class LossHistory(Detector):
         value = accumulation.value
         simple = value.replace(".", "").replace("_", "").isalnum()
         term = value if simple else f"({value})"
-        fields: dict[str, Any] = {"target": accumulation.target, "value": value}
+        fields = {"target": accumulation.target, "value": value}
+        own: dict[str, Any] = {}
         if accumulation.kind == "append":
-            fields["message"] = (
+            own["message"] = (
                 f"`{accumulation.statement}` keeps every step's `{value}` with its autograd history: "
                 "each step's graph stays alive and memory grows with each iteration"
             )
-            fields["hint"] = (
+            own["hint"] = (
                 f"Append a number or a detached tensor instead: `{accumulation.target}.append({term}.item())` (or `.detach()`)."
             )
         elif accumulation.kind == "sum":
-            fields["message"] = (
+            own["message"] = (
                 f"`{accumulation.statement}` keeps the autograd history of every step alive: "
                 "memory grows with each iteration"
             )
         if accumulation.kind == "sum" or (accumulation.kind == "augmented" and not simple):
-            fields["hint"] = f"Accumulate a number instead: add `{term}.item()` (or `.detach()`) to `{accumulation.target}`."
-        self.ctx.report(LOSS_HISTORY, at=at, key=accumulation.target, **fields)
+            own["hint"] = f"Accumulate a number instead: add `{term}.item()` (or `.detach()`) to `{accumulation.target}`."
+        self.ctx.report(LOSS_HISTORY, at=at, key=accumulation.target, fields=fields, **own)
 
 
 # --- retained graphs ----------------------------------------------------------------------
@@ -379,14 +380,14 @@ class RetainedGraphs(Detector):
         if site.location in self._reported:
             return
         self._reported.add(site.location)
-        fields: dict[str, Any] = {"evidence": {"retaining_calls": site.calls}}
+        own: dict[str, Any] = {"evidence": {"retaining_calls": site.calls}}
         if not growing:
-            fields["message"] = (
+            own["message"] = (
                 "`backward(retain_graph=True)` keeps each step's graph after backward(), but no later backward() uses it: "
                 "its saved activations stay in memory until the next step replaces the loss"
             )
-            fields["hint"] = "Drop `retain_graph=True`: a graph that is backpropagated once does not need it."
-        self.ctx.report(RETAIN_GRAPH, at=site.location, key="retain", **fields)
+            own["hint"] = "Drop `retain_graph=True`: a graph that is backpropagated once does not need it."
+        self.ctx.report(RETAIN_GRAPH, at=site.location, key="retain", **own)
 
 
 def _growing(counts: list[int]) -> bool:

@@ -135,7 +135,7 @@ class DeletedButAlive(Detector):
             found = self._bound.get(key)
             if found is not None and (storage is None or storage.key != found.storage.key):
                 self._deleted.append(self._bound.pop(key))  # deleted (and maybe bound again) since it was seen
-            if storage is not None and storage.nbytes >= BIG:
+            if storage is not None and storage.nbytes >= BIG and value is not None:
                 self._bound[key] = Bound(name, (frame.f_code.co_filename, line), storage, StorageWeakRef(value.untyped_storage()))
 
     def _explain(self, bound: Bound, big: Big | None) -> None:
@@ -145,8 +145,9 @@ class DeletedButAlive(Detector):
         holder = _holder_words(big, others, bound.storage.nbytes)
         self._reported.add(bound.name)
         self._reported.update(name for name, _own in others)
-        self.ctx.report(DELETED, at=bound.deleted_at, key=bound.name, name=bound.name,
-                        size=size_text(bound.storage.nbytes), holder=holder, hint=_hint(big, others))
+        self.ctx.report(DELETED, at=bound.deleted_at, key=bound.name,
+                        fields={"name": bound.name, "size": size_text(bound.storage.nbytes), "holder": holder},
+                        hint=_hint(big, others))
 
     # -- small views of large storages ------------------------------------------------------------
 

@@ -122,7 +122,8 @@ class MemoryLeaks(Detector):
         if self._amended(kind, found, measured, evidence):
             return
         at = found.filled or found.created or caller_in_user_code()
-        self.ctx.report(LEAK, at=at, key=paths.render(path), holder=name, what=what, hint=hint, evidence=evidence)
+        self.ctx.report(LEAK, at=at, key=paths.render(path), fields={"holder": name, "what": what}, hint=hint,
+                        evidence=evidence)
 
     def _amended(self, kind: str, found: holders.Sites, measured: str, evidence: dict[str, Any]) -> bool:
         """The same leak, already reported by TD147 (at the line that fills the holder) or

@@ -59,7 +59,7 @@ def mode_dependent(model: nn.Module) -> list[tuple[str, nn.Module]]:
     """The modules of `model` that behave differently in train and eval mode, and train:
     dropout with p > 0, attention with dropout, batch-norm with trainable weights (a frozen
     batch-norm kept in eval mode on purpose is not one of them)."""
-    found = []
+    found: list[tuple[str, nn.Module]] = []
     for name, module in model.named_modules():
         if isinstance(module, _DropoutNd) and module.p > 0:
             found.append((name, module))
@@ -117,7 +117,7 @@ class EvalModeTraining(Detector):
         else:
             at = step_line
             where = f"`optimizer.step()` trains {kind}"
-        fields = {"at": at, "key": id(model), "where": where, "evidence": {"modules_in_eval_mode": in_eval[:10]}}
+        fields: dict[str, Any] = {"at": at, "key": id(model), "fields": {"where": where}, "evidence": {"modules_in_eval_mode": in_eval[:10]}}
         self._reported[id(model)] = fields
         self.ctx.report(TRAINING_IN_EVAL, **fields)
 
@@ -139,7 +139,7 @@ class DropoutInEval(Detector):
             return
         at = (frame.f_code.co_filename, frame.f_lineno)
         call = source_call(at, r"[\w.]*\b" + function) or f"F.{function}(...)"
-        self.ctx.report(FUNCTIONAL_DROPOUT, at=at, call=call, evidence={"module": type(module).__name__})
+        self.ctx.report(FUNCTIONAL_DROPOUT, at=at, fields={"call": call}, evidence={"module": type(module).__name__})
 
 
 def _calling_module(frame: FrameType | None) -> nn.Module | None:
@@ -214,7 +214,8 @@ class FrozenBatchNormDrift(Detector):
             at: Location | bool = switch.location
         else:
             at = self.ctx.modules.roots.get(model) or True
-        self.ctx.report(BATCHNORM_DRIFT, at=at, key=id(model), name=listing(names), evidence={"modules": names})
+        self.ctx.report(BATCHNORM_DRIFT, at=at, key=id(model), fields={"name": listing(names)},
+                        evidence={"modules": names})
 
 
 @dataclass
@@ -283,7 +284,7 @@ class EvaluationInTrainMode(Detector):
         if not effects:
             return
         model = type(unwrapped(module)).__name__
-        self.ctx.report(EVAL_IN_TRAIN_MODE, key=id(module), model=model, effects=effects,
+        self.ctx.report(EVAL_IN_TRAIN_MODE, key=id(module), fields={"model": model, "effects": effects},
                         evidence={"forward_passes": watch.calls, "steps": steps})
 
     def _switched_since_last_step(self, module: nn.Module, steps: int) -> bool:

@@ -218,9 +218,9 @@ def cause_of(culprit: Culprit) -> tuple[str, str]:
         put_in = f", put in on this line by `{source.op}`" if source is not None and culprit.place == source.location else ""
         return (f"`{op}` over {first.neg_inf_rows} row(s) that are entirely -inf (a fully masked row{put_in}) gives NaN",
                 "Mask with a large finite negative (`scores.masked_fill(mask, torch.finfo(scores.dtype).min)`), or skip rows with nothing to attend to.")
-    limit = _LIMITS.get(culprit.output_dtype)
-    if limit is not None and culprit.output_dtype in ("float16", "bfloat16"):
-        return (f"`{op}` overflows {culprit.output_dtype} (largest finite value {limit:g}; inputs {ranges})",
+    largest = _LIMITS.get(culprit.output_dtype)
+    if largest is not None and culprit.output_dtype in ("float16", "bfloat16"):
+        return (f"`{op}` overflows {culprit.output_dtype} (largest finite value {largest:g}; inputs {ranges})",
                 "Compute this op in float32 (`.float()`), prefer bfloat16 to float16, or let `torch.autocast` and `GradScaler` manage the precision.")
     largest = max((abs(v) for o in operands for v in (o.low, o.high) if v is not None), default=0.0)
     if largest > 1e18:

@@ -130,24 +130,26 @@ class NonFiniteLoss(Detector):
         if poisoned:
             self.ctx.report(
                 RULE,
-                what=f"the loss at step {step + 1}",
-                origin=f"the parameters {names_text(poisoned)}, which an earlier optimizer step filled with NaN/Inf (the loss before it was finite: its gradients were not)",
+                fields={"what": f"the loss at step {step + 1}",
+                        "origin": f"the parameters {names_text(poisoned)}, which an earlier optimizer step filled with NaN/Inf (the loss before it was finite: its gradients were not)"},
                 hint="Clip the gradients (`torch.nn.utils.clip_grad_norm_`), lower the learning rate, and guard ops whose gradient is infinite at 0 (`sqrt`, `norm`, `pow` with exponent < 1) with an epsilon.",
                 evidence=evidence,
             )
             return
         replayed = self._replay()
         if replayed is None:
-            self.ctx.report(RULE, what=f"the loss at step {step + 1}", origin="the loss computation (the model could not be replayed to find the op)", evidence=evidence)
+            self.ctx.report(RULE,
+                            fields={"what": f"the loss at step {step + 1}",
+                                    "origin": "the loss computation (the model could not be replayed to find the op)"},
+                            evidence=evidence)
             return
         kind, culprit, root_line = replayed
         if kind == "data":
             where = f" passed at {display_path(root_line[0])}:{root_line[1]}" if root_line else ""
             self.ctx.report(
-                RULE,
-                at=root_line or True,
-                what="the model's input batch",
-                origin=f"the data: the batch{where} already contains NaN/Inf",
+                RULE, at=root_line or True,
+                fields={"what": "the model's input batch",
+                        "origin": f"the data: the batch{where} already contains NaN/Inf"},
                 hint="Check the dataset and its transforms for NaN/Inf (missing values, division by a zero std, log of 0) and filter or impute them.",
                 evidence=evidence,
             )
@@ -156,8 +158,8 @@ class NonFiniteLoss(Detector):
         else:
             self.ctx.report(
                 RULE,
-                what=f"the loss at step {step + 1}",
-                origin="the loss computation: the model's output is finite, the loss computed from it before this backward() is not",
+                fields={"what": f"the loss at step {step + 1}",
+                        "origin": "the loss computation: the model's output is finite, the loss computed from it before this backward() is not"},
                 hint="Look at the loss code for log(0), division by zero or sqrt of a negative; clamp probabilities (`p.clamp_min(1e-7)`) or use the logits versions (`cross_entropy`, `binary_cross_entropy_with_logits`).",
                 evidence=evidence,
             )
@@ -225,8 +227,8 @@ class NonFiniteLoss(Detector):
             for name, param in root.named_parameters():
                 params.setdefault(id(param), (self.ctx.modules.param_name(param) or name, param))
         for optimizer in list(self.ctx.optimizers.known.keys()):
-            for param in params_of(optimizer):
-                params.setdefault(id(param), (self.ctx.modules.param_name(param) or f"parameter {tuple(param.shape)}", param))
+            for tensor in params_of(optimizer):
+                params.setdefault(id(tensor), (self.ctx.modules.param_name(tensor) or f"parameter {tuple(tensor.shape)}", tensor))
         return [name for name, param in params.values() if param.is_floating_point() and not _finite(param)]
 
     def _replay(self) -> tuple[str, Culprit | None, Location | None] | None:
@@ -262,7 +264,13 @@ def _loss_again(call: tuple[str, weakref.ref[torch.Tensor], Any, Any] | None, ou
         if real_target is not None and real_rest is not None:
             extra, kwargs = real_rest
             return getattr(torch.nn.functional, function)(outputs[0], real_target, *extra, **kwargs)
-    return sum(t.float().sum() for t in outputs)
+    sums = [t.float().sum() for t in outputs]
+    if not sums:
+        raise ValueError("the output has no tensor that requires grad")
+    total = sums[0]
+    for part in sums[1:]:
+        total = total + part
+    return total
 
 
 class _AsyncCheck:

@@ -158,7 +158,8 @@ class AccumulationResets(Detector):
             self._reported.add(id(event.optimizer))
             discarded = counts.pop()
             self.ctx.report(ACCUMULATION_RESET, at=recent[-1][2] or True, key=id(event.optimizer),
-                            every=f"once every {discarded + 1} backward passes", evidence={"discarded_per_step": discarded})
+                            fields={"every": f"once every {discarded + 1} backward passes"},
+                            evidence={"discarded_per_step": discarded})
 
 
 def _covers(owner: Any, optimizer: Optimizer) -> bool:
@@ -202,12 +203,12 @@ class StepsWithoutGradients(Detector):
     def on_warmup_end(self) -> None:
         for optimizer, (steps, empty, where) in list(self._empty.items()):
             if steps >= 2 and empty == steps:
-                self.ctx.report(STEP_WITHOUT_BACKWARD, at=where, key=id(optimizer), steps=steps)
+                self.ctx.report(STEP_WITHOUT_BACKWARD, at=where, key=id(optimizer), fields={"steps": steps})
 
     def on_finish(self, outcome: Outcome) -> None:
         backward = self.ctx.backward.completed
         if outcome.completed and self.ctx.steps == 0 and backward >= 2 and len(self.ctx.optimizers.known):
-            self.ctx.report(BACKWARD_WITHOUT_STEP, at=self._first_backward, count=backward)
+            self.ctx.report(BACKWARD_WITHOUT_STEP, at=self._first_backward, fields={"count": backward})
 
 
 class OptimizerCoverage(Detector):
@@ -242,7 +243,8 @@ class OptimizerCoverage(Detector):
             if not partly_optimized and not root.training:
                 continue  # a separate model in eval mode that gets gradients: a teacher, a critic
             self._reported.add(id(root))
-            self.ctx.report(NOT_IN_OPTIMIZER, at=self._where(), key=id(root), count=len(names), names=names_text(names))
+            self.ctx.report(NOT_IN_OPTIMIZER, at=self._where(), key=id(root),
+                            fields={"count": len(names), "names": names_text(names)})
 
     def _where(self) -> Location | None:
         """The line that built the optimizer: the one to change."""

@@ -200,16 +200,18 @@ class LoaderOrder(Detector):
 
     def _report_epoch(self, sampler: Any, epochs: SamplerEpochs) -> None:
         epoch = epochs.current
-        fields: dict[str, Any] = {"evidence": {"epoch": epoch, "training_epochs": len(epochs.trained) + 1}}
+        evidence = {"epoch": epoch, "training_epochs": len(epochs.trained) + 1}
+        message = None
         if epoch == 0:
-            fields["sampler"] = "(its epoch is still 0)"
+            sampler_said = "(its epoch is still 0)"
         else:
-            fields["sampler"] = f"(its epoch stays at {epoch})"
-            fields["message"] = (
-                f"DistributedSampler {fields['sampler']} is iterated again with the same epoch: `set_epoch()` gets "
+            sampler_said = f"(its epoch stays at {epoch})"
+            message = (
+                f"DistributedSampler {sampler_said} is iterated again with the same epoch: `set_epoch()` gets "
                 "the same value every time, so every epoch sees the same order"
             )
-        self.ctx.report(SAMPLER_EPOCH, at=epochs.location, key=id(sampler), **fields)
+        self.ctx.report(SAMPLER_EPOCH, at=epochs.location, key=id(sampler), fields={"sampler": sampler_said},
+                        message=message, evidence=evidence)
 
     def _conclude(self, loader: DataLoader[Any]) -> None:
         order = self._orders.get(loader)
@@ -222,6 +224,6 @@ class LoaderOrder(Detector):
         site = self._sites.of(loader) if self._sites is not None else None
         self.ctx.report(
             NOT_SHUFFLED, at=site or self._loops.get(loader), key=id(loader),
-            labels=order.labels, low=order.low, high=order.high,
+            fields={"labels": order.labels, "low": order.low, "high": order.high},
             evidence={"labels_seen": order.labels, "first_run": order.first_run},
         )

@@ -208,7 +208,7 @@ class HostSyncs(Detector):
         for line, count in sorted(per_step.items(), key=lambda item: -item[1])[:3]:
             call = _describe(line, self._windows[0].names.get(line, "item"))
             self.ctx.report(
-                HOST_SYNC, at=line, key=line, call=call, count=count,
+                HOST_SYNC, at=line, key=line, fields={"call": call, "count": count},
                 severity=Severity.WARNING if total >= 3 else Severity.INFO,
                 evidence={"per_step": count, "all_lines_per_step": total, "line": place(line)},
             )

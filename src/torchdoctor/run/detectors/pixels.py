@@ -39,7 +39,8 @@ class RawPixels(Detector):
             raw, self._raw, self._seen_layer = self._raw, None, False
             if raw is not None:
                 name, low, high = raw
-                self.ctx.report(RAW_PIXELS, key=name, layer=name, low=low, high=high, evidence={"min": low, "max": high})
+                self.ctx.report(RAW_PIXELS, key=name, fields={"layer": name, "low": low, "high": high},
+                                evidence={"min": low, "max": high})
             return
         module = event.module
         if self._seen_layer or self._looked >= self.LOOKS or not isinstance(module, (nn.Conv2d, nn.Conv3d, nn.Linear)):
@@ -49,7 +50,7 @@ class RawPixels(Detector):
         if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.numel() < 256:
             return
         linear = isinstance(module, nn.Linear)
-        if linear and module.in_features < self.MIN_FEATURES:
+        if isinstance(module, nn.Linear) and module.in_features < self.MIN_FEATURES:
             return
         self._looked += 1
         if self._raw_pixels(x.detach(), linear):

@@ -20,7 +20,7 @@ from torchdoctor.rules.grad_flow.tensor_attribute_not_parameter import RULE as T
 from torchdoctor.run.detector import Detector
 from torchdoctor.run.events import Location, Step
 
-CONTAINERS = {list: "list", tuple: "tuple", dict: "dict"}
+CONTAINERS: dict[type, str] = {list: "list", tuple: "tuple", dict: "dict"}
 
 
 class UnregisteredTrainables(Detector):
@@ -62,7 +62,7 @@ class UnregisteredTrainables(Detector):
         if key in self._reported:
             return
         self._reported.add(key)
-        self.ctx.report(rule, at=assignment_line(type(owner), name), key=key, **fields)
+        self.ctx.report(rule, at=assignment_line(type(owner), name), key=key, fields=fields)
 
 
 def _starved_of_optimizer(module: nn.Module, optimized: set[int]) -> bool:

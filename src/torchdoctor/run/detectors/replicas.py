@@ -17,6 +17,7 @@ Nothing is sent to the other ranks: each writes to its own record file and the r
 from __future__ import annotations
 
 import weakref
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -107,9 +108,9 @@ class ReplicaChecksums(Detector):
     def on_step(self, event: Step) -> None:
         if self.index.world < 2 or self.ctx.folder is None or not checked(event.index):
             return
-        tracked = self._tracked.get(event.optimizer, False)
-        if tracked is False:
-            tracked = self._tracked[event.optimizer] = self._decide(event.optimizer)
+        if event.optimizer not in self._tracked:
+            self._tracked[event.optimizer] = self._decide(event.optimizer)
+        tracked = self._tracked[event.optimizer]
         if tracked is None:
             return
         params = tracked[1]
@@ -174,7 +175,7 @@ class ReplicaChecksums(Detector):
         return number, params
 
 
-def _sums(tensors: list[torch.Tensor | None]) -> torch.Tensor:
+def _sums(tensors: Sequence[torch.Tensor | None]) -> torch.Tensor:
     """The bit sums of the tensors (NO_GRAD for None), as one int64 tensor on their device."""
     device = next((t.device for t in tensors if t is not None), torch.device("cpu"))
     parts = [bit_sum(t) if t is not None else torch.full((), NO_GRAD, dtype=torch.int64, device=device) for t in tensors]

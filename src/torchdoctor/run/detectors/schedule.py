@@ -32,6 +32,7 @@ returned) or when the run ends.
 
 from __future__ import annotations
 
+import functools
 import weakref
 from typing import Any
 
@@ -138,13 +139,13 @@ class LearningRateCollapse(Detector):
         key = id(optimizer)
         rates = LearningRates()
         try:
-            rates.ref = weakref.ref(optimizer, lambda _ref, key=key: self._gone(key))
+            rates.ref = weakref.ref(optimizer, functools.partial(self._gone, key))
         except TypeError:
             return None
         self._rates[key] = rates
         return rates
 
-    def _gone(self, key: int) -> None:
+    def _gone(self, key: int, _ref: object = None) -> None:
         """The optimizer was freed (garbage collection: only bookkeeping here)."""
         rates = self._rates.pop(key, None)
         if rates is not None and rates.blamed() is not None:
@@ -161,17 +162,11 @@ class LearningRateCollapse(Detector):
             return
         call = source_call(info.stepped_at, r"[\w.\[\]]+\.step")
         self.ctx.report(
-            RULE,
-            at=info.stepped_at,
-            key=id(rates),
-            peak=f"{max(rates.peaks):.3g}",
-            start=rates.low_since,
-            low=rates.low_steps(),
-            steps=rates.steps,
-            call=f"`{call}`" if call else "the scheduler's `step()`",
-            scheduler=f"{info.kind}, {info.settings}" if info.settings else info.kind,
-            count=info.steps,
-            cadence=cadence(info.steps, rates.steps),
+            RULE, at=info.stepped_at, key=id(rates),
+            fields={"peak": f"{max(rates.peaks):.3g}", "start": rates.low_since, "low": rates.low_steps(),
+                    "steps": rates.steps, "call": f"`{call}`" if call else "the scheduler's `step()`",
+                    "scheduler": f"{info.kind}, {info.settings}" if info.settings else info.kind, "count": info.steps,
+                    "cadence": cadence(info.steps, rates.steps)},
             evidence={"peak_lr": max(rates.peaks), "low_steps": rates.low_steps(), "optimizer_steps": rates.steps,
                       "scheduler": info.kind, "scheduler_steps": info.steps},
         )

@@ -143,9 +143,11 @@ class StalledLoss(Detector):
         self._done = True
         trend, why = cause
         name, created_at = self._optimizer
-        self.ctx.report(RULE, at=created_at or None, trend=trend, steps=self._steps, optimizer=name,
-                        first=f"{first:.4g}", last=f"{last:.4g}", window=WINDOW,
-                        chance=f"chance level for {self._classes} classes is ln({self._classes}) = {chance:.4g}", why=why)
+        self.ctx.report(RULE, at=created_at or None,
+                        fields={"trend": trend, "steps": self._steps, "optimizer": name, "first": f"{first:.4g}",
+                                "last": f"{last:.4g}", "window": WINDOW,
+                                "chance": f"chance level for {self._classes} classes is ln({self._classes}) = {chance:.4g}",
+                                "why": why})
 
     def _cause(self, first: float, last: float, fall: float, scatter: float, chance: float) -> tuple[str, str] | None:
         """How the loss went and what correct code would not do, or None where correct code could."""

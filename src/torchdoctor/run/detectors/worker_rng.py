@@ -140,7 +140,7 @@ class WorkerRandomness(Detector):
             same = "in every epoch" if other[1] == origin[1] else "in every worker"
             self.ctx.report(
                 RNG_COPIED, at=tuple(site) if site else None, key=key,
-                what=f"`self.{attribute}` ({kind})", dataset=record["dataset"],
+                fields={"what": f"`self.{attribute}` ({kind})", "dataset": record["dataset"]},
                 evidence={"identical": same, "workers": sorted({other[1], origin[1]})},
             )
 

@@ -9,6 +9,7 @@ tensors it returns, so a backward() of one of them is known to produce scaled gr
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -112,7 +113,7 @@ class GradientClipping:
         scaled = self.scaler.scaled
         for tensor in tensors_in(result):
             key = id(tensor)
-            scaled[key] = weakref.ref(tensor, lambda _ref, key=key: scaled.pop(key, None))
+            scaled[key] = weakref.ref(tensor, functools.partial(_forget, scaled, key))
 
     def _unscaled(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         optimizer = args[1] if len(args) > 1 else kwargs.get("optimizer")
@@ -127,6 +128,11 @@ class GradientClipping:
         if optimizer is not None and scaler.is_enabled():
             self.scaler.steps[id(optimizer)] = self.scaler.steps.get(id(optimizer), 0) + 1
             self.scaler.scalers.add(scaler)
+
+
+def _forget(scaled: dict[int, weakref.ref[torch.Tensor]], key: int, _ref: object) -> None:
+    """A scaled tensor was freed: its id may be reused."""
+    scaled.pop(key, None)
 
 
 def _materialized(parameters: Any) -> Any:

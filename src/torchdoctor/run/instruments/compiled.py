@@ -121,7 +121,7 @@ class CompileBoundary:
         outside, before, after = self._outside, self._before, self._after
 
         @passes_through
-        def __call__(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
+        def __call__(self: OptimizedModule, *args: Any, **kwargs: Any) -> Any:
             if torch.compiler.is_compiling():
                 return original(self, *args, **kwargs)
             before(self, args)

@@ -147,7 +147,7 @@ class DistributedIndex:
         self._held_store = None  # a new process group may want the port of the store kept open
         init_method = kwargs.get("init_method", args[1] if len(args) > 1 else None)
         self._init_method = init_method if isinstance(init_method, str) else None
-        timeout = kwargs.get("timeout", args[2] if len(args) > 2 else None)
+        timeout: Any = kwargs.get("timeout", args[2] if len(args) > 2 else None)
         if timeout is None:  # torch's defaults: 10 minutes for nccl, 30 for the others
             backend = str(kwargs.get("backend", args[0] if args else "") or "")
             default = "default_pg_nccl_timeout" if "nccl" in backend else "default_pg_timeout"

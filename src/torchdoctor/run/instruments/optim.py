@@ -77,7 +77,7 @@ class OptimizerIndex:
         self._on_step_end(Step(optimizer, info.steps, _has_closure(args, kwargs)))
 
     def _zero_grad(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        owner = args[0] if args else kwargs.get("self")
+        owner: Any = args[0] if args else kwargs.get("self")
         set_to_none = kwargs.get("set_to_none", args[1] if len(args) > 1 else True)
         self._on_zero_grad(owner, bool(set_to_none))
 

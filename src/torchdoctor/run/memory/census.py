@@ -514,7 +514,7 @@ def _exception_children(path: Path, error: BaseException) -> Iterator[tuple[Path
             yield path, value
 
 
-def _traceback_children(path: Path, tb: types.TracebackType, walk: _Walk) -> Iterator[tuple[Path, Any]]:
+def _traceback_children(path: Path, tb: types.TracebackType | None, walk: _Walk) -> Iterator[tuple[Path, Any]]:
     while tb is not None:
         frame = tb.tb_frame
         code = frame.f_code

@@ -9,7 +9,7 @@ wrapper subclasses, an empty tensor) costs nothing here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import torch
 
@@ -54,7 +54,7 @@ def own_bytes(tensor: Any) -> int:
 _TENSOR_TYPES: dict[type, bool] = {}
 
 
-def is_tensor(value: Any) -> bool:
+def is_tensor(value: Any) -> TypeGuard[torch.Tensor]:
     """`isinstance(value, torch.Tensor)` by the value's type alone: never calls a `__class__`
     property (lazy modules warn when theirs is read) and costs a dict lookup."""
     kind = type(value)
