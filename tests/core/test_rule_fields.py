@@ -91,7 +91,10 @@ def _call_sites() -> Iterator[tuple[str, Rule, set[str], set[str]]]:
             elif method in WRAPPERS and call.args and not any(k.arg is None for k in call.keywords):
                 rule_node = call.args[0]
                 named = set(keywords)
-                fields, own = named - OWN, named & OWN
+                if "fields" in keywords:  # a wrapper shaped as `Rule.finding` (trace/diagnose.py)
+                    fields, own = _literal_keys(keywords["fields"]), named - {"fields"}
+                else:
+                    fields, own = named - OWN, named & OWN
             elif method == "finding" or (method == "report" and receiver in ("ctx", "self.ctx") and call.args):
                 rule_node = call.func.value if method == "finding" else call.args[0]
                 fields = _literal_keys(keywords["fields"]) if "fields" in keywords else set()
