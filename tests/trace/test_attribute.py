@@ -186,3 +186,4 @@ def test_torchdoctors_own_calls_inside_a_users_step_are_its_own() -> None:
     found = attribute(events)
     assert set(found.lines[step_line].ops) == {"aten::add_"}
     assert found.remainder[OWN] == 40  # the range, its op included
+    assert found.steps[0].op_ns == 50  # ... and no part of the step's op time: the step's own 30, the line's 20

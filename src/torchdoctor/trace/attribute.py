@@ -154,7 +154,7 @@ class StepStats:
     index: int
     start: int
     end: int
-    op_ns: int = 0  # self time of every CPU event that started in the step
+    op_ns: int = 0  # self time of every CPU event that started in the step, torchdoctor's own aside
     data_ns: int = 0  # time in the DataLoader fetching batches
     data_in_process_ns: int = 0  # ... made in the training process (no worker processes)
     device_ns: int = 0  # time some kernel ran (union of kernel intervals)
@@ -241,7 +241,8 @@ def attribute(events: list[Event], data_line: str | None = None) -> Attribution:
             own[key] += fetch.self_ns
     data_lines = ordered_data_lines(work, own)
     for step in steps:
-        step.op_ns = sum(e.self_ns for e in host if step.start <= e.start < step.end and not e.name.startswith(STEP_PREFIX))
+        step.op_ns = sum(e.self_ns for e in host if step.start <= e.start < step.end and not e.name.startswith(STEP_PREFIX)
+                         and placed.get(id(e), (None, False))[0] != OWN)
         step.data_ns = sum(e.duration for e in fetches if step.start <= e.start < step.end)
         step.data_in_process_ns = sum(e.duration for e in fetches if step.start <= e.start < step.end and e.name.startswith(IN_PROCESS_DATA))
     _join_device(device, host, by_corr, placed, lines, steps)

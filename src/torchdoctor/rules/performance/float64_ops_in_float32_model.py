@@ -9,14 +9,14 @@ RULE = Rule(
     category=Category.PERFORMANCE,
     severity=Severity.WARNING,
     proof="trace",
-    message="{ops} run in float64 on this line ({share} of each traced step) while the model's parameters are float32",
+    message="{ops} run in float64 on this line ({share} of each traced step's compute) while the model's parameters are float32",
     hint="Find where float64 enters (a NumPy array through `torch.from_numpy`, `torch.tensor` of Python floats with dtype=torch.float64, a `.double()`) and convert it once to float32 where it is created, instead of computing in float64 and casting back.",
     doc="""
 ## What it does
 `torchdoctor trace` records the dtypes of every op each line of the script dispatched. When
 the trained parameters are float32, it reports a line whose compute ops (not conversions,
 copies or views), or their backward, ran in float64 for at least a tenth of the op time of a
-traced step (read against the step's ops outside the DataLoader's fetches, on the same clock,
+traced step (read against the step's compute: its ops outside the DataLoader's fetches and torchdoctor's own, on the same clock,
 step by step; the median over the traced steps). A Python number in a float32 op (Adam's bias
 corrections) is not float64 compute. A model
 trained in float64 throughout is not reported.

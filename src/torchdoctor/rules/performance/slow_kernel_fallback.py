@@ -9,14 +9,14 @@ RULE = Rule(
     category=Category.PERFORMANCE,
     severity=Severity.WARNING,
     proof="trace",
-    message="the {what} on this line runs in ATen's fallback kernel ({ops}) instead of {fast}{cause}: {share} of each traced step",
+    message="the {what} on this line runs in ATen's fallback kernel ({ops}) instead of {fast}{cause}: {share} of each traced step's compute",
     hint="{remedy}",
     doc="""
 ## What it does
 `torchdoctor trace` reports a line whose convolution or attention runs, in every traced step,
 in one of ATen's generic fallback kernels rather than the library kernel made for it, when that
 takes at least a tenth of a step (the fallback's whole time, forward and backward, read against
-the time of the step's ops):
+the step's compute: its ops outside the DataLoader's fetches and torchdoctor's own):
 
 - a convolution in `aten::_slow_conv2d_forward` / `thnn_conv2d`, `slow_conv3d`,
   `slow_conv_dilated2d/3d` or `slow_conv_transpose2d/3d` (im2col and a matrix product) instead

@@ -9,15 +9,15 @@ RULE = Rule(
     category=Category.PERFORMANCE,
     severity=Severity.INFO,
     proof="trace",
-    message="{copies} copy per step gathers a non-contiguous tensor{shape} into new memory on this line: {share} of each traced step",
+    message="{copies} copy per step gathers a non-contiguous tensor{shape} into new memory on this line: {share} of each traced step's compute",
     hint="Change the layout once, outside the step: store the data in the layout the model reads (images permuted to NCHW when the dataset is built, `memory_format=torch.channels_last` for convolutions), or let the next op read the strided tensor directly instead of calling `.contiguous()`.",
     doc="""
 ## What it does
 `torchdoctor trace` records, for every copy an op makes, whether its source was laid out
 contiguously. It reports a line whose copies from non-contiguous tensors (the `.contiguous()`,
 `.reshape()`, `.clone()` or `.to()` of a transposed, permuted or sliced tensor) happen in every
-traced step and take at least a tenth of a step (read against the step's ops outside the
-DataLoader's fetches, on the same clock, step by step; the median over the traced steps). Copies made inside a
+traced step and take at least a tenth of a step (read against the step's compute: its ops outside the
+DataLoader's fetches and torchdoctor's own, on the same clock, step by step; the median over the traced steps). Copies made inside a
 computing op (`torch.stft` framing its signal, a matmul packing an operand) are how that op
 works and are not counted. It is advice: some such copies are the price of a layout change
 that is needed.
