@@ -183,3 +183,26 @@ def test_under_watch_a_census_walks_only_the_running_modules_globals() -> None:
         assert "kept" in names
     finally:
         del sys.modules["unrelated_user_module"]
+
+
+def test_a_modules_import_machinery_is_not_walked(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A module's `__loader__` is no user data: pytest's assertion rewriter holds its whole
+    session there (every test item), which a census under `watch()` in pytest-xdist walked."""
+    import sys
+    import types
+
+    from torchdoctor.run.memory.census import Sources, take
+
+    class Loader:
+        def __init__(self) -> None:
+            self.held = torch.zeros(1024, 1024)  # 4 MB the census must not reach
+
+    module = types.ModuleType("a_user_module")
+    module.__file__ = str(tmp_path / "a_user_module.py")
+    module.__loader__ = Loader()  # type: ignore[assignment]
+    exec(compile("def census(take, Sources, sys):\n    kept = torch.zeros(16)\n"
+                 "    return take(1, 'step', Sources(frame=sys._getframe(), all_user_modules=False))\n",
+                 module.__file__, "exec"), module.__dict__)
+    module.__dict__["torch"] = torch
+    found = module.census(take, Sources, sys)
+    assert found.owners["other"] < 1024 * 1024 * 4

@@ -290,7 +290,7 @@ def _roots(sources: Sources) -> Iterator[tuple[Path, Any]]:
         where = (code.co_filename, code.co_firstlineno, code.co_name)
         if code.co_name == "<module>" and not code.co_flags & inspect.CO_OPTIMIZED:
             seen_globals.add(id(frame.f_globals))
-            yield from (((Step(paths.GLOBAL, name, where),), value) for name, value in list(frame.f_globals.items()))
+            yield from (((Step(paths.GLOBAL, name, where),), value) for name, value in _module_names(frame.f_globals))
         else:
             for name, value in read_locals(frame).items():
                 yield (Step(paths.LOCAL, name, where),), value
@@ -303,9 +303,16 @@ def _roots(sources: Sources) -> Iterator[tuple[Path, Any]]:
         if namespace is None or id(namespace) in seen_globals or not is_user_file(filename):
             continue
         where = (filename, 1, "<module>")
-        yield from (((Step(paths.GLOBAL, name, where),), value) for name, value in list(namespace.items()))
+        yield from (((Step(paths.GLOBAL, name, where),), value) for name, value in _module_names(namespace))
     for model in sources.models:
         yield (Step(paths.MODEL, type(model).__name__),), model
+
+
+def _module_names(namespace: dict[str, Any]) -> list[tuple[str, Any]]:
+    """A module's own names: not its import machinery (`__loader__`, `__spec__`, `__builtins__`),
+    whose loader may hold a whole host process (pytest's assertion rewriter holds its session
+    and every test item: a census under `watch()` in pytest-xdist walked them all)."""
+    return [(name, value) for name, value in list(namespace.items()) if not (name.startswith("__") and name.endswith("__"))]
 
 
 def _traverse(walk: _Walk, start: list[tuple[Path, Any]], owner: str) -> None:
