@@ -37,7 +37,7 @@ def validate_chrome(data: dict[str, Any]) -> list[dict[str, Any]]:
     for events in tracks.values():
         open_ends: list[float] = []
         for event in sorted(events, key=lambda e: (e["ts"], -e["dur"])):
-            while open_ends and open_ends[-1] <= event["ts"]:
+            while open_ends and open_ends[-1] <= event["ts"] + 1e-3:  # (µs as floats: ends and starts within a ns meet)
                 open_ends.pop()
             assert not open_ends or event["ts"] + event["dur"] <= open_ends[-1] + 1e-3, f"{event['name']} overlaps without nesting"
             open_ends.append(event["ts"] + event["dur"])
