@@ -293,9 +293,9 @@ def slow_paths(record: Record) -> list[Finding]:
         if not steps or len(per_step) != len(steps) or min(per_step) <= 0:
             continue
         ops = [op for op in line.get("slow_paths") or {} if device or SLOW_PATHS.get(op) != "attention"]
-        if not ops or cost_share(per_step, steps) < SLOW_SHARE:
+        share = cost_share(per_step, steps) if ops else 0.0
+        if share < SLOW_SHARE:
             continue
-        share = cost_share(per_step, steps)
         what = SLOW_PATHS[ops[0]]
         found.append(_finding(SLOW_KERNEL, line, fields={"ops": ", ".join(ops[:3]), "share": _pct(share), **_slow_path_words(what, record)},
                               evidence={"ops": ops, "slow_path_per_step_us": per_step}))
