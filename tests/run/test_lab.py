@@ -23,7 +23,7 @@ from tests.lab import LAB, PROGRAMS
 #: program -> (rule, a fragment of the line the finding must point at)
 EXPECTED = {
     "01_softmax_before_cross_entropy": ("TD101", "torch.softmax("),
-    "02_missing_zero_grad": ("TD110", "optimizer.step()"),
+    "02_missing_zero_grad": ("TD110", "loss.backward()"),
     "03_layers_in_plain_list": ("TD122", "self.blocks = ["),
     "05_float64_inputs_from_numpy": ("TD411", "self.head(self.body(x))"),
     "06_float_labels_cross_entropy": ("TD106", "loss_fn(model(x), y)"),

@@ -42,8 +42,30 @@ def backward_under_no_grad(node: ast.Call, ctx: Context) -> None:
         return
     loss = node.func.value
     made_here = isinstance(loss, ast.Call) or isinstance(loss, ast.Name) and loss.id in _made_without_grad(ctx)
-    if made_here:
+    if not made_here:
+        return
+    decorator = _grad_off_decorator(node, ctx)
+    if decorator is None:
         ctx.report(BACKWARD_UNDER_NO_GRAD, node, fields={"loss": ctx.text(loss)})
+        return
+    function = ctx.scope.node.name  # type: ignore[union-attr]
+    ctx.report(BACKWARD_UNDER_NO_GRAD, decorator, message=(
+        f"`@{ctx.text(decorator)}` turns gradients off in all of `{function}()`, which computes "
+        f"`{ctx.text(loss)}` and calls backward() on it (line {node.lineno}): it has no graph"),
+        hint=f"Remove the decorator from `{function}()` (keep no_grad for evaluation only).")
+
+
+def _grad_off_decorator(node: ast.Call, ctx: Context) -> ast.expr | None:
+    """The decorator of the current function that turns autograd off, when that (and no
+    `with` block inside the function) is why `node` runs without gradients: the line to change."""
+    function = ctx.scope.node if ctx.scope is not None else None
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    for inner in ast.walk(function):
+        if isinstance(inner, (ast.With, ast.AsyncWith)) and inner.lineno <= node.lineno <= (inner.end_lineno or 0) \
+                and any(ctx.grad_mode(item.context_expr) is False for item in inner.items):
+            return None
+    return next((d for d in function.decorator_list if ctx.grad_mode(d) is False), None)
 
 
 @check(GRAD_MODE_CALL_WITHOUT_WITH, ast.Expr)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 
-from torchdoctor.lint.api import FILE_END, Context, Scope, check, literal
+from torchdoctor.lint.api import FILE_END, Context, Event, Scope, check, literal
 from torchdoctor.lint.names import dotted
 from torchdoctor.lint.steps import TRACKED, is_backward
 from torchdoctor.rules.memory.evaluation_with_grad import RULE as EVALUATION_WITH_GRAD
@@ -19,19 +19,52 @@ _REBUILD = frozenset({"torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.
 @check(EVALUATION_WITH_GRAD, FILE_END, tracks=TRACKED, needs_torch=False)
 def evaluation_with_grad(tree: ast.Module, ctx: Context) -> None:
     for scope in ctx.scopes:
-        if scope.grad_disabled or scope.parent is not ctx.module_scope or scope.cls is not None:
+        at_top = scope is ctx.module_scope
+        if scope.grad_disabled or scope.cls is not None or not at_top and scope.parent is not ctx.module_scope:
             continue
         events = scope.events
-        if any(is_backward(e) or e.name in ("step", "grad", "input_grad") for e in events):
-            continue  # it trains, or it needs gradients on purpose (saliency maps, adversarial inputs)
         for mode in events:
             if mode.name != "eval" or mode.receiver is None or mode.loops:
                 continue
-            uses = [e for e in events if e.name == "call" and e.receiver == mode.receiver and not e.grad_disabled
+            # a script's own evaluation: what runs after `model.eval()` (up to `model.train()`);
+            # a function: all of it
+            after = _until_train(events, mode) if at_top else events
+            if any(is_backward(e) or e.name in ("step", "grad", "input_grad") for e in after):
+                break  # it trains, or it needs gradients on purpose (saliency maps, adversarial inputs)
+            uses = [e for e in after if e.name == "call" and e.receiver == mode.receiver and not e.grad_disabled
                     and any(_over_loader(scope, loop) for loop in e.loops)]
-            if uses and _called_with_grad(scope, ctx):
-                ctx.report(EVALUATION_WITH_GRAD, mode.node, fields={"model": mode.receiver, "function": scope.name})
-                break
+            if not uses or not (at_top or _called_with_grad(scope, ctx)):
+                continue
+            where = _evaluation_with_grad_at(uses[0], scope, ctx)
+            own: dict[str, str] = {}
+            if isinstance(where, (ast.With, ast.AsyncWith)):
+                own["hint"] = "Use `torch.no_grad()` (or `torch.inference_mode()`) here: nothing in this block needs gradients."
+            elif at_top:
+                own["hint"] = "Wrap the evaluation loop in `with torch.no_grad():` (or `torch.inference_mode()`)."
+            if at_top:
+                ctx.report(EVALUATION_WITH_GRAD, where, message=(
+                    f"after `{mode.receiver}.eval()` (line {mode.line}) the script runs `{mode.receiver}` over a "
+                    "DataLoader with autograd on: every batch records a graph no backward() will use"), **own)
+            else:
+                ctx.report(EVALUATION_WITH_GRAD, where, fields={"model": mode.receiver, "function": scope.name}, **own)
+            break
+
+
+def _until_train(events: list[Event], mode: Event) -> list[Event]:
+    later = [e for e in events if e.line > mode.line]
+    end = next((i for i, e in enumerate(later) if e.name == "train" and e.receiver == mode.receiver), len(later))
+    return later[:end]
+
+
+def _evaluation_with_grad_at(use: Event, scope: Scope, ctx: Context) -> ast.AST:
+    """Where the evaluation turns (or leaves) autograd on: a `with torch.enable_grad()` around
+    the model's call, else the loop over the DataLoader that the `no_grad()` should wrap."""
+    enabling = [n for n in ast.walk(scope.node) if isinstance(n, (ast.With, ast.AsyncWith))
+                and n.lineno <= use.line <= (n.end_lineno or 0)
+                and any(ctx.grad_mode(item.context_expr) is True for item in n.items)]
+    if enabling:
+        return max(enabling, key=lambda n: n.lineno)
+    return next(loop for loop in use.loops if _over_loader(scope, loop))
 
 
 @check(EVALUATION_WITH_GRAD, ast.Assign, needs_torch=False)

@@ -68,11 +68,11 @@ def missing_zero_grad(tree: ast.Module, ctx: Context) -> None:
                     models = {e.receiver for e in events if e.name == "call" and e.scope is scope}
                     if not passed_to_a_call(loop, {step.receiver or "", *models}, ctx):  # type: ignore[arg-type]
                         flagged.add(id(loop))
-                        ctx.report(MISSING_ZERO_GRAD, step.node)
+                        ctx.report(MISSING_ZERO_GRAD, _accumulating_backward(step, scope, loop))
                 elif resets and _other_optimizers_only(step, resets, loop, ctx):
                     optimizer = stepped_optimizer(step)
                     others = ", ".join(sorted({f"`{r.receiver}`" for r in resets}))
-                    ctx.report(MISSING_ZERO_GRAD, step.node, message=(
+                    ctx.report(MISSING_ZERO_GRAD, _accumulating_backward(step, scope, loop), message=(
                         f"`{optimizer}` is stepped in this loop but its gradients are never reset (only {others} "
                         f"is): each `{optimizer}.step()` uses the sum of all earlier gradients"),
                         hint=f"Call `{optimizer}.zero_grad()` before the backward() whose gradients it applies.")
@@ -81,6 +81,14 @@ def missing_zero_grad(tree: ast.Module, ctx: Context) -> None:
     for scope in ctx.scopes:
         for info in scope.loops.values():
             _step_in_called_function(info.node, scope, reported, ctx)
+
+
+def _accumulating_backward(step: Event, scope: Scope, loop: ast.AST) -> ast.stmt | ast.expr:
+    """The `backward()` whose gradients land on the previous ones: the last one of this
+    function's loop that runs before the step (where the reset belongs); the step itself when
+    the backward is in another function."""
+    before = [e for e in scope.events if inside(e, loop) and is_backward(e) and order(e, step) == -1]
+    return before[-1].node if before else step.node
 
 
 def _step_in_called_function(loop: ast.AST, scope: Scope, reported: set[int], ctx: Context) -> None:
@@ -461,7 +469,15 @@ def step_missing(tree: ast.Module, ctx: Context) -> None:
                 continue
             if _steps_by_another_name(loop, {r.receiver for r in resets}):
                 continue
-            ctx.report(STEP_MISSING, resets[0].node, fields={"optimizer": resets[0].receiver})
+            ctx.report(STEP_MISSING, _last_gradient_call(scope, loop) or resets[0].node,
+                       fields={"optimizer": resets[0].receiver})
+
+
+def _last_gradient_call(scope: Scope, loop: ast.AST) -> ast.stmt | ast.expr | None:
+    """The last `backward()` or gradient clipping of this function's loop: the step belongs
+    right after it."""
+    calls = [e for e in scope.events if inside(e, loop) and (is_backward(e) or is_clip(e))]
+    return max(calls, key=lambda e: e.line).node if calls else None
 
 
 def _steps_by_another_name(loop: ast.AST, optimizers: set[str | None]) -> bool:

@@ -44,6 +44,11 @@ class GradientResets(Detector):
         super().__init__(ctx)
         self._previous_step_seq: weakref.WeakKeyDictionary[Optimizer, int] = weakref.WeakKeyDictionary()
         self._reported: set[int] = set()
+        self._last_backward: Location | None = None
+
+    def on_backward(self, event: Backward) -> None:
+        if self.ctx.warmup:
+            self._last_backward = caller_in_user_code()
 
     def on_step(self, event: Step) -> None:
         if not self.ctx.warmup or id(event.optimizer) in self._reported:
@@ -74,7 +79,8 @@ class GradientResets(Detector):
                 hint="Call `optimizer.zero_grad()` at the start of the closure, before `loss.backward()`.",
             )
         else:
-            self.ctx.report(MISSING_ZERO_GRAD)
+            # at the backward() that adds onto the old gradients: the reset belongs before it
+            self.ctx.report(MISSING_ZERO_GRAD, at=self._last_backward or True)
         return True
 
     def _carried(self, optimizer: Optimizer) -> bool:
