@@ -48,11 +48,16 @@ def backward_under_no_grad(node: ast.Call, ctx: Context) -> None:
     if decorator is None:
         ctx.report(BACKWARD_UNDER_NO_GRAD, node, fields={"loss": ctx.text(loss)})
         return
-    function = ctx.scope.node.name  # type: ignore[union-attr]
+    function = _function_name(ctx)
     ctx.report(BACKWARD_UNDER_NO_GRAD, decorator, message=(
         f"`@{ctx.text(decorator)}` turns gradients off in all of `{function}()`, which computes "
         f"`{ctx.text(loss)}` and calls backward() on it (line {node.lineno}): it has no graph"),
         hint=f"Remove the decorator from `{function}()` (keep no_grad for evaluation only).")
+
+
+def _function_name(ctx: Context) -> str:
+    node = ctx.scope.node if ctx.scope is not None else None
+    return node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else "this function"
 
 
 def _grad_off_decorator(node: ast.Call, ctx: Context) -> ast.expr | None:

@@ -36,17 +36,17 @@ def evaluation_with_grad(tree: ast.Module, ctx: Context) -> None:
             if not uses or not (at_top or _called_with_grad(scope, ctx)):
                 continue
             where = _evaluation_with_grad_at(uses[0], scope, ctx)
-            own: dict[str, str] = {}
+            hint: str | None = None
             if isinstance(where, (ast.With, ast.AsyncWith)):
-                own["hint"] = "Use `torch.no_grad()` (or `torch.inference_mode()`) here: nothing in this block needs gradients."
+                hint = "Use `torch.no_grad()` (or `torch.inference_mode()`) here: nothing in this block needs gradients."
             elif at_top:
-                own["hint"] = "Wrap the evaluation loop in `with torch.no_grad():` (or `torch.inference_mode()`)."
+                hint = "Wrap the evaluation loop in `with torch.no_grad():` (or `torch.inference_mode()`)."
             if at_top:
                 ctx.report(EVALUATION_WITH_GRAD, where, message=(
                     f"after `{mode.receiver}.eval()` (line {mode.line}) the script runs `{mode.receiver}` over a "
-                    "DataLoader with autograd on: every batch records a graph no backward() will use"), **own)
+                    "DataLoader with autograd on: every batch records a graph no backward() will use"), hint=hint)
             else:
-                ctx.report(EVALUATION_WITH_GRAD, where, fields={"model": mode.receiver, "function": scope.name}, **own)
+                ctx.report(EVALUATION_WITH_GRAD, where, fields={"model": mode.receiver, "function": scope.name}, hint=hint)
             break
 
 
