@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import functools
 import linecache
+from collections.abc import Iterator
+from types import CodeType
 
 #: context managers and decorators that turn autograd off
 _GRAD_OFF = frozenset({"no_grad", "inference_mode"})
@@ -18,6 +20,34 @@ def module_tree(filename: str) -> ast.Module | None:
         return ast.parse(source) if source else None
     except (SyntaxError, ValueError):
         return None
+
+
+def scope_of(tree: ast.Module, code: CodeType) -> ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The function (or the module) of `tree` that `code` was compiled from."""
+    if code.co_name == "<module>":
+        return tree
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name:
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            if first == code.co_firstlineno:
+                return node
+    return None
+
+
+#: nodes that open a scope of their own: their names are not the enclosing function's
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a function or module, not those of the functions, classes and
+    comprehensions inside it (in no particular order)."""
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _SCOPES):
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
 
 
 def grad_off_block(filename: str, line: int) -> int | None:

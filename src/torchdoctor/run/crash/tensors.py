@@ -23,6 +23,7 @@ from torchdoctor.run.crash.describe import (
 from torchdoctor.run.crash.explain import Explanation
 from torchdoctor.run.crash.kernels import op_clause
 from torchdoctor.run.crash.model import Crash
+from torchdoctor.run.crash.provenance import converts_to, made_here, origin_of
 
 if TYPE_CHECKING:
     from torchdoctor.run.observed import Observed
@@ -41,6 +42,7 @@ _DTYPES = (
     re.compile(r"expected scalar type (?P<b>\w+) but found (?P<a>\w+)"),
     re.compile(r"Found dtype (?P<a>\w+) but expected (?P<b>\w+)"),
     re.compile(r"expected (?:mat1|input) and (?:mat2|weight) to have the same dtype, but got: (?P<a>[\w:]+) != (?P<b>[\w:]+)"),
+    re.compile(r"RNN input dtype \((?P<a>[\w.]+)\) does not match weight dtype \((?P<b>[\w.]+)\)"),
 )
 _MATMUL = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((?P<n>\d+)x(?P<got>\d+) and (?P<k>\d+)x(?P<m>\d+)\)")
 _CHANNELS = re.compile(
@@ -88,6 +90,17 @@ def dtype_mismatch(crash: Crash, session: Observed | None) -> Explanation | None
     b = _pick(crash, session, lambda t: tensor_dtype(t) == second and (a is None or t is not a[1]))
     names = (a[0] if a else f"a {first} tensor", b[0] if b else f"a {second} tensor")
     wide = first if first == "float64" else second if second == "float64" else None
+    culprit = _culprit(a, b, wide)
+    origin = origin_of(crash, culprit, converts_to(tensor_dtype(culprit))) if culprit is not None else None
+    clause, op = op_clause(crash)
+    where = _where(crash, session) + clause
+    if origin is not None and culprit is not None:
+        made, want = tensor_dtype(culprit), second if culprit is (a[1] if a else None) else first
+        return Explanation(DTYPE, {"first": names[0], "first_dtype": first, "second": names[1], "second_dtype": second,
+                                   "where": where + made_here(origin, made, crash)}, at=(origin.file, origin.line),
+                           hint=(f"`{origin.text}` makes it {made}: convert it to {want} there instead, or drop the conversion "
+                                 f"(run the model in {made} throughout only on purpose: `model.to(torch.{made})`)."),
+                           evidence={**({"op": op} if op else {}), "made_at": origin.place, "made_by": origin.text})
     if wide is not None:
         culprit = names[0] if wide == first else names[1]
         hint = (
@@ -96,9 +109,19 @@ def dtype_mismatch(crash: Crash, session: Observed | None) -> Explanation | None
         )
     else:
         hint = "Convert one side so both match (`.to(other.dtype)`), or run the mixed-precision region under `torch.autocast`."
-    clause, op = op_clause(crash)
     return Explanation(DTYPE, {"first": names[0], "first_dtype": first, "second": names[1], "second_dtype": second,
-                               "where": _where(crash, session) + clause}, hint=hint, evidence={"op": op} if op else None)
+                               "where": where}, hint=hint, evidence={"op": op} if op else None)
+
+
+def _culprit(a: tuple[str, Any] | None, b: tuple[str, Any] | None, wide: str | None) -> Any:
+    """The tensor of the wrong dtype: the data beside a parameter, else the float64 one."""
+    if a is None or b is None:
+        return None
+    if _is_param(a[1]) != _is_param(b[1]):
+        return b[1] if _is_param(a[1]) else a[1]
+    if wide is not None and not _is_param(a[1]):
+        return a[1] if tensor_dtype(a[1]) == wide else b[1]
+    return None
 
 
 def view_of_non_contiguous(crash: Crash, session: Observed | None) -> Explanation | None:
