@@ -120,12 +120,12 @@ def _segment(filename: str, node: ast.expr) -> str:
     return " ".join(text.split()) if text else ast.unparse(node)
 
 
-def made_here(origin: Origin, made: str, crash: Crash) -> str:
+def made_here(origin: Origin, what: str, crash: Crash) -> str:
     """`; made float64 at main.py:41 (`data.double()`), crashes at model.py:21`: the origin the
     finding points at, with the crash's own line kept in the message."""
     frame = crash.user_frame()
     crashed = f", crashes at {display_path(frame.file)}:{frame.line}" if frame is not None else ""
-    return f"; made {made} at {origin.place} (`{origin.text}`){crashed}"
+    return f"; {what} at {origin.place} (`{origin.text}`){crashed}"
 
 
 # --- the binding of a name before a line -----------------------------------------------------------
@@ -266,20 +266,23 @@ def _block_of(statement: ast.stmt, parents: dict[ast.AST, ast.AST]) -> list[ast.
 
 # --- from a parameter to the caller's argument ------------------------------------------------------
 
-#: torch's frames between `model(x)` and `forward(self, x)`
-_MODULE_CALL = ("_call_impl", "_wrapped_call_impl")
+#: torch's frames between `model(x)` and `forward(self, x)` (`inner` when global hooks are on)
+_MODULE_CALL = ("_call_impl", "_wrapped_call_impl", "inner")
 
 
 def _direct_call(between: list[Frame], callee: Frame) -> bool:
     """The caller's call reached `callee` directly, or through `nn.Module.__call__` of a module
-    without forward pre-hooks (which could replace the arguments)."""
+    without forward pre-hooks that could replace the arguments (torchdoctor's own only read them)."""
     if not between:
         return True
     if not all(f.function in _MODULE_CALL and f.file.replace("\\", "/").endswith("torch/nn/modules/module.py") for f in between):
         return False
     torch = torch_module()
     module = callee.locals.get("self")
-    return torch is not None and isinstance(module, torch.nn.Module) and not module._forward_pre_hooks
+    if torch is None or not isinstance(module, torch.nn.Module) or module._forward_pre_hooks:
+        return False
+    hooks = torch.nn.modules.module._global_forward_pre_hooks.values()
+    return all(str(getattr(hook, "__module__", "")).startswith("torchdoctor.") for hook in hooks)
 
 
 def _argument(caller: Frame, callee: Frame, name: str) -> ast.expr | None:

@@ -97,9 +97,10 @@ def dtype_mismatch(crash: Crash, session: Observed | None) -> Explanation | None
     if origin is not None and culprit is not None:
         made, want = tensor_dtype(culprit), second if culprit is (a[1] if a else None) else first
         return Explanation(DTYPE, {"first": names[0], "first_dtype": first, "second": names[1], "second_dtype": second,
-                                   "where": where + made_here(origin, made, crash)}, at=(origin.file, origin.line),
-                           hint=(f"`{origin.text}` makes it {made}: convert it to {want} there instead, or drop the conversion "
-                                 f"(run the model in {made} throughout only on purpose: `model.to(torch.{made})`)."),
+                                   "where": where + made_here(origin, f"made {made}", crash)}, at=(origin.file, origin.line),
+                           hint=(f"`{origin.text}` makes it {made}: make it {want} there instead (`.to(torch.{want})`, "
+                                 f"`dtype=torch.{want}`) or drop the conversion; run the model in {made} only on purpose "
+                                 f"(`model.to(torch.{made})`)."),
                            evidence={**({"op": op} if op else {}), "made_at": origin.place, "made_by": origin.text})
     if wide is not None:
         culprit = names[0] if wide == first else names[1]
