@@ -173,3 +173,38 @@ def test_labels_shifted_out_of_range_point_at_the_arithmetic() -> None:
     assert "labels shifted at" in finding.message and "(`(labels + 1).long()`)" not in finding.message
     finding = explained(as_given)
     assert finding.rule == "TD105" and finding.line == line_of("F.cross_entropy", as_given)
+
+
+class Recurrent(nn.Module):
+    def __init__(self, kind: type[nn.RNNBase], batch_first: bool = False) -> None:
+        super().__init__()
+        self.rnn = kind(4, 8, 2, batch_first=batch_first)
+        self.lstm = kind is nn.LSTM
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h0 = torch.zeros(2, x.size(0), 8)
+        out, _ = self.rnn(x, (h0, torch.zeros_like(h0)) if self.lstm else h0)
+        return out
+
+
+def test_rnn_without_batch_first_given_a_hidden_state_for_dim_0_points_at_the_layer() -> None:
+    for kind in (nn.LSTM, nn.GRU, nn.RNN):
+        model = Recurrent(kind)
+        finding = explained(lambda model=model: model(torch.randn(6, 5, 4)))  # (batch=6, seq=5, features)
+        assert finding.rule == "TD302" and finding.line == line_of("self.rnn = kind(", Recurrent), kind
+        assert "without batch_first=True" in finding.message and "batch_first=True" in finding.hint
+        assert f"crashes at {HERE}:{line_of('out, _ = self.rnn', Recurrent)}" in finding.message
+
+
+def test_a_hidden_state_wrong_for_other_reasons_is_not_a_layout_bug() -> None:
+    short_last_batch = Recurrent(nn.LSTM, batch_first=True)
+    h0 = torch.zeros(2, 8, 8)
+    bare = nn.GRU(4, 8, 2)
+    for action in (
+        lambda: short_last_batch.rnn(torch.randn(6, 5, 4), (h0, h0)),  # a hidden state kept for batch 8
+        lambda: bare(torch.randn(6, 5, 4), torch.zeros(2, 6, 9)),  # (seq, batch) as meant, the hidden size wrong
+        lambda: bare(torch.randn(6, 6, 4), torch.zeros(2, 8, 8)),  # seq and batch of one size: nothing to tell
+    ):
+        assert explained(action).rule == "TD001"
+    # the correct twin runs
+    assert Recurrent(nn.LSTM, batch_first=True)(torch.randn(6, 5, 4)).shape == (6, 5, 8)

@@ -123,9 +123,13 @@ def _segment(filename: str, node: ast.expr) -> str:
 def made_here(origin: Origin, what: str, crash: Crash) -> str:
     """`; made float64 at main.py:41 (`data.double()`), crashes at model.py:21`: the origin the
     finding points at, with the crash's own line kept in the message."""
+    return f"; {what} at {origin.place} (`{origin.text}`){crashes_at(crash)}"
+
+
+def crashes_at(crash: Crash) -> str:
+    """`, crashes at model.py:21`: the crash's own line, for a finding placed elsewhere."""
     frame = crash.user_frame()
-    crashed = f", crashes at {display_path(frame.file)}:{frame.line}" if frame is not None else ""
-    return f"; {what} at {origin.place} (`{origin.text}`){crashed}"
+    return f", crashes at {display_path(frame.file)}:{frame.line}" if frame is not None else ""
 
 
 # --- the binding of a name before a line -----------------------------------------------------------

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import TYPE_CHECKING, Any
 
+from torchdoctor.core.locate import is_user_file
+from torchdoctor.introspect.source import module_tree, own_nodes, scope_of
 from torchdoctor.rules.api.layer_input_shape_mismatch import RULE as SHAPE
 from torchdoctor.rules.api.view_of_non_contiguous import RULE as VIEW
+from torchdoctor.rules.data.batch_samples_mixed import RULE as BATCH_MIXED
 from torchdoctor.rules.data.embedding_index_out_of_range import RULE as EMBEDDING
 from torchdoctor.rules.device.device_mismatch import RULE as DEVICE
 from torchdoctor.rules.dtype.dtype_mismatch import RULE as DTYPE
@@ -23,7 +27,7 @@ from torchdoctor.run.crash.describe import (
 from torchdoctor.run.crash.explain import Explanation
 from torchdoctor.run.crash.kernels import op_clause
 from torchdoctor.run.crash.model import Crash
-from torchdoctor.run.crash.provenance import converts_to, made_here, origin_of
+from torchdoctor.run.crash.provenance import converts_to, crashes_at, made_here, origin_of
 
 if TYPE_CHECKING:
     from torchdoctor.run.observed import Observed
@@ -44,6 +48,7 @@ _DTYPES = (
     re.compile(r"expected (?:mat1|input) and (?:mat2|weight) to have the same dtype, but got: (?P<a>[\w:]+) != (?P<b>[\w:]+)"),
     re.compile(r"RNN input dtype \((?P<a>[\w.]+)\) does not match weight dtype \((?P<b>[\w.]+)\)"),
 )
+_HIDDEN = re.compile(r"Expected hidden(?:\[\d\])? size \((?P<want>[\d, ]+)\), got \[(?P<got>[\d, ]+)\]")
 _MATMUL = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((?P<n>\d+)x(?P<got>\d+) and (?P<k>\d+)x(?P<m>\d+)\)")
 _CHANNELS = re.compile(
     r"weight of size \[(?P<weight>[\d, ]+)\], expected input\[(?P<input>[\d, ]+)\] to have (?P<want>\d+) channels, but got (?P<got>\d+) channels"
@@ -189,6 +194,54 @@ def shape_mismatch(crash: Crash, session: Observed | None) -> Explanation | None
     return None
 
 
+def rnn_batch_first(crash: Crash, session: Observed | None) -> Explanation | None:
+    """An RNN built without `batch_first=True` fed (batch, seq, features) with a hidden state
+    built for that batch: it wants the hidden state's batch to be the input's dim 1."""
+    match = _HIDDEN.search(crash.message)
+    torch = torch_module()
+    rnn = innermost_module(crash, torch.nn.RNNBase) if match is not None and torch is not None else None
+    if match is None or rnn is None or rnn.batch_first:
+        return None  # a batch_first layer: the hidden state is wrong for another reason (a short last batch)
+    want, got = ([int(d) for d in match[key].split(",")] for key in ("want", "got"))
+    x = next((f.locals["input"] for f in crash.deepest() if f.locals.get("self") is rnn and "input" in f.locals), None)
+    if not isinstance(x, torch.Tensor) or x.dim() != 3 or len(want) != 3 or len(got) != 3:
+        return None
+    batch, seq = int(x.shape[0]), int(x.shape[1])
+    if batch == seq or want != [got[0], seq, got[2]] or got[1] != batch:
+        return None
+    layer, kind = module_label(rnn, session), type(rnn).__name__
+    built = _built_at(crash, rnn)
+    crashed = crashes_at(crash) if built is not None else ""
+    message = (f"{layer} is built without batch_first=True, so it reads its input {list(x.shape)} as (seq={batch}, batch={seq}, "
+               f"features) and wants a hidden state for batch {seq}; the hidden state is {got} for batch {batch}, the input's "
+               f"dim 0: the input is (batch, seq, features){crashed}")
+    return Explanation(BATCH_MIXED, {}, at=built, message=message,
+                       hint=f"Pass `batch_first=True` to `{kind}(...)` (the hidden state stays (layers, batch, hidden)), or feed `x.transpose(0, 1)`.")
+
+
+def _built_at(crash: Crash, layer: Any) -> tuple[str, int] | None:
+    """The line of `self.<name> = ...` in the `__init__` of the user's module that holds `layer`
+    as its child `<name>` (the module whose forward called it)."""
+    torch = torch_module()
+    for frame in crash.deepest():
+        owner = frame.locals.get("self")
+        if not is_user_file(frame.file) or torch is None or not isinstance(owner, torch.nn.Module):
+            continue
+        names = [name for name, child in owner._modules.items() if child is layer]
+        for cls in type(owner).__mro__:
+            init = cls.__dict__.get("__init__")
+            code = getattr(init, "__code__", None)
+            tree = module_tree(code.co_filename) if code is not None and is_user_file(code.co_filename) else None
+            scope = scope_of(tree, code) if tree is not None and code is not None else None
+            for node in own_nodes(scope) if scope is not None else ():
+                if isinstance(node, ast.Assign) and any(
+                        isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self" and t.attr in names
+                        for t in node.targets):
+                    return code.co_filename, node.lineno  # type: ignore[union-attr]
+        return None
+    return None
+
+
 def _unbatched_input(crash: Crash, conv: Any) -> Any:
     """The input a convolution got without a batch dimension (Conv2d given (16, 28, 28)): torch
     then reads dim 0 as channels, and its error shows the shape with a batch of 1 added."""
@@ -264,4 +317,4 @@ def _producer(tensor: Any) -> str:
 
 #: where these explainers are tried: lower first (core/plugins.py)
 ORDER = 70
-EXPLAINERS = (device_mismatch, dtype_mismatch, view_of_non_contiguous, shape_mismatch, embedding_index)
+EXPLAINERS = (device_mismatch, dtype_mismatch, view_of_non_contiguous, shape_mismatch, rnn_batch_first, embedding_index)
