@@ -4,12 +4,16 @@ When the making cannot be read for certain, the finding stays at the crash line.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
+from tests.run.conftest import torchdoctor_run
 from tests.run.test_crash import explained, line_of
 
 HERE = "tests/run/test_crash_provenance.py"
@@ -208,3 +212,56 @@ def test_a_hidden_state_wrong_for_other_reasons_is_not_a_layout_bug() -> None:
         assert explained(action).rule == "TD001"
     # the correct twin runs
     assert Recurrent(nn.LSTM, batch_first=True)(torch.randn(6, 5, 4)).shape == (6, 5, 8)
+
+
+MODEL = '''\
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 4, 3)
+        self.rnn = nn.GRU(6, 8, batch_first=True)
+
+    def forward(self, x):
+        x = self.conv1(x)
+        out, _ = self.rnn(x.flatten(1, 2))
+        return out[:, -1]
+'''
+
+TRAIN = '''\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+from model import Net
+
+device = torch.device("cpu")
+loader = DataLoader(TensorDataset(torch.randn(16, 1, 8, 8), torch.arange(16) % 8), batch_size=4)
+model = Net().to(device)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for data, target in loader:
+    data, target = {batch}
+    optimizer.zero_grad()
+    loss = torch.nn.functional.cross_entropy(model(data), target)
+    loss.backward()
+    optimizer.step()
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("batch", "expected"), [
+    ("data.double().to(device), target.to(device)", ("TD411", "train.py", 11)),  # made float64 in the loop
+    ("data.to(device), target.to(device)", None),  # the correct twin
+])
+def test_torchdoctor_run_points_at_the_line_that_made_the_batch_float64(write, tmp_path: Path, batch: str,
+                                                                         expected: tuple[str, str, int] | None) -> None:
+    write("model.py", MODEL)
+    ran = torchdoctor_run(str(write("train.py", TRAIN.format(batch=batch))), cwd=tmp_path)
+    crashes = [(f["rule"], f["file"], f["line"]) for f in ran.report["findings"] if f["severity"] == "error"]
+    if expected is None:
+        assert ran.returncode == 0 and crashes == []
+        return
+    assert crashes == [expected]
+    assert "(`data.double()`), crashes at model.py:12" in ran.finding("TD411")["message"]
