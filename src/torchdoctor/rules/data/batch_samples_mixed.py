@@ -20,6 +20,10 @@ mixes the batch on purpose, which is why the check runs in eval mode.) `torchdoc
 the most common cause as it happens: an `nn.LSTM`/`GRU`/`RNN`, `nn.MultiheadAttention` or
 `nn.Transformer*Layer` built without `batch_first=True` (so it reads dim 0 as time) getting
 an input whose dim 0 is the DataLoader's `batch_size` and whose dim 1 is something else.
+When such an `nn.LSTM`/`GRU`/`RNN` is also given a hidden state built for dim 0
+(`torch.zeros(layers, x.size(0), hidden)`), it crashes with "Expected hidden size (2, 28, 128),
+got [2, 100, 128]"; `torchdoctor run` explains that crash as this bug, at the line that built
+the layer.
 
 ## Why is this bad?
 `x.view(seq, batch, features)` on a `(batch, seq, features)` tensor has the right shape and
