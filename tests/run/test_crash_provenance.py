@@ -75,6 +75,31 @@ def test_conversion_in_the_argument_of_the_model_call() -> None:
         assert f"(`{made}`)" in finding.message, finding.message
 
 
+class Reshaping(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(36, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.reshape(-1, 36)
+        return self.fc(x)
+
+
+def test_the_value_is_followed_through_names_that_keep_it() -> None:
+    model = Reshaping()
+
+    def argument_reshaped_in_forward() -> None:
+        images = torch.randn(4, 1, 6, 6)
+        model(images.double())
+
+    def caller_name_viewed_in_the_call() -> None:
+        batch = torch.randn(4, 36).double()
+        model(batch.view(4, 6, 6))
+
+    assert explained(argument_reshaped_in_forward).line == line_of("model(images.double())", argument_reshaped_in_forward)
+    assert explained(caller_name_viewed_in_the_call).line == line_of(".double()", caller_name_viewed_in_the_call)
+
+
 def test_float64_from_numpy_and_from_a_factory() -> None:
     model = nn.Linear(4, 2)
 

@@ -72,24 +72,31 @@ def origin_of(crash: Crash, tensor: Any, maker: Maker) -> Origin | None:
     return None
 
 
-def _traced(frames: list[Frame], users: list[int], index: int, name: str, maker: Maker) -> Origin | None:
+def _traced(frames: list[Frame], users: list[int], index: int, name: str, maker: Maker, line: int | None = None,
+            hops: int = 8) -> Origin | None:
+    """Where the value `name` holds at `line` (default: the frame's) of frame `index` was made."""
     frame = frames[index]
-    bound = _binding(frame, name)
+    bound = _binding(frame, name, frame.line if line is None else line)
+    found: Origin | ast.Name | None = None
     if isinstance(bound, ast.expr):
-        return _made(bound, frame, maker, absolute=True)
-    if bound == "parameter":
+        found = _made(bound, frame, maker, absolute=True)
+        if isinstance(found, ast.Name) and hops:  # `x = x.view(...)`: what `x` held before this line
+            return _traced(frames, users, index, found.id, maker, found.lineno, hops - 1)
+    elif bound == "parameter":
         outer = [i for i in users if i < index]
         if not outer or not _direct_call(frames[outer[-1] + 1:index], frame):
             return None
-        caller = frames[outer[-1]]
-        argument = _argument(caller, frame, name)
-        return _made(argument, caller, maker, absolute=False) if argument is not None else None
-    return None
+        argument = _argument(frames[outer[-1]], frame, name)
+        found = _made(argument, frames[outer[-1]], maker, absolute=False) if argument is not None else None
+        if isinstance(found, ast.Name) and hops:  # `model(x.view(...))`: what the caller's `x` held
+            return _traced(frames, users, outer[-1], found.id, maker, None, hops - 1)
+    return found if isinstance(found, Origin) else None
 
 
-def _made(expr: ast.expr, frame: Frame, maker: Maker, *, absolute: bool) -> Origin | None:
-    """Follow `expr` to the node that made the value; its line is the node's own when `expr`
-    comes from the file's tree, else the frame's (an expression parsed on its own)."""
+def _made(expr: ast.expr, frame: Frame, maker: Maker, *, absolute: bool) -> Origin | ast.Name | None:
+    """Follow `expr` to the node that made the value (its line is the node's own when `expr`
+    comes from the file's tree, else the frame's: an expression parsed on its own), or to the
+    name whose value it keeps; None when unsure."""
     resolve = _resolver(frame)
     node: ast.expr | None = expr
     for _ in range(32):
@@ -102,6 +109,8 @@ def _made(expr: ast.expr, frame: Frame, maker: Maker, *, absolute: bool) -> Orig
             return Origin(frame.file, line, text)
         if said is False:
             return None
+        if isinstance(node, ast.Name):
+            return node
         node = said if isinstance(said, ast.expr) else _kept(node)
     return None
 
@@ -135,8 +144,8 @@ def crashes_at(crash: Crash) -> str:
 # --- the binding of a name before a line -----------------------------------------------------------
 
 
-def _binding(frame: Frame, name: str) -> ast.expr | str | None:
-    """The value expression of the last binding of `name` before the frame's line, when it
+def _binding(frame: Frame, name: str, line: int) -> ast.expr | str | None:
+    """The value expression of the last binding of `name` before `line`, when it
     surely made the value the name holds there; "parameter" when the name is a parameter not
     rebound before the line; None when unsure."""
     live = frame.live
@@ -148,7 +157,7 @@ def _binding(frame: Frame, name: str) -> ast.expr | str | None:
     if any(isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names for node in nodes):
         return None
     parents = {child: node for node in (scope, *nodes) for child in ast.iter_child_nodes(node)}
-    current = _statement_at(nodes, frame.line, parents)
+    current = _statement_at(nodes, line, parents)
     if current is None:
         return None
     bindings = _bindings(nodes, name)
