@@ -7,6 +7,9 @@ import functools
 import linecache
 from collections.abc import Iterator
 from types import CodeType
+from typing import Any
+
+from torchdoctor.core.locate import is_user_file
 
 #: context managers and decorators that turn autograd off
 _GRAD_OFF = frozenset({"no_grad", "inference_mode"})
@@ -48,6 +51,23 @@ def own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
             continue
         yield node
         stack.extend(ast.iter_child_nodes(node))
+
+
+def child_built_at(owner: Any, child: Any) -> tuple[str, int] | None:
+    """The line of `self.<name> = ...` in the `__init__` (of the user's classes) of the module
+    `owner` that holds `child` as its submodule `<name>`: where the layer was built (a call;
+    `self.rnn = rnn` only stores a layer built elsewhere)."""
+    names = [name for name, module in getattr(owner, "_modules", {}).items() if module is child]
+    for cls in type(owner).__mro__ if names else ():
+        code = getattr(cls.__dict__.get("__init__"), "__code__", None)
+        tree = module_tree(code.co_filename) if code is not None and is_user_file(code.co_filename) else None
+        scope = scope_of(tree, code) if tree is not None and code is not None else None
+        for node in own_nodes(scope) if scope is not None else ():
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and any(
+                    isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self" and t.attr in names
+                    for t in node.targets):
+                return code.co_filename, node.lineno  # type: ignore[union-attr]
+    return None
 
 
 def grad_off_block(filename: str, line: int) -> int | None:

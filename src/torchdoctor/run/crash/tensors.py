@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import ast
 import re
 from typing import TYPE_CHECKING, Any
 
 from torchdoctor.core.locate import is_user_file
-from torchdoctor.introspect.source import module_tree, own_nodes, scope_of
+from torchdoctor.introspect.source import child_built_at
 from torchdoctor.rules.api.layer_input_shape_mismatch import RULE as SHAPE
 from torchdoctor.rules.api.view_of_non_contiguous import RULE as VIEW
 from torchdoctor.rules.data.batch_samples_mixed import RULE as BATCH_MIXED
@@ -220,25 +219,12 @@ def rnn_batch_first(crash: Crash, session: Observed | None) -> Explanation | Non
 
 
 def _built_at(crash: Crash, layer: Any) -> tuple[str, int] | None:
-    """The line of `self.<name> = ...` in the `__init__` of the user's module that holds `layer`
-    as its child `<name>` (the module whose forward called it)."""
+    """The line that built `layer` in the `__init__` of the user's module whose forward called it."""
     torch = torch_module()
     for frame in crash.deepest():
         owner = frame.locals.get("self")
-        if not is_user_file(frame.file) or torch is None or not isinstance(owner, torch.nn.Module):
-            continue
-        names = [name for name, child in owner._modules.items() if child is layer]
-        for cls in type(owner).__mro__:
-            init = cls.__dict__.get("__init__")
-            code = getattr(init, "__code__", None)
-            tree = module_tree(code.co_filename) if code is not None and is_user_file(code.co_filename) else None
-            scope = scope_of(tree, code) if tree is not None and code is not None else None
-            for node in own_nodes(scope) if scope is not None else ():
-                if isinstance(node, ast.Assign) and any(
-                        isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self" and t.attr in names
-                        for t in node.targets):
-                    return code.co_filename, node.lineno  # type: ignore[union-attr]
-        return None
+        if is_user_file(frame.file) and torch is not None and isinstance(owner, torch.nn.Module):
+            return child_built_at(owner, layer)
     return None
 
 
