@@ -77,7 +77,10 @@ def test_dtype_mismatch_points_at_float64_data() -> None:
 
     finding = explained(step)
     assert finding.rule == "TD411"
-    assert "`features` is float64" in finding.message and ".float()" in finding.hint
+    assert "`features` is float64" in finding.message and "torch.float32" in finding.hint
+    # at the line that made it float64, with the crash's own line kept in the message
+    assert finding.line == line_of("features = torch.rand", step)
+    assert f"crashes at tests/run/test_crash.py:{line_of('nn.Linear(8, 1)(features)', step)}" in finding.message
 
 
 def test_in_place_change_of_a_saved_output_names_the_forward_op() -> None:

@@ -39,7 +39,7 @@ EXPECTED = {
     "23_everything_frozen": ("TD416", "loss.backward()"),
     "24_validation_in_train_mode": ("TD133", "model(x).argmax("),
     "25_accumulation_reset_every_batch": ("TD115", "optimizer.zero_grad()"),
-    "26_lstm_without_batch_first": ("TD302", "self.lstm(x)"),
+    "26_lstm_without_batch_first": ("TD302", "self.lstm = nn.LSTM("),
     "27_scheduler_stepped_every_batch": ("TD428", "scheduler.step()"),
     "28_encoder_under_no_grad": ("TD124", "features = encoder(x)"),
     "29_compiled_softmax_before_cross_entropy": ("TD101", "torch.softmax("),

@@ -45,6 +45,21 @@ def test_lstm_built_time_first_and_fed_batch_first_is_flagged_at_the_call() -> N
     assert "(8, 12, 16)" in finding.message and "batch_first=True" in finding.hint
 
 
+class Encoder(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.rnn = nn.GRU(16, 16)  # built here
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.rnn(x)[0]
+
+
+def test_a_layer_built_in_a_modules_init_is_flagged_where_it_was_built() -> None:
+    with observing(SequenceFirstLayout) as observed:
+        train(Tagger(Encoder()), batch_first_loader())
+    assert observed.one("TD302").line == line_of(__file__, "self.rnn = nn.GRU(16, 16)  # built here")
+
+
 def test_transformer_layer_built_time_first_and_fed_batch_first_is_flagged() -> None:
     layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0)
     with observing(SequenceFirstLayout) as observed:

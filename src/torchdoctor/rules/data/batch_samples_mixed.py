@@ -19,7 +19,13 @@ gradient with respect to the *other* samples is exactly zero. (Batch norm in tra
 mixes the batch on purpose, which is why the check runs in eval mode.) `torchdoctor run` sees
 the most common cause as it happens: an `nn.LSTM`/`GRU`/`RNN`, `nn.MultiheadAttention` or
 `nn.Transformer*Layer` built without `batch_first=True` (so it reads dim 0 as time) getting
-an input whose dim 0 is the DataLoader's `batch_size` and whose dim 1 is something else.
+an input whose dim 0 is the DataLoader's `batch_size` and whose dim 1 is something else,
+and points at the line that built the layer when it is a `self.<name> = nn.LSTM(...)` in
+your module's `__init__`.
+When such an `nn.LSTM`/`GRU`/`RNN` is also given a hidden state built for dim 0
+(`torch.zeros(layers, x.size(0), hidden)`), it crashes with "Expected hidden size (2, 28, 128),
+got [2, 100, 128]"; `torchdoctor run` explains that crash as this bug, at the line that built
+the layer.
 
 ## Why is this bad?
 `x.view(seq, batch, features)` on a `(batch, seq, features)` tensor has the right shape and

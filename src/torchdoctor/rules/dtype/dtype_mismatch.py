@@ -13,9 +13,13 @@ RULE = Rule(
     hint="Convert the odd one out where it is created: `.float()` for float64 data that comes from NumPy or from Python floats.",
     doc="""
 ## What it does
-Explains crashes such as "mat1 and mat2 must have the same dtype, but got Double and Float"
-or "Input type (double) and bias type (float) should be the same" at the line of your code
-that made the call, naming both tensors and their dtypes, and where float64 usually comes from.
+Explains crashes such as "mat1 and mat2 must have the same dtype, but got Double and Float",
+"Input type (double) and bias type (float) should be the same" or an RNN's "RNN input dtype
+(torch.float64) does not match weight dtype (torch.float32)", naming both tensors and their
+dtypes. It points at the line of your code that made the tensor of the wrong dtype
+(`data = data.double()` in the training loop, `model(x.to(torch.float64))`,
+`torch.from_numpy(float64_array)`) when that line can be read for certain from the failing
+frames, with the crashing line in the message; otherwise at the line that made the call.
 
 ## Why is this bad?
 Layers keep their weights in float32; data from NumPy (`torch.from_numpy`) or from Python

@@ -39,6 +39,7 @@ class Explanation:
     at: Location | None = None
     evidence: dict[str, Any] | None = None
     hint: str | None = None
+    message: str | None = None  # replaces the rule's template (its fields still fill the hint)
 
 
 #: returned by an explainer when the crash is reported by the process where it happened
@@ -96,7 +97,8 @@ def _finding(said: Explanation, crash: Crash, outer: Crash) -> Finding:
     location = said.at if said.at is not None else ((frame.file, frame.line) if frame else None)
     evidence = {"exception": crash.headline, **({"raised_in": crash.origin} if crash.origin else {}), **(said.evidence or {})}
     return reporting.build(said.rule, location, said.fields,
-                           {"severity": Severity.ERROR, "evidence": evidence, "rank": crash.rank, "hint": said.hint})
+                           {"severity": Severity.ERROR, "evidence": evidence, "rank": crash.rank, "hint": said.hint,
+                            "message": said.message})
 
 
 def _at(rule: Rule, crash: Crash, frame: Frame | None, fields: dict[str, Any]) -> Finding:

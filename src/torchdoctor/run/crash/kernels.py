@@ -105,7 +105,7 @@ def _all_ops() -> list[str]:
 
 def _called_op(frame: Frame) -> str | None:
     """`aten::linalg_eigh` for a frame that raised while calling `torch.linalg.eigh(x)`."""
-    node = _expression(frame)
+    node = expression_at(frame)
     if node is None:
         return None
     name = None
@@ -120,7 +120,7 @@ def _called_op(frame: Frame) -> str | None:
     return op if _exists(op) else None
 
 
-def _expression(frame: Frame) -> ast.AST | None:
+def expression_at(frame: Frame) -> ast.AST | None:
     """The expression the frame was evaluating when it raised (Python 3.11+ positions)."""
     if frame.live is None or frame.lasti < 0:
         return None

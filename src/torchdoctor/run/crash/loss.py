@@ -16,6 +16,7 @@ from torchdoctor.rules.loss.loss_arguments_swapped import RULE as SWAPPED
 from torchdoctor.run.crash.describe import dtype_name, innermost_module, module_label, tensor_dtype, torch_module
 from torchdoctor.run.crash.explain import Explanation
 from torchdoctor.run.crash.model import Crash
+from torchdoctor.run.crash.provenance import converts_to, label_arithmetic, made_here, origin_of
 from torchdoctor.run.events import Location
 
 if TYPE_CHECKING:
@@ -46,7 +47,12 @@ def target_out_of_range(crash: Crash, session: Observed | None) -> Explanation |
         "num_classes": classes if classes is not None else "fewer",
         "last": classes - 1 if classes is not None else "C-1",
     }
-    return Explanation(OUT_OF_RANGE, fields, hint=hint)
+    origin = origin_of(crash, target, label_arithmetic) if target is not None else None
+    if origin is None:
+        return Explanation(OUT_OF_RANGE, fields, hint=hint)
+    message = OUT_OF_RANGE.message.format(**fields) + made_here(origin, "labels shifted", crash)
+    return Explanation(OUT_OF_RANGE, fields, hint=hint or f"`{origin.text}` shifts the labels out of 0..C-1: check it against the number of classes.",
+                       at=(origin.file, origin.line), message=message, evidence={"made_at": origin.place, "made_by": origin.text})
 
 
 def target_dtype(crash: Crash, session: Observed | None) -> Explanation | None:
@@ -54,7 +60,16 @@ def target_dtype(crash: Crash, session: Observed | None) -> Explanation | None:
     if match is None:
         return None
     dtype = dtype_name(match["dtype"] or match["old"])
-    return Explanation(TARGET_DTYPE, {"loss": _loss_name(crash), "dtype": dtype})
+    fields = {"loss": _loss_name(crash), "dtype": dtype}
+    found = _loss_frame(crash, _CLASS_LOSSES)
+    target = found[2] if found is not None else None
+    origin = origin_of(crash, target, converts_to(tensor_dtype(target))) if hasattr(target, "dtype") else None
+    if origin is None:
+        return Explanation(TARGET_DTYPE, fields)
+    return Explanation(TARGET_DTYPE, fields, at=(origin.file, origin.line),
+                       message=TARGET_DTYPE.message.format(**fields) + made_here(origin, f"made {tensor_dtype(target)}", crash),
+                       hint=f"`{origin.text}` makes the labels {tensor_dtype(target)}: keep them int64 (drop the conversion, or `.long()`).",
+                       evidence={"made_at": origin.place, "made_by": origin.text})
 
 
 def target_shape(crash: Crash, session: Observed | None) -> Explanation | None:

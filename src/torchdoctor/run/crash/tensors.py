@@ -5,8 +5,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from torchdoctor.core.locate import is_user_file
+from torchdoctor.introspect.source import child_built_at
 from torchdoctor.rules.api.layer_input_shape_mismatch import RULE as SHAPE
 from torchdoctor.rules.api.view_of_non_contiguous import RULE as VIEW
+from torchdoctor.rules.data.batch_samples_mixed import RULE as BATCH_MIXED
 from torchdoctor.rules.data.embedding_index_out_of_range import RULE as EMBEDDING
 from torchdoctor.rules.device.device_mismatch import RULE as DEVICE
 from torchdoctor.rules.dtype.dtype_mismatch import RULE as DTYPE
@@ -23,6 +26,7 @@ from torchdoctor.run.crash.describe import (
 from torchdoctor.run.crash.explain import Explanation
 from torchdoctor.run.crash.kernels import op_clause
 from torchdoctor.run.crash.model import Crash
+from torchdoctor.run.crash.provenance import converts_to, crashes_at, made_here, origin_of
 
 if TYPE_CHECKING:
     from torchdoctor.run.observed import Observed
@@ -41,7 +45,9 @@ _DTYPES = (
     re.compile(r"expected scalar type (?P<b>\w+) but found (?P<a>\w+)"),
     re.compile(r"Found dtype (?P<a>\w+) but expected (?P<b>\w+)"),
     re.compile(r"expected (?:mat1|input) and (?:mat2|weight) to have the same dtype, but got: (?P<a>[\w:]+) != (?P<b>[\w:]+)"),
+    re.compile(r"RNN input dtype \((?P<a>[\w.]+)\) does not match weight dtype \((?P<b>[\w.]+)\)"),
 )
+_HIDDEN = re.compile(r"Expected hidden(?:\[\d\])? size \((?P<want>[\d, ]+)\), got \[(?P<got>[\d, ]+)\]")
 _MATMUL = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((?P<n>\d+)x(?P<got>\d+) and (?P<k>\d+)x(?P<m>\d+)\)")
 _CHANNELS = re.compile(
     r"weight of size \[(?P<weight>[\d, ]+)\], expected input\[(?P<input>[\d, ]+)\] to have (?P<want>\d+) channels, but got (?P<got>\d+) channels"
@@ -88,6 +94,18 @@ def dtype_mismatch(crash: Crash, session: Observed | None) -> Explanation | None
     b = _pick(crash, session, lambda t: tensor_dtype(t) == second and (a is None or t is not a[1]))
     names = (a[0] if a else f"a {first} tensor", b[0] if b else f"a {second} tensor")
     wide = first if first == "float64" else second if second == "float64" else None
+    culprit = _culprit(a, b, wide)
+    origin = origin_of(crash, culprit, converts_to(tensor_dtype(culprit))) if culprit is not None else None
+    clause, op = op_clause(crash)
+    where = _where(crash, session) + clause
+    if origin is not None and culprit is not None:
+        made, want = tensor_dtype(culprit), second if culprit is (a[1] if a else None) else first
+        return Explanation(DTYPE, {"first": names[0], "first_dtype": first, "second": names[1], "second_dtype": second,
+                                   "where": where + made_here(origin, f"made {made}", crash)}, at=(origin.file, origin.line),
+                           hint=(f"`{origin.text}` makes it {made}: make it {want} there instead (`.to(torch.{want})`, "
+                                 f"`dtype=torch.{want}`) or drop the conversion; run the model in {made} only on purpose "
+                                 f"(`model.to(torch.{made})`)."),
+                           evidence={**({"op": op} if op else {}), "made_at": origin.place, "made_by": origin.text})
     if wide is not None:
         culprit = names[0] if wide == first else names[1]
         hint = (
@@ -96,9 +114,19 @@ def dtype_mismatch(crash: Crash, session: Observed | None) -> Explanation | None
         )
     else:
         hint = "Convert one side so both match (`.to(other.dtype)`), or run the mixed-precision region under `torch.autocast`."
-    clause, op = op_clause(crash)
     return Explanation(DTYPE, {"first": names[0], "first_dtype": first, "second": names[1], "second_dtype": second,
-                               "where": _where(crash, session) + clause}, hint=hint, evidence={"op": op} if op else None)
+                               "where": where}, hint=hint, evidence={"op": op} if op else None)
+
+
+def _culprit(a: tuple[str, Any] | None, b: tuple[str, Any] | None, wide: str | None) -> Any:
+    """The tensor of the wrong dtype: the data beside a parameter, else the float64 one."""
+    if a is None or b is None:
+        return None
+    if _is_param(a[1]) != _is_param(b[1]):
+        return b[1] if _is_param(a[1]) else a[1]
+    if wide is not None and not _is_param(a[1]):
+        return a[1] if tensor_dtype(a[1]) == wide else b[1]
+    return None
 
 
 def view_of_non_contiguous(crash: Crash, session: Observed | None) -> Explanation | None:
@@ -162,6 +190,41 @@ def shape_mismatch(crash: Crash, session: Observed | None) -> Explanation | None
             SHAPE,
             {"layer": layer, "expected": f"{want} input channels", "got": f"{match['got']} channels (input shape [{match['input']}])"}, hint=hint,
         )
+    return None
+
+
+def rnn_batch_first(crash: Crash, session: Observed | None) -> Explanation | None:
+    """An RNN built without `batch_first=True` fed (batch, seq, features) with a hidden state
+    built for that batch: it wants the hidden state's batch to be the input's dim 1."""
+    match = _HIDDEN.search(crash.message)
+    torch = torch_module()
+    rnn = innermost_module(crash, torch.nn.RNNBase) if match is not None and torch is not None else None
+    if match is None or rnn is None or rnn.batch_first:
+        return None  # a batch_first layer: the hidden state is wrong for another reason (a short last batch)
+    want, got = ([int(d) for d in match[key].split(",")] for key in ("want", "got"))
+    x = next((f.locals["input"] for f in crash.deepest() if f.locals.get("self") is rnn and "input" in f.locals), None)
+    if not isinstance(x, torch.Tensor) or x.dim() != 3 or len(want) != 3 or len(got) != 3:
+        return None
+    batch, seq = int(x.shape[0]), int(x.shape[1])
+    if batch == seq or want != [got[0], seq, got[2]] or got[1] != batch:
+        return None
+    layer, kind = module_label(rnn, session), type(rnn).__name__
+    built = _built_at(crash, rnn)
+    crashed = crashes_at(crash) if built is not None else ""
+    message = (f"{layer} is built without batch_first=True, so it reads its input {list(x.shape)} as (seq={batch}, batch={seq}, "
+               f"features) and wants a hidden state for batch {seq}; the hidden state is {got} for batch {batch}, the input's "
+               f"dim 0: the input is (batch, seq, features){crashed}")
+    return Explanation(BATCH_MIXED, {}, at=built, message=message,
+                       hint=f"Pass `batch_first=True` to `{kind}(...)` (the hidden state stays (layers, batch, hidden)), or feed `x.transpose(0, 1)`.")
+
+
+def _built_at(crash: Crash, layer: Any) -> tuple[str, int] | None:
+    """The line that built `layer` in the `__init__` of the user's module whose forward called it."""
+    torch = torch_module()
+    for frame in crash.deepest():
+        owner = frame.locals.get("self")
+        if is_user_file(frame.file) and torch is not None and isinstance(owner, torch.nn.Module):
+            return child_built_at(owner, layer)
     return None
 
 
@@ -240,4 +303,4 @@ def _producer(tensor: Any) -> str:
 
 #: where these explainers are tried: lower first (core/plugins.py)
 ORDER = 70
-EXPLAINERS = (device_mismatch, dtype_mismatch, view_of_non_contiguous, shape_mismatch, embedding_index)
+EXPLAINERS = (device_mismatch, dtype_mismatch, view_of_non_contiguous, shape_mismatch, rnn_batch_first, embedding_index)

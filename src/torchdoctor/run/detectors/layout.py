@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from torchdoctor.introspect.source import child_built_at
 from torchdoctor.rules.data.batch_samples_mixed import RULE as BATCH_MIXED
 from torchdoctor.run.detector import Detector
 from torchdoctor.run.events import Batch, ModuleCall
@@ -58,8 +59,19 @@ class SequenceFirstLayout(Detector):
             "of each batch are processed as one sequence and their outputs depend on each other"
         )
         hint = f"Build it with `{kind}(..., batch_first=True)`, or pass `x.transpose(0, 1)` (time first) and read the output the same way."
-        self.ctx.report(BATCH_MIXED, key=id(module), message=message, hint=hint,
+        self.ctx.report(BATCH_MIXED, at=self._built_at(module) or True, key=id(module), message=message, hint=hint,
                         evidence={"input_shape": list(x.shape), "batch_size": batch, "layer": name})
+
+    def _built_at(self, module: nn.Module) -> tuple[str, int] | None:
+        """The line that built the layer (`self.rnn = nn.LSTM(...)` in its parent's `__init__`:
+        the line to change); a Transformer layer's attention: the layer's."""
+        for root in self.ctx.modules.live_roots():
+            for parent in root.modules():
+                for child in parent.children():
+                    if child is module or (isinstance(module, nn.MultiheadAttention) and module in (
+                            getattr(child, "self_attn", None), getattr(child, "multihead_attn", None))):
+                        return child_built_at(parent, child)
+        return None
 
     def _described(self, module: nn.Module) -> tuple[str, str]:
         """The layer's name and class; the attention inside a Transformer layer is named by that

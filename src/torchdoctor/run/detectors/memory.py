@@ -18,7 +18,6 @@ import functools
 import linecache
 import sys
 import weakref
-from collections.abc import Iterable
 from dataclasses import dataclass
 from types import CodeType, FrameType
 from typing import Any
@@ -27,7 +26,7 @@ import torch
 
 from torchdoctor.core.locate import caller_in_user_code, user_frame
 from torchdoctor.introspect.frames import read_locals
-from torchdoctor.introspect.source import module_tree
+from torchdoctor.introspect.source import module_tree, own_nodes, scope_of
 from torchdoctor.rules.memory.loss_accumulated_with_history import RULE as LOSS_HISTORY
 from torchdoctor.rules.memory.retain_graph_in_loop import RULE as RETAIN_GRAPH
 from torchdoctor.run.detector import Detector
@@ -69,38 +68,16 @@ def _dotted(node: ast.expr) -> str | None:
     return None
 
 
-def _scope(tree: ast.Module, code: CodeType) -> ast.AST | None:
-    if code.co_name == "<module>":
-        return tree
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name:
-            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            if first == code.co_firstlineno:
-                return node
-    return None
-
-
-def _own_statements(scope: ast.AST) -> Iterable[ast.AST]:
-    """The statements of a function or module, not those of functions or classes inside it."""
-    stack = list(ast.iter_child_nodes(scope))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        yield node
-        stack.extend(ast.iter_child_nodes(node))
-
-
 @functools.lru_cache(maxsize=1024)
 def accumulations(code: CodeType) -> tuple[Accumulation, ...]:
     """Running totals in the function (or module) `code` belongs to."""
     tree = module_tree(code.co_filename)
-    scope = _scope(tree, code) if tree is not None else None
+    scope = scope_of(tree, code) if tree is not None else None
     if scope is None:
         return ()
     source = "".join(linecache.getlines(code.co_filename))
     found = []
-    for node in _own_statements(scope):
+    for node in own_nodes(scope):
         if isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub)):
             target = _dotted(node.target)
             if target is not None:

@@ -27,10 +27,9 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from torchdoctor.core.locate import user_frame
 from torchdoctor.core.wording import size_text
 from torchdoctor.introspect.frames import read_locals
-from torchdoctor.introspect.source import module_tree
+from torchdoctor.introspect.source import module_tree, own_nodes, scope_of
 from torchdoctor.rules.memory.deleted_but_still_alive import RULE as DELETED
 from torchdoctor.run.detector import Detector
-from torchdoctor.run.detectors.memory import _own_statements, _scope
 from torchdoctor.run.detectors.memory_account import FULL_STEPS, MemoryState
 from torchdoctor.run.events import Backward, Location, LossCall, Step
 from torchdoctor.run.memory.census import BIG, Big, Census
@@ -61,11 +60,11 @@ class Bound:
 def deleted_names(code: CodeType) -> dict[str, int]:
     """Names the function (or module) deletes with `del name`, and the line of each `del`."""
     tree = module_tree(code.co_filename)
-    scope = _scope(tree, code) if tree is not None else None
+    scope = scope_of(tree, code) if tree is not None else None
     if scope is None:
         return {}
     found: dict[str, int] = {}
-    for node in _own_statements(scope):
+    for node in own_nodes(scope):
         if isinstance(node, ast.Delete):
             for target in node.targets:
                 for name in target.elts if isinstance(target, ast.Tuple) else [target]:
@@ -181,10 +180,10 @@ def view_site(name: str, storage: Any) -> tuple[Location, str, int | None, str] 
     Only in the function (or module) of a running user frame whose `name` uses that storage (its key):
     another function's `first` is another variable."""
     for filename, scope in _binding_scopes(name, storage):
-        for node in _own_statements(scope):
+        for node in own_nodes(scope):
             base = _view_of(node, name)
             if base is not None:
-                deleted = next((d.lineno for d in _own_statements(scope) if isinstance(d, ast.Delete)
+                deleted = next((d.lineno for d in own_nodes(scope) if isinstance(d, ast.Delete)
                                 and any(isinstance(t, ast.Name) and t.id == base for t in d.targets)), None)
                 source = ast.get_source_segment("".join(linecache.getlines(filename)), node.value) or f"{base}[...]"  # type: ignore[attr-defined]
                 return (filename, node.lineno), base, deleted, source  # type: ignore[attr-defined]
@@ -200,7 +199,7 @@ def _binding_scopes(name: str, storage: Any) -> Iterator[tuple[str, ast.AST]]:
         tree = module_tree(code.co_filename)
         if tree is not None:
             if _uses(read_locals(frame).get(name), storage):
-                scope = _scope(tree, code)
+                scope = scope_of(tree, code)
                 if scope is not None:
                     yield code.co_filename, scope
             elif code.co_name != "<module>" and _uses(frame.f_globals.get(name), storage):
