@@ -115,3 +115,12 @@ def test_the_ops_td412_lists_save_their_output_and_their_cousins_do_not() -> Non
         lambda x: torch.relu(x) * 2,
     ]
     assert not any(_raises_after_in_place(op) for op in keep_their_input)
+
+
+def test_an_in_place_dropout_changes_a_saved_output_only_with_p_in_training() -> None:
+    """TD412 (lint) makes `attn = self.drop(attn.softmax(-1))` with `nn.Dropout(p, inplace=True)` a warning."""
+    outcomes = []
+    for p, training in ((0.1, True), (0.0, True), (0.1, False)):
+        drop = torch.nn.Dropout(p, inplace=True).train(training)
+        outcomes.append(_raises_after_in_place(lambda x, d=drop: d(x.softmax(-1)) - 1))
+    assert outcomes == [True, False, False]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 
-from torchdoctor.lint.api import FILE_END, Context, Event, Scope, Severity, check, keyword
+from torchdoctor.lint.api import FILE_END, Context, Event, Scope, Severity, check, dotted, keyword
 from torchdoctor.lint.steps import order
 from torchdoctor.rules.grad_flow.saved_tensor_modified_in_place import RULE as SAVED_TENSOR_MODIFIED_IN_PLACE
 
@@ -53,8 +53,14 @@ _SAVED, _BOUND, _IN_PLACE = "TD412-saved", "TD412-bound", "TD412-inplace"
 
 
 def _in_module_method(ctx: Context) -> bool:
-    info = ctx.scope.cls
-    return info is not None and info.looks_like_module and ctx.function is not None
+    """A method of an nn.Module (not of an autograd.Function, whose forward runs without autograd,
+    nor a staticmethod)."""
+    info, function = ctx.scope.cls, ctx.function
+    if info is None or function is None or not info.looks_like_module:
+        return False
+    if any(base.rpartition(".")[2] == "Function" for base in info.bases):
+        return False
+    return not any(dotted(d) == "staticmethod" for d in function.decorator_list)
 
 
 def _layer_constructor(callee: ast.expr, ctx: Context) -> ast.Call | None:
@@ -121,6 +127,15 @@ def _changed_in_place(value: ast.expr, ctx: Context) -> str | None:
     return None
 
 
+def _is_dropout(value: ast.expr, ctx: Context) -> bool:
+    """An in-place dropout changes its input only with p > 0 in training mode (seen on torch 2.13)."""
+    if not isinstance(value, ast.Call):
+        return False
+    constructor = _layer_constructor(value.func, ctx)
+    name = ctx.qualified(constructor.func if constructor is not None else value.func) or ""
+    return "dropout" in name.rpartition(".")[2].lower()
+
+
 def _root_name(target: ast.expr) -> str | None:
     """`x` for `x[...]` (and `x[i][j]`): the tensor an item assignment changes."""
     while isinstance(target, ast.Subscript):
@@ -140,7 +155,7 @@ def saved_output_bound(node: ast.Assign, ctx: Context) -> None:
         return
     changed = _changed_in_place(node.value, ctx)
     if changed is not None:
-        _note(ctx, _IN_PLACE, node, changed)
+        _note(ctx, _IN_PLACE, node, changed, "dropout" if _is_dropout(node.value, ctx) else None)
     for target in node.targets:
         name = _root_name(target)
         if isinstance(target, ast.Subscript) and name is not None:
@@ -172,7 +187,7 @@ def _grade(value: ast.expr, ctx: Context) -> int:
     grades: dict[str, int] = ctx.memo.setdefault("TD412-grades", {}).setdefault(id(ctx.scope), {})
     forward = ctx.function is not None and ctx.function.name in _FORWARD_METHODS
     best = 0
-    pending = [value]
+    pending: list[ast.AST] = [value]
     while pending:
         node = pending.pop()
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("detach", "detach_"):
@@ -233,16 +248,18 @@ def report_saved_outputs_changed(tree: ast.Module, ctx: Context) -> None:
             continue
         for saved, change in _saved_then_changed(scope):
             op, grade = details[id(saved)]
-            certain = scope.name.rpartition(".")[2] in _FORWARD_METHODS and grade == _LAYER
+            dropout = details.get(id(change)) == "dropout"
+            certain = scope.name.rpartition(".")[2] in _FORWARD_METHODS and grade == _LAYER and not dropout
+            when = " (an in-place dropout does so in training whenever its p > 0)" if dropout else ""
             ctx.report(
                 SAVED_TENSOR_MODIFIED_IN_PLACE, change.node,
                 severity=None if certain else Severity.WARNING,
                 message=(f"`{change.receiver}` is the output of {op} (line {saved.line}), which backward() reads; "
-                         f"changing it in place here makes backward() raise \"one of the variables needed for "
+                         f"changing it in place here{when} makes backward() raise \"one of the variables needed for "
                          f"gradient computation has been modified by an inplace operation\""),
                 hint=(f"Make a new tensor instead: `{change.receiver} = {change.receiver} + ...` for `+=`, "
                       f"`{change.receiver} = {change.receiver}.masked_fill(...)` for `masked_fill_`, or "
-                      f"`{change.receiver} = {change.receiver}.clone()` before assigning into a slice."),
+                      f"`{change.receiver} = {change.receiver}.clone()` before assigning into a slice; no `inplace=True` after it."),
             )
 
 

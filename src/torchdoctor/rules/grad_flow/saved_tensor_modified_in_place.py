@@ -26,8 +26,10 @@ leaky_relu/rrelu built with `inplace=True`), then changed in place before it is 
 Ops that save their input instead (gelu, silu, elu, hardtanh, dropout, linear layers,
 matrix products, batch norm) are left alone: changing their output in place is safe. It is an
 error in `forward()`; a warning where the op's input is the method's own argument (data that
-may need no gradient) or in other methods (sampling code that often runs under `no_grad`).
-Nothing is reported under `torch.no_grad()`.
+may need no gradient), in other methods (sampling code that often runs under `no_grad`), and
+for an in-place dropout (`nn.Dropout(p, inplace=True)`), which changes its input only when
+p > 0 in training. Nothing is reported under `torch.no_grad()`, nor in an
+`autograd.Function`'s `forward` (it runs without autograd).
 
 ## Why is this bad?
 Many operations save their output or input for the backward pass (sigmoid, tanh, exp, relu,
