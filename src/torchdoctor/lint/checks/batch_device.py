@@ -10,6 +10,7 @@ the model's move is looked for at the end of the file (it is often in `main()`, 
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 
 from torchdoctor.lint.api import FILE_END, Context, Event, check
@@ -23,6 +24,7 @@ _KEEP_DEVICE = frozenset({
     "half", "long", "int", "bool", "clone", "view_as", "reshape_as", "expand", "requires_grad_",
 })
 _MOVES = frozenset({"to", "cuda"})
+_DEVICE_NAME = re.compile(r"device|dev$|gpu|cuda|rank", re.I)
 _CPU_ONLY = frozenset({"torch.nn.utils.rnn.pack_padded_sequence", "torch.nn.functional.ctc_loss"})
 
 
@@ -50,8 +52,10 @@ def _is_move(call: ast.Call, ctx: Context) -> bool:
         return False
     if isinstance(target, ast.Constant):
         return isinstance(target.value, (str, int)) and target.value != "cpu"
-    qualified = ctx.qualified(target) or ""
-    return not (qualified.startswith("torch.") and not qualified.startswith("torch.device"))  # a dtype
+    if isinstance(target, ast.Call):
+        return ctx.qualified(target.func) == "torch.device"
+    # a variable may hold a dtype (`.to(weight_dtype)`): only names that say they are a device
+    return bool(_DEVICE_NAME.search((dotted(target) or "").rpartition(".")[2]))
 
 
 def _root(value: ast.expr, ctx: Context) -> tuple[str, bool] | None:
@@ -78,7 +82,7 @@ def _state(ctx: Context) -> _Batch | None:
     return None
 
 
-@check(DEVICE_MISMATCH, ast.For, tracks=("to", "cuda"))
+@check(DEVICE_MISMATCH, ast.For, tracks=("to", "cuda", "prepare"))
 def dataloader_loop(node: ast.For, ctx: Context) -> None:
     if iterated(node.iter, ctx)[0] != "dataloader":
         return
@@ -90,7 +94,7 @@ def dataloader_loop(node: ast.For, ctx: Context) -> None:
     for name in ast.walk(target):
         if isinstance(name, ast.Name):
             state.names[name.id] = node
-    ctx.memo.setdefault("TD410-loops", {})[id(node)] = (ctx.scope, state)
+    ctx.memo.setdefault("TD410-loops", {})[id(node)] = (iterated(node.iter, ctx)[1], state)
 
 
 @check(DEVICE_MISMATCH, ast.Assign)
@@ -110,6 +114,8 @@ def batch_rebound(node: ast.Assign, ctx: Context) -> None:
     for element, item in pairs:
         if isinstance(element, ast.Name):
             bound[element.id] = item
+        elif isinstance(element, ast.Subscript) and (root := _root(element, ctx)) is not None:
+            state.names.pop(root[0], None)  # images[0] = images[0].cuda(): its items change, not followed
     if isinstance(value, ast.Call):
         callee = dotted(value.func)
         if callee and isinstance(target, ast.Name) and value.args and _root(value.args[0], ctx) is not None:
@@ -186,9 +192,11 @@ def report_unmoved_batches(tree: ast.Module, ctx: Context) -> None:
              and _is_move(e.node, ctx)]
     if any(_forward_moves_input(e) for e in moves):
         return  # a model that moves its own input
-    for _, state in ctx.memo.get("TD410-loops", {}).values():
-        if not state.moved:
-            continue  # nothing of the batch is moved: a CPU-only program
+    prepared = {dotted(a) for scope in ctx.scopes for e in scope.events if e.name == "prepare"
+                and isinstance(e.node, ast.Call) for a in e.node.args}
+    for loop, state in ctx.memo.get("TD410-loops", {}).values():
+        if not state.moved or loop in prepared:
+            continue  # nothing of the batch is moved (a CPU-only program), or `accelerator.prepare` moves it
         reported: set[str] = set()
         for name, callee, where in state.uses:
             if name in reported or name in state.kept_on_cpu or not _model_moved(callee, moves, ctx):
