@@ -68,3 +68,59 @@ def test_checkpoint_without_use_reentrant_warns_and_drops_gradients() -> None:
     block.zero_grad(set_to_none=True)
     head(checkpoint(block, x, use_reentrant=False)).sum().backward()
     assert block.weight.grad is not None
+
+
+def _raises_after_in_place(op) -> bool:  # type: ignore[no-untyped-def]
+    weight = torch.randn(4, 4, requires_grad=True)
+    out = op(weight * 1.0)
+    out += 1
+    try:
+        out.sum().backward()
+    except RuntimeError as error:
+        assert "modified by an inplace operation" in str(error)
+        return True
+    return False
+
+
+def _resolve(qualified: str):  # type: ignore[no-untyped-def]
+    value = torch
+    for part in qualified.split(".")[1:]:
+        value = getattr(value, part)
+    return value
+
+
+def test_the_ops_td412_lists_save_their_output_and_their_cousins_do_not() -> None:
+    """TD412 (lint) flags an in-place change after exactly the ops whose backward reads their output."""
+    from torchdoctor.lint.checks import saved_output as td412
+
+    for name in td412.SAVES_OUTPUT:
+        function = _resolve(name)
+        dim = {"dim": -1} if "soft" in name else {}
+        assert _raises_after_in_place(lambda x, f=function, d=dim: f(x, **d)), name
+    for method in td412.SAVES_OUTPUT_METHODS:
+        dim = (-1,) if "softmax" in method else ()
+        assert _raises_after_in_place(lambda x, m=method, d=dim: getattr(x, m)(*d)), method
+    for name in td412.SAVES_OUTPUT_IN_PLACE:
+        function = _resolve(name)
+        assert _raises_after_in_place(lambda x, f=function: f(x, inplace=True)), name
+        assert not _raises_after_in_place(function), name
+    for name in td412.SAVING_LAYERS:
+        layer = _resolve(name)(**({"dim": -1} if "max" in name or "min" in name else {}))
+        assert _raises_after_in_place(layer), name
+    for name in td412.SAVING_LAYERS_IN_PLACE:
+        assert _raises_after_in_place(_resolve(name)(inplace=True)) and not _raises_after_in_place(_resolve(name)()), name
+    keep_their_input = [
+        torch.nn.functional.gelu, torch.nn.functional.silu, torch.nn.functional.hardtanh, torch.nn.Linear(4, 4),
+        torch.nn.BatchNorm1d(4), lambda x: torch.nn.functional.dropout(x, 0.5, True), lambda x: x @ x.t(),
+        lambda x: torch.relu(x) * 2,
+    ]
+    assert not any(_raises_after_in_place(op) for op in keep_their_input)
+
+
+def test_an_in_place_dropout_changes_a_saved_output_only_with_p_in_training() -> None:
+    """TD412 (lint) makes `attn = self.drop(attn.softmax(-1))` with `nn.Dropout(p, inplace=True)` a warning."""
+    outcomes = []
+    for p, training in ((0.1, True), (0.0, True), (0.1, False)):
+        drop = torch.nn.Dropout(p, inplace=True).train(training)
+        outcomes.append(_raises_after_in_place(lambda x, d=drop: d(x.softmax(-1)) - 1))
+    assert outcomes == [True, False, False]

@@ -89,6 +89,11 @@ class ClassInfo:
     #: for `output == "tuple"`: the kinds of the returned tuple's items, by index
     output_items: tuple[tuple[object, Kind | None], ...] = ()
 
+    @property
+    def looks_like_module(self) -> bool:
+        """An nn.Module subclass, or a class with bases we cannot see that defines forward()."""
+        return self.is_module or (bool(self.bases) and "forward" in self.methods)
+
 
 @dataclass(eq=False)
 class Scope:

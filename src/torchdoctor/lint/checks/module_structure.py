@@ -25,8 +25,7 @@ LAYERS_WITH_WEIGHTS = frozenset({
 
 
 def _is_module_class(info: ClassInfo | None) -> bool:
-    """An nn.Module subclass, or a class with bases we cannot see that defines forward()."""
-    return info is not None and (info.is_module or (bool(info.bases) and "forward" in info.methods))
+    return info is not None and info.looks_like_module
 
 
 def _self_attribute(target: ast.expr) -> str | None:
@@ -46,8 +45,17 @@ def _registered(kind: Kind | None) -> str | None:
     return None
 
 
-def _elements(value: ast.expr) -> tuple[str, list[ast.expr]] | None:
-    """(container name, element expressions) of a plain list/tuple/dict display or comprehension."""
+def _elements(value: ast.expr, attribute: str | None = None) -> tuple[str, list[ast.expr]] | None:
+    """(container name, element expressions) of a plain list/tuple/dict display or comprehension,
+    also written as a call (`dict(a=layer)`, `list([...])`) or rebuilt by concatenation onto the
+    attribute itself (`self.layers = self.layers + [Block()]`, when `attribute` is "layers")."""
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) and attribute is not None:
+        sides = [_elements(side, attribute) for side in (value.left, value.right)]
+        others = [side for side, found in zip((value.left, value.right), sides) if found is None]
+        if not any(sides) or any(_self_attribute(side) != attribute for side in others):
+            return None
+        kinds = {found[0] for found in sides if found is not None}
+        return (kinds.pop() if len(kinds) == 1 else "list"), [e for found in sides if found is not None for e in found[1]]
     if isinstance(value, (ast.List, ast.Tuple)):
         return ("list" if isinstance(value, ast.List) else "tuple"), list(value.elts)
     if isinstance(value, ast.ListComp):
@@ -57,8 +65,14 @@ def _elements(value: ast.expr) -> tuple[str, list[ast.expr]] | None:
     if isinstance(value, ast.DictComp):
         return "dict", [value.value]
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in ("list", "tuple", "dict"):
+        container = value.func.id
         if len(value.args) == 1 and isinstance(value.args[0], ast.GeneratorExp):
-            return value.func.id, [value.args[0].elt]
+            return container, [value.args[0].elt]
+        if len(value.args) == 1 and not value.keywords:
+            inner = _elements(value.args[0])  # dict(dict(a=layer)), list([layer, ...])
+            return (container, inner[1]) if inner is not None else None
+        if container == "dict" and not value.args and value.keywords and all(k.arg for k in value.keywords):
+            return container, [k.value for k in value.keywords]  # dict(wte=nn.Embedding(...), ...)
     return None
 
 
@@ -78,7 +92,7 @@ def module_in_plain_container(node: ast.Assign, ctx: Context) -> None:
     attribute = _self_attribute(node.targets[0])
     if attribute is None:
         return
-    found = _elements(node.value)
+    found = _elements(node.value, attribute)
     # every value the attribute is given: only a plain container throughout is one to append to
     values = ctx.memo.setdefault("TD122-values", {}).setdefault((id(ctx.class_info), attribute), set())
     values.add("plain" if found is not None else "other")
@@ -159,6 +173,8 @@ def _wrap_fix(node: ast.AST, container: str, registered: set[str], ctx: Context)
         if isinstance(value, ast.Dict) and not all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in value.keys):
             return None
         content = f"{nn}.{kind}Dict({ctx.text(value)})"
+    elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in ("list", "dict"):
+        content = f"{nn}.{kind}{value.func.id.title()}({ctx.text(value)})"  # nn.ModuleDict(dict(a=layer))
     else:
         return None
     return Fix(title=f"Wrap in `{content.split('(')[0]}`", edits=(ctx.edit(value, content),), safe=False)

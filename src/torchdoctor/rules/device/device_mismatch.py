@@ -17,6 +17,17 @@ Explains the crash "Expected all tensors to be on the same device" (and its vari
 line of your code that made the failing call, naming the two tensors by their variable or
 parameter names and their devices.
 
+`torchdoctor lint` finds the commonest cause before running, even on a machine without a GPU,
+where the program works: in a loop over a DataLoader, some batch tensors are moved
+(`x.to(device)`, `.cuda()`) and the model is moved somewhere in the file (`model.to(device)`,
+`model = Net().to(device)`), but another tensor of the same batch reaches the model as its first
+argument, or the loss beside the model's output, without ever being moved
+(`data, target = data, target.to(device)`). It points at the statement that last prepared the
+tensor in the loop, else at the call. Left alone: a tensor moved later or at the call
+(`model(x.to(device))`), one that is only a further argument of the model or goes to
+`pack_padded_sequence` or a CTC loss (lengths stay on the CPU), a program that moves nothing
+of the batch, a model never moved, and a file whose model moves its own input in `forward`.
+
 ## Why is this bad?
 An operation needs all its tensors on one device. The usual causes are a batch not moved with
 `.to(device)`, a tensor created inside `forward` without `device=`, a layer created after

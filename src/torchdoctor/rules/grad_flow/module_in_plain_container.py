@@ -14,7 +14,9 @@ RULE = Rule(
     doc="""
 ## What it does
 Flags submodules or `nn.Parameter`s created inside an `nn.Module` and stored in a plain
-Python `list`, `tuple` or `dict` attribute. When the class builds optimizers over them itself
+Python `list`, `tuple` or `dict` attribute, whether written as a display (`[...]`, `{...}`), as
+a call (`dict(wte=nn.Embedding(...))`), filled with `.append()`, or rebuilt by concatenation
+(`self.layers = self.layers + [Block()]`). When the class builds optimizers over them itself
 (`SGD(self.heads[i].parameters())`), they do train, and the finding is a warning about the rest:
 `.to()`, `model.parameters()` and the state_dict leave them out.
 

@@ -18,6 +18,19 @@ an inplace operation", naming the forward operation whose output was changed (fr
 message: "which is output 0 of Sigmoid"). It is reported at the `backward()` call; the line
 to change is the in-place operation that follows that forward operation.
 
+`torchdoctor lint` finds it before running, inside the methods of an nn.Module: a name bound to
+the output of an op that saves its output (`torch.relu`, `F.relu`, `x.relu()`, sigmoid, tanh,
+exp, expm1, sqrt, rsqrt, reciprocal, softmax, log_softmax, softmin, the layers `nn.ReLU`,
+`nn.Sigmoid`, `nn.Tanh`, `nn.Softmax`, `nn.LogSoftmax`, `nn.Softmin`, and elu/selu/celu/
+leaky_relu/rrelu built with `inplace=True`), then changed in place before it is bound again.
+Ops that save their input instead (gelu, silu, elu, hardtanh, dropout, linear layers,
+matrix products, batch norm) are left alone: changing their output in place is safe. It is an
+error in `forward()`; a warning where the op's input is the method's own argument (data that
+may need no gradient), in other methods (sampling code that often runs under `no_grad`), and
+for an in-place dropout (`nn.Dropout(p, inplace=True)`), which changes its input only when
+p > 0 in training. Nothing is reported under `torch.no_grad()`, nor in an
+`autograd.Function`'s `forward` (it runs without autograd).
+
 ## Why is this bad?
 Many operations save their output or input for the backward pass (sigmoid, tanh, exp, relu,
 matrix products). Changing that tensor in place afterwards (`+=`, `*=`, `x[...] = ...`,
