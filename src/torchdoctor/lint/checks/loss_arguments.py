@@ -33,8 +33,8 @@ def loss_arguments_swapped(node: ast.Call, ctx: Context) -> None:
     output = ctx.kind(second)
     if not _model_output(output) or _model_output(ctx.kind(first)) or not _labels(first, ctx):
         return
-    made = output.node if output is not None else None
-    where = f" (made at line {made.lineno})" if isinstance(made, ast.AST) and made.lineno != node.lineno else ""
+    made = getattr(output.node if output is not None else None, "lineno", node.lineno)
+    where = f" (made at line {made})" if made != node.lineno else ""
     swap = Fix("Swap the input and the target", (ctx.edit(first, ctx.text(second)), ctx.edit(second, ctx.text(first))), safe=False)
     ctx.report(LOSS_ARGUMENTS_SWAPPED, node, fix=swap, fields={
         "loss": loss,

@@ -23,7 +23,7 @@ import ast
 from typing import NamedTuple
 
 from torchdoctor.core.wording import listing
-from torchdoctor.lint.api import Context, Event, FILE_END, check, dotted, keyword, literal, terminal
+from torchdoctor.lint.api import FILE_END, Context, Event, Scope, check, dotted, keyword, literal, terminal
 from torchdoctor.lint.steps import TRACKED, inside, reached, stepped_optimizer
 from torchdoctor.rules.loss.loss_negated import RULE as LOSS_NEGATED
 
@@ -57,6 +57,8 @@ class Term(NamedTuple):
     sign: int
     site: ast.AST | None
     loss: str
+    #: a BCE against zeros (fake labels): negated alone, it is the minimax GAN objective
+    minimax: bool = False
 
 
 Terms = tuple[Term, ...]
@@ -98,7 +100,7 @@ def backpropagated(node: ast.Call, ctx: Context) -> None:
         terms = _terms(node.func.value, ctx)
     if not terms and node.args:
         terms = _terms(node.args[0], ctx)
-    if terms and all(term.sign == -1 for term in terms):
+    if terms and all(term.sign == -1 for term in terms) and not all(term.minimax for term in terms):
         ctx.memo.setdefault("TD176-backwards", []).append((ctx.scope, node, terms))
 
 
@@ -111,20 +113,30 @@ def negated_loss_stepped(tree: ast.Module, ctx: Context) -> None:
             continue
         losses = listing(list(dict.fromkeys(f"`{t.loss}`" for t in terms)))
         for site in dict.fromkeys(t.site for t in terms):
-            if site is None or site.lineno in reported:  # type: ignore[attr-defined]
+            if site is None or site.lineno in reported:
                 continue
-            reported.add(site.lineno)  # type: ignore[attr-defined]
+            reported.add(site.lineno)
             ctx.report(LOSS_NEGATED, site, fields={"expression": _short(ctx.text(site)), "losses": losses,
                                                    "line": node.lineno})
 
 
 def _steps_parameters(backward: Event, events: list[Event], ctx: Context) -> bool:
-    """The iteration that runs this backward also steps an optimizer over parameters."""
+    """The iteration that runs this backward also steps an optimizer over parameters (or
+    updates them by hand: `for p in model.parameters(): p.data.add_(-lr * p.grad)`)."""
     loop = backward.loops[-1] if backward.loops else None
     for inner, caller in reached(events, ctx):
         if stepped_optimizer(inner) is None or (loop is not None and not inside(caller, loop)):
             continue
         if not _over_tensors(inner):
+            return True
+    return _updates_parameters_by_hand(loop if loop is not None else backward.scope.node if backward.scope else None)
+
+
+def _updates_parameters_by_hand(region: ast.AST | None) -> bool:
+    """A `for p in X.parameters():` loop in `region` whose body reads `.grad`."""
+    for node in ast.walk(region) if region is not None else ():
+        if (isinstance(node, ast.For) and isinstance(node.iter, ast.Call) and terminal(node.iter.func) == "parameters"
+                and any(isinstance(n, ast.Attribute) and n.attr == "grad" for b in node.body for n in ast.walk(b))):
             return True
     return False
 
@@ -155,18 +167,18 @@ def _lookup(name: str, ctx: Context) -> Terms:
     scope = ctx.scope
     own = table.get(id(scope), {})
     if name in own:
-        return own[name]  # type: ignore[no-any-return]
+        return own[name]
     if scope is not ctx.module_scope and name not in scope.params:
-        return table.get(id(ctx.module_scope), {}).get(name, ())  # type: ignore[no-any-return]
+        return table.get(id(ctx.module_scope), {}).get(name, ())
     return ()
 
 
 def _flip(terms: Terms, site: ast.AST) -> Terms:
-    return tuple(Term(-t.sign, site, t.loss) if t.sign else t for t in terms)
+    return tuple(t._replace(sign=-t.sign, site=site) if t.sign else t for t in terms)
 
 
 def _unknown(terms: Terms) -> Terms:
-    return tuple(Term(0, t.site, t.loss) for t in terms)
+    return tuple(t._replace(sign=0) for t in terms)
 
 
 def _terms(node: ast.expr, ctx: Context) -> Terms:
@@ -233,12 +245,12 @@ def _call(node: ast.Call, ctx: Context) -> Terms:
         returns = ctx.memo.get("TD176-returns", {})
         for scope in _callees(func, ctx):
             if id(scope) in returns:
-                return tuple(Term(t.sign, t.site, t.loss) for t in returns[id(scope)])
+                return returns[id(scope)]
     inner = tuple(t for arg in node.args if not isinstance(arg, ast.Starred) for t in _terms(arg, ctx))
     return _unknown(inner)
 
 
-def _callees(func: ast.expr, ctx: Context) -> list:  # type: ignore[type-arg]
+def _callees(func: ast.expr, ctx: Context) -> list[Scope]:
     """The function (or `self.` method) of this file a call runs, when it is one."""
     if isinstance(func, ast.Name) and func.id in ctx.functions:
         return [ctx.functions[func.id]]
@@ -250,14 +262,11 @@ def _callees(func: ast.expr, ctx: Context) -> list:  # type: ignore[type-arg]
 
 
 def _loss_term(call: ast.Call, loss: str, ctx: Context) -> Term:
-    """A loss call: +1, except the minimax GAN objective, -BCE(D(G(z)), zeros) = log(1 - D(G(z))),
-    whose negation is the point (sign unknown, so it is never flagged)."""
+    """A loss call: +1, marked when it is a BCE against zeros: negated alone, that is the
+    minimax GAN objective -BCE(D(G(z)), zeros) = log(1 - D(G(z))), whose negation is the point."""
     name = loss if loss[:1].isupper() else f"F.{loss}"
-    if loss in _BINARY:
-        target = call.args[1] if len(call.args) > 1 else keyword(call, "target")
-        if target is not None and _zeros(target, ctx):
-            return Term(0, None, name)
-    return Term(1, None, name)
+    target = call.args[1] if len(call.args) > 1 else keyword(call, "target")
+    return Term(1, None, name, loss in _BINARY and target is not None and _zeros(target, ctx))
 
 
 def _zeros(node: ast.expr, ctx: Context) -> bool:
