@@ -25,7 +25,7 @@ from tests import children
 from torchdoctor.core.finding import Finding
 from torchdoctor.run.crash.data import worker_killed
 from torchdoctor.run.crash.explain import explain
-from torchdoctor.run.crash.loss import binary_target_dtype
+from torchdoctor.run.crash.loss import arguments_swapped, binary_target_dtype
 from torchdoctor.run.crash.model import Crash
 
 
@@ -269,6 +269,53 @@ def test_labels_and_logits_in_the_wrong_order() -> None:
     assert finding.rule == "TD430" and "input is int64 [8], target is float32 [8, 3]" in finding.message
     finding = explained(lambda: F.log_softmax(labels, dim=0))
     assert finding.rule != "TD430"  # not inside a loss
+
+
+def test_labels_and_log_probabilities_in_the_wrong_order_for_nll_loss() -> None:
+    """NLLLoss answers swapped arguments with "multi-target not supported" (torch 2.13)."""
+    log_probs, labels = torch.randn(8, 3, requires_grad=True).log_softmax(1), torch.randint(0, 3, (8,))
+    finding = explained(lambda: F.nll_loss(labels, log_probs))
+    assert finding.rule == "TD430" and "input is int64 [8], target is float32 [8, 3]" in finding.message
+    finding = explained(lambda: nn.NLLLoss()(labels, log_probs))
+    assert finding.rule == "TD430" and finding.message.startswith("NLLLoss got the labels as its input")
+
+
+_MNIST_SWAPPED = """\
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+model = nn.Sequential(nn.Flatten(), nn.Linear(28 * 28, 10), nn.LogSoftmax(dim=1))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+data, target = torch.randn(16, 1, 28, 28), torch.randint(0, 10, (16,))
+output = model(data)
+loss = F.nll_loss(target, output)
+loss.backward()
+optimizer.step()
+"""
+
+
+@pytest.mark.slow
+def test_swapped_nll_loss_arguments_in_a_real_script_are_td430_at_the_loss_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from tests.run.conftest import torchdoctor_run
+
+    script = tmp_path / "mnist.py"
+    script.write_text(_MNIST_SWAPPED, encoding="utf-8")
+    ran = torchdoctor_run(str(script), cwd=tmp_path)
+    assert ran.codes == {"TD430"}, ran.report.get("findings")
+    finding = ran.finding("TD430")
+    assert (finding["file"], finding["line"]) == ("mnist.py", 9)
+    assert "input is int64 [16], target is float32 [16, 10]" in finding["message"]
+
+
+def test_one_hot_targets_in_the_right_order_are_not_called_swapped() -> None:
+    log_probs, labels = torch.randn(8, 3, requires_grad=True).log_softmax(1), torch.randint(0, 3, (8,))
+    with pytest.raises(RuntimeError, match="multi-target not supported") as caught:
+        F.nll_loss(log_probs, F.one_hot(labels, 3).float())  # a real multi-target mistake, arguments in order
+    assert arguments_swapped(Crash.from_exception(caught.value), None) is None
+    with pytest.raises(RuntimeError, match="multi-target not supported") as caught:
+        F.nll_loss(labels.float().unsqueeze(1), F.one_hot(labels, 3).float())  # float input: not labels first
+    assert arguments_swapped(Crash.from_exception(caught.value), None) is None
 
 
 def test_class_targets_out_of_range_and_padding_labels() -> None:

@@ -46,6 +46,8 @@ KEEPS_KIND = frozenset({
     "to", "cuda", "cpu", "clone", "permute", "transpose", "view_as", "reshape_as", "type", "type_as",
     "clamp", "clamp_min", "clip", "squeeze_", "unsqueeze_", "expand", "expand_as", "mean", "sum",
 })
+#: of those, the ones that change the values (a model's output clamped is no longer its raw output)
+_CHANGES_VALUES = frozenset({"clamp", "clamp_min", "clip", "mean", "sum"})
 #: Module methods that return the module itself
 MODULE_METHODS = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval",
                             "requires_grad_", "to_empty", "share_memory"})
@@ -194,6 +196,8 @@ def _call_kind(call: ast.Call, ctx: WalkState) -> Kind | None:
                 return None
             if inner.tag == "model":
                 return inner if attr in MODULE_METHODS else None
+            if inner.tag == "output":  # a model's raw output stays one through a reshape, not a clamp or a mean
+                return inner if attr in KEEPS_KIND and attr not in _CHANGES_VALUES else None
             return inner if inner.tag in ("probs", "sigmoid", "log_probs", "loss", "batch") and attr in KEEPS_KIND else None
         if attr in ("get", "pop", "copy"):
             inner = kind_of(base, ctx)

@@ -14,14 +14,19 @@ RULE = Rule(
     doc="""
 ## What it does
 Explains the crash `"log_softmax_lastdim_kernel_impl" not implemented for 'Long'` (and its
-variants) raised by `CrossEntropyLoss` / `F.cross_entropy` when its input is an integer
-tensor while its target is a floating-point one: the two arguments are in the wrong order.
+variants) raised by `CrossEntropyLoss` / `F.cross_entropy`, and `0D or 1D target tensor
+expected, multi-target not supported` raised by `NLLLoss` / `F.nll_loss`, when the loss's
+input is an integer tensor and its target a floating-point one (of more dimensions, for
+NLLLoss): the two arguments are in the wrong order. `lint` reports the same mistake from the
+source: a class-index loss whose second argument is a model's output and whose first is the
+labels (drawn from a DataLoader, or named `target`, `labels`, `y`...).
 
 ## Why is this bad?
 Every PyTorch loss takes the prediction first and the target second. Written the other way
 round, `CrossEntropyLoss` tries a log-softmax over the integer labels and fails with an error
-about a kernel and a dtype, which sends people to cast their labels to float: the error
-then changes, and the arguments stay swapped. Verified on torch 2.13.
+about a kernel and a dtype, and `NLLLoss` complains about "multi-target", which sends people
+to cast their labels to float or to reshape them: the error then changes, and the arguments
+stay swapped. Verified on torch 2.13.
 
 ## Example
 ```python

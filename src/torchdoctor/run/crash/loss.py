@@ -26,6 +26,8 @@ _OUT_OF_BOUNDS = re.compile(r"Target (?P<label>-?\d+) is out of bounds")
 _TARGET_DTYPE = re.compile(r"expected target dtype to be Long or Byte, but got (?P<dtype>\w+)|expected scalar type Long but found (?P<old>\w+)")
 _TARGET_SIZE = re.compile(r"Expected target size \[(?P<want>[\d, ]+)\], got \[(?P<got>[\d, ]+)\]")
 _BATCH_SIZE = re.compile(r"Expected input batch_size \((?P<input>\d+)\) to match target batch_size \((?P<target>\d+)\)")
+#: NLLLoss given a target of more than one dimension (on torch 2.13, also its reply to swapped arguments)
+_MULTI_TARGET = "multi-target not supported"
 _BATCH_OF_ONE = re.compile(r"Expected more than 1 value per channel when training, got input size torch\.Size\(\[(?P<shape>[\d, ]+)\]\)")
 
 
@@ -160,16 +162,24 @@ def binary_target_dtype(crash: Crash, session: Observed | None) -> Explanation |
 
 
 def arguments_swapped(crash: Crash, session: Observed | None) -> Explanation | None:
-    """`criterion(labels, logits)`: CrossEntropyLoss's log-softmax over integer labels."""
-    if "not implemented for" not in crash.message or "softmax" not in crash.message:
+    """`criterion(labels, logits)`: CrossEntropyLoss's log-softmax over integer labels, or
+    NLLLoss refusing a target of more dimensions than its input ("multi-target")."""
+    if "not implemented for" in crash.message and "softmax" in crash.message:
+        found = _loss_frame(crash, ("cross_entropy",))
+    elif _MULTI_TARGET in crash.message:
+        found = _loss_frame(crash, _CLASS_LOSSES)
+    else:
         return None
-    found = _loss_frame(crash, ("cross_entropy",))
     if found is None:
         return None
     loss, values, target = found
     if not (hasattr(values, "is_floating_point") and hasattr(target, "is_floating_point")):
         return None
-    if values.is_floating_point() or not target.is_floating_point():
+    # integer "input", floating-point "target" of more dimensions: labels and scores in the
+    # wrong order (one-hot float targets after float scores are another mistake: not this one)
+    if values.is_floating_point() or values.is_complex() or not target.is_floating_point():
+        return None
+    if _MULTI_TARGET in crash.message and target.dim() <= values.dim():
         return None
     return Explanation(SWAPPED, {
         "loss": loss,
