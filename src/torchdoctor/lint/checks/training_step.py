@@ -213,10 +213,11 @@ def zero_grad_before_step(tree: ast.Module, ctx: Context) -> None:
                 after = any(is_backward(e) and order(step, e) == -1 and _same_pass(e, step) for e in events)
                 if backward:
                     ctx.report(ZERO_GRAD_BEFORE_STEP, reset.node)
-                elif after and step.loops:
-                    ctx.report(ZERO_GRAD_BEFORE_STEP, reset.node, message=(
-                        "zero_grad() runs right before step(), and backward() only after it: every step "
-                        "sees gradients that were just erased, so the model never learns"))
+                elif after and step.loops:  # at the step: it is the call out of place
+                    ctx.report(ZERO_GRAD_BEFORE_STEP, step.node, message=(
+                        f"{optimizer}.step() runs after zero_grad() (line {reset.line}) and before backward(): every "
+                        "step sees gradients that were just erased, so the model never learns"),
+                        hint=f"Call `{optimizer}.step()` after `loss.backward()`.")
                 break
 
 
