@@ -51,3 +51,9 @@ def size_text(number: float | None) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} TiB"
+
+
+def shortened(text: str, width: int = 60, ellipsis: str = "...") -> str:
+    """Source text on one line, cut to `width` characters (ending in `ellipsis`) for a message."""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - len(ellipsis)] + ellipsis

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.core.rule import Rule
+from torchdoctor.core.wording import shortened
 from torchdoctor.lint.api import Context, Kind, check, keyword, literal, terminal
 from torchdoctor.rules.loss.logits_into_bce_loss import RULE as LOGITS_INTO_BCE_LOSS
 from torchdoctor.rules.loss.probabilities_into_kl_div import RULE as PROBABILITIES_INTO_KL_DIV
@@ -107,7 +108,7 @@ def _scores_into_bce(value: ast.expr, ctx: Context) -> None:
     if qualified is None or qualified.rpartition(".")[0] != "torch.nn" or qualified.rpartition(".")[2] not in _SCORE_LAYERS:
         return
     ctx.report(LOGITS_INTO_BCE_LOSS, value,
-               fields={"values": f"the output of a model whose last layer is `{_short(ctx.text(last))}` (line {last.lineno})"})
+               fields={"values": f"the output of a model whose last layer is `{shortened(ctx.text(last), 48, '...)')}` (line {last.lineno})"})
 
 
 def _model_site(kind: Kind) -> ast.expr | None:
@@ -144,12 +145,8 @@ def describe(kind: Kind, ctx: Context) -> str:
     what = {"probs": "softmax", "sigmoid": "sigmoid", "log_probs": "log_softmax"}.get(kind.tag, kind.tag)
     if kind.detail == "model" and isinstance(node, ast.Call) and terminal(node.func) == "Sequential":
         return f"the model built at line {line}, whose last layer is a {what}"
-    text = _short(ctx.text(node)) if node is not None else what
+    text = shortened(ctx.text(node), 48, "...)") if node is not None else what
     if kind.detail == "model":  # reported at that call: its line would be said twice
         return f"`{text}`, which the model's forward() returns"
     return f"`{text}` at line {line}"
 
-
-def _short(text: str, width: int = 48) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 4] + "...)"

@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 from typing import NamedTuple
 
-from torchdoctor.core.wording import listing
+from torchdoctor.core.wording import listing, shortened
 from torchdoctor.lint.api import FILE_END, Context, Event, Scope, check, dotted, keyword, literal, terminal
 from torchdoctor.lint.steps import TRACKED, inside, reached, stepped_optimizer
 from torchdoctor.rules.loss.loss_negated import RULE as LOSS_NEGATED
@@ -116,7 +116,7 @@ def negated_loss_stepped(tree: ast.Module, ctx: Context) -> None:
             if site is None or site.lineno in reported:
                 continue
             reported.add(site.lineno)
-            ctx.report(LOSS_NEGATED, site, fields={"expression": _short(ctx.text(site)), "losses": losses,
+            ctx.report(LOSS_NEGATED, site, fields={"expression": shortened(ctx.text(site)), "losses": losses,
                                                    "line": node.lineno})
 
 
@@ -277,7 +277,3 @@ def _zeros(node: ast.expr, ctx: Context) -> bool:
     last = name.rpartition(".")[2].lower() if name else ""
     return "fake" in last or "zero" in last
 
-
-def _short(text: str, width: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 3] + "..."
