@@ -32,6 +32,7 @@ EXPECTED = {
     "29_compiled_softmax_before_cross_entropy": ("TD101", "torch.softmax("),
     "30_compiled_graph_cut_in_forward": ("TD121", ".detach().numpy()"),
     "42_context_carried_with_retain_graph": ("TD148", "loss.backward(retain_graph=True)"),
+    "51_cross_entropy_negated_as_log_likelihood": ("TD176", "loss = -F.cross_entropy("),
 }
 pytestmark = pytest.mark.skipif(not PROGRAMS, reason="examples/lab is not there")
 

@@ -1,0 +1,63 @@
+"""Pitfall: a loss negated as if it were a log-likelihood.
+
+The author maximises the log-likelihood of the labels, and writes it the way the papers do:
+"minimise minus the log-likelihood". But `F.cross_entropy` already *is* minus the
+log-likelihood, so `-F.cross_entropy(...)` is the log-likelihood itself, and minimising it
+drives every prediction away from its label. Nothing raises: the printed loss falls, from
+-27 at step 20 to -20,000 at step 40 and -17 million at step 60, which can pass for training that works.
+"""
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+#: the loss needs a few dozen steps to show where it goes (for the lab's tests)
+STEPS_TO_SHOW = 60
+
+
+class Classifier(nn.Module):
+    def __init__(self, features=16, hidden=64, classes=4):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(features, hidden), nn.ReLU(), nn.Linear(hidden, classes))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def make_data(n=512, features=16, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, features, generator=gen)
+    y = (x[:, 0] > 0).long() + 2 * (x[:, 1] > 0).long()
+    return x, y
+
+
+def make():
+    torch.manual_seed(0)
+    model = Classifier()
+    loader = DataLoader(TensorDataset(*make_data()), batch_size=32, shuffle=True)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    return {"model": model, "data": loader, "loss_fn": nn.CrossEntropyLoss(), "optimizer": optimizer}
+
+
+def train(steps=STEPS_TO_SHOW):
+    setup = make()
+    model, loader, optimizer = setup["model"], setup["data"], setup["optimizer"]
+    model.train()
+    step = 0
+    while step < steps:
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = -F.cross_entropy(model(x), y)  # "minus the log-likelihood"
+            loss.backward()
+            optimizer.step()
+            step += 1
+            if step % 20 == 0:
+                print(f"step {step}: loss {loss.item():.4f}")
+            if step == steps:
+                break
+    return loss.item()
+
+
+if __name__ == "__main__":
+    train()
