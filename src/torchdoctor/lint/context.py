@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from torchdoctor.lint import flow
@@ -60,9 +60,14 @@ class Context(WalkState, Reporter):
         handlers: dict[type, list[tuple[Handler, tuple[str, ...]]]],
         call_handlers: dict[str, list[tuple[Handler, tuple[str, ...]]]],
         tracked: frozenset[str],
+        parameter_kinds: Mapping[str, Mapping[str, Kind]] | None = None,
     ) -> None:
         WalkState.__init__(self, source)
         Reporter.__init__(self, source, enabled)
+        #: function name -> parameter -> the kind every call of this file passes it (see `arguments`)
+        self.parameter_kinds = parameter_kinds or {}
+        #: calls of this file's functions by name: the kinds of their arguments, for the next walk
+        self.arguments: dict[str, list[tuple[list[Kind | None], dict[str, Kind | None]]]] = {}
         self.errors: list[tuple[str, BaseException]] = []
         self._path: list[tuple[int, int]] = []
         self._class_body: ClassInfo | None = None  # the class whose body (not a method) is being walked
@@ -233,6 +238,8 @@ class Context(WalkState, Reporter):
             parent=self.scope,
         )
         scope.bindings.update(dict.fromkeys(params))
+        if method_of is None and self.scope is self.module_scope:
+            scope.bindings.update(self.parameter_kinds.get(node.name, {}))
         self.scopes.append(scope)
         if self.scope is self.module_scope and method_of is None:
             self.functions[node.name] = scope
@@ -429,6 +436,10 @@ class Context(WalkState, Reporter):
                         self._event(name, node, None)
                 elif name not in _BUILTINS:
                     self._event("call", node, name)
+                    starred = next((i for i, a in enumerate(node.args) if a.__class__ is ast.Starred), len(node.args))
+                    self.arguments.setdefault(name, []).append((
+                        [flow.kind_of(a, self) for a in node.args[:starred]],
+                        {k.arg: flow.kind_of(k.value, self) for k in node.keywords if k.arg is not None}))
             elif name in self._tracked:
                 value = func.value  # type: ignore[attr-defined]
                 self._event(name, node, chain_root(value, flow.MODULE_METHODS), flow.kind_of(value, self))

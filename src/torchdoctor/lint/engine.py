@@ -18,6 +18,8 @@ from torchdoctor.core.finding import Finding, Fix
 from torchdoctor.core.rule import Rule
 from torchdoctor.lint.context import Context, Handler
 from torchdoctor.lint.fixes import apply_fixes
+from torchdoctor.lint.model import Kind
+from torchdoctor.lint.parameters import parameter_kinds
 from torchdoctor.lint.source import Source
 
 #: `on=FILE_END`: the check runs once after the walk, with the module node (all scopes known)
@@ -127,17 +129,32 @@ class Engine:
             tree = parse(source.text, source.path)
         text = source.text
         tables = self.torch_tables if ("torch" in text or "lightning" in text) else self.plain_tables
-        ctx = Context(source, self.enabled, tables.handlers, tables.call_handlers, tables.tracked)
-        try:
-            ctx.run(tree)
-        except RecursionError as exc:  # absurdly deep expressions: keep what was found
-            ctx.errors.append(("*", exc))  # "*": the walk itself, so every rule
+        given = self._given(source, tree) if _calls_own_functions(tree, text) else None
+        ctx = self._walk(source, tree, tables, given)
         for func, codes in tables.file_end:
             try:
                 func(tree, ctx)
             except Exception as exc:  # a rule's bug must not lose the other rules' findings
                 ctx.errors.append((codes[0], exc))
         return FileResult(ctx.findings, ctx.errors, text)
+
+    def _walk(self, source: Source, tree: ast.Module, tables: Tables,
+              given: dict[str, dict[str, Kind]] | None = None) -> Context:
+        ctx = Context(source, self.enabled, tables.handlers, tables.call_handlers, tables.tracked, given)
+        try:
+            ctx.run(tree)
+        except RecursionError as exc:  # absurdly deep expressions: keep what was found
+            ctx.errors.append(("*", exc))  # "*": the walk itself, so every rule
+        return ctx
+
+    def _given(self, source: Source, tree: ast.Module) -> dict[str, dict[str, Kind]] | None:
+        """A first walk with no checks, which only learns what the file's functions are given."""
+        ctx = Context(source, self.enabled, {}, {}, frozenset())
+        try:
+            ctx.run(tree)
+        except RecursionError:
+            return None
+        return parameter_kinds(ctx.functions, ctx.arguments) or None
 
     def lint_and_fix(self, source: Source, unsafe: bool = False, rounds: int = 8) -> tuple[FileResult, int]:
         """Lint, apply the fixes allowed, re-lint, until nothing more is fixable.
@@ -162,6 +179,14 @@ class Engine:
             fixed += count
             result = self.lint(source, tree)
         return result, fixed
+
+
+def _calls_own_functions(tree: ast.Module, text: str) -> bool:
+    """Whether a module-level function of the file, with parameters, is called in it (its
+    name followed by `(` at least twice: its `def` and a call): then a first walk may learn what
+    it is given."""
+    return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.args.args
+               and text.count(node.name + "(") >= 2 for node in tree.body)
 
 
 def fixable(fix: Fix | None, unsafe: bool) -> bool:

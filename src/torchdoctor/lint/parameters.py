@@ -1,0 +1,48 @@
+"""What a file's own functions are given: the kinds their parameters take from the calls.
+
+`def train(model, loader, optimizer): ...` called as `train(net, train_loader, opt)` after
+`net = Net()`: inside `train`, `model` is that model. A first walk records the kinds of the
+arguments of every call of a function by name (`Context.arguments`); a parameter takes a kind
+when every call of the file gives it one, all the same (a function called with a model here and
+with something else there learns nothing). Only objects are passed on (models, optimizers,
+loaders, losses, scalers, schedulers), not values such as a batch or a loss, whose meaning the
+call site does not fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from torchdoctor.lint.model import Kind, Scope
+
+#: the kinds a parameter may take from its callers
+PASSED_ON = frozenset({"model", "optimizer", "dataloader", "loss_fn", "scaler", "scheduler"})
+
+
+def parameter_kinds(functions: Mapping[str, Scope],
+                    arguments: Mapping[str, list[tuple[list[Kind | None], dict[str, Kind | None]]]]
+                    ) -> dict[str, dict[str, Kind]]:
+    """Function name -> parameter -> the kind all of its calls in the file agree on."""
+    found: dict[str, dict[str, Kind]] = {}
+    for name, scope in functions.items():
+        calls = arguments.get(name)
+        if not calls:
+            continue
+        agreed: dict[str, Kind] = {}
+        for index, param in enumerate(scope.params):
+            kinds = [_given(call, index, param) for call in calls]
+            first = kinds[0]
+            if first is None or first.tag not in PASSED_ON:
+                continue
+            if all(k is not None and (k.tag, k.detail) == (first.tag, first.detail) for k in kinds):
+                agreed[param] = first
+        if agreed:
+            found[name] = agreed
+    return found
+
+
+def _given(call: tuple[list[Kind | None], dict[str, Kind | None]], index: int, param: str) -> Kind | None:
+    positional, keywords = call
+    if param in keywords:
+        return keywords[param]
+    return positional[index] if index < len(positional) else None
