@@ -240,6 +240,8 @@ class Context(WalkState, Reporter):
         scope.bindings.update(dict.fromkeys(params))
         if method_of is None and self.scope is self.module_scope:
             scope.bindings.update(self.parameter_kinds.get(node.name, {}))
+        elif method_of is not None and node.name == "__init__":  # what `Trainer(model, ...)` is given
+            scope.bindings.update(self.parameter_kinds.get(method_of.name, {}))
         self.scopes.append(scope)
         if self.scope is self.module_scope and method_of is None:
             self.functions[node.name] = scope

@@ -19,7 +19,7 @@ from torchdoctor.core.rule import Rule
 from torchdoctor.lint.context import Context, Handler
 from torchdoctor.lint.fixes import apply_fixes
 from torchdoctor.lint.model import Kind
-from torchdoctor.lint.parameters import parameter_kinds
+from torchdoctor.lint.parameters import callables, parameter_kinds
 from torchdoctor.lint.source import Source
 
 #: `on=FILE_END`: the check runs once after the walk, with the module node (all scopes known)
@@ -154,7 +154,7 @@ class Engine:
             ctx.run(tree)
         except RecursionError:
             return None
-        return parameter_kinds(ctx.functions, ctx.arguments) or None
+        return parameter_kinds(callables(ctx), ctx.arguments) or None
 
     def lint_and_fix(self, source: Source, unsafe: bool = False, rounds: int = 8) -> tuple[FileResult, int]:
         """Lint, apply the fixes allowed, re-lint, until nothing more is fixable.
@@ -183,10 +183,11 @@ class Engine:
 
 def _calls_own_functions(tree: ast.Module, text: str) -> bool:
     """Whether a module-level function of the file, with parameters, is called in it (its
-    name followed by `(` at least twice: its `def` and a call): then a first walk may learn what
-    it is given."""
+    name followed by `(` at least twice: its `def` and a call), or a class of it is built:
+    then a first walk may learn what they are given."""
     return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.args.args
-               and text.count(node.name + "(") >= 2 for node in tree.body)
+               and text.count(node.name + "(") >= 2 or isinstance(node, ast.ClassDef) and text.count(node.name + "(") >= 2
+               for node in tree.body)
 
 
 def fixable(fix: Fix | None, unsafe: bool) -> bool:

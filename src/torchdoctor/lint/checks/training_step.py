@@ -425,15 +425,27 @@ def _over_model_parameters(call: ast.Call) -> bool:
 
 @check((BACKWARD_MISSING,), ast.Assign, needs_torch=False)
 def loss_computed(node: ast.Assign, ctx: Context) -> None:
-    """Remember `loss = criterion(...)` inside loops: the loop trains something."""
+    """Remember `loss = criterion(...)` inside loops: the loop trains something. Also
+    `logits, loss = model(x, y)`, a model that returns its loss beside its output."""
     if ctx.loops and len(node.targets) == 1:
         if isinstance(node.value, ast.Call) and "backward" in (terminal(node.value.func) or "").lower():
             return  # `loss = trainer.forward_backward_step(batch)`: the call runs the backward itself
-        target = dotted(node.targets[0])
+        target = node.targets[0]
+        if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Call):
+            names = [dotted(e) for e in target.elts]
+            losses = [n for n in names if n is not None and _named_loss(n)]
+            if len(losses) == 1:
+                ctx.record("loss_computed", node, losses[0])
+            return
+        name = dotted(target)
         kind = ctx.kind(node.value)
-        named = kind is None and target is not None and "loss" in target.rpartition(".")[2].lower()
+        named = kind is None and name is not None and _named_loss(name)
         if named and isinstance(node.value, ast.Call) or kind is not None and kind.tag == "loss":
-            ctx.record("loss_computed", node, target)
+            ctx.record("loss_computed", node, name)
+
+
+def _named_loss(name: str) -> bool:
+    return "loss" in name.rpartition(".")[2].lower()
 
 
 @check(BACKWARD_MISSING, FILE_END, tracks=TRACKED, needs_torch=False)
