@@ -425,9 +425,10 @@ def _over_model_parameters(call: ast.Call) -> bool:
 
 @check((BACKWARD_MISSING,), ast.Assign, needs_torch=False)
 def loss_computed(node: ast.Assign, ctx: Context) -> None:
-    """Remember `loss = criterion(...)` inside loops: the loop trains something. Also
+    """Remember `loss = criterion(...)` inside loops (or in a function, which a loop may call):
+    the loop trains something. Also
     `logits, loss = model(x, y)`, a model that returns its loss beside its output."""
-    if ctx.loops and len(node.targets) == 1:
+    if (ctx.loops or ctx.scope is not ctx.module_scope) and len(node.targets) == 1:
         if isinstance(node.value, ast.Call) and "backward" in (terminal(node.value.func) or "").lower():
             return  # `loss = trainer.forward_backward_step(batch)`: the call runs the backward itself
         target = node.targets[0]
@@ -453,18 +454,19 @@ def backward_missing(tree: ast.Module, ctx: Context) -> None:
     for scope in ctx.scopes:
         for info in scope.loops.values():
             loop = info.node
+            pairs = _step_of(scope, loop, ctx)
             events = [e for e, _ in reached([e for e in scope.events if inside(e, loop)], ctx)]
-            steps = [e for e in events if stepped_optimizer(e) and not has_closure(e) and e.scope is scope
-                     and e.loops and e.loops[-1] is loop]
-            losses = [e for e in events if e.name == "loss_computed" and e.scope is scope]
+            steps = [e for e, _ in pairs if stepped_optimizer(e) and not has_closure(e)]
+            losses = [e for e, _ in pairs if e.name == "loss_computed"]
             if not steps or not losses or not any(e.name == "zero_grad" for e in events):
                 continue
             if any(is_gradient_computation(e, ctx) or e.name in ("grad_reset", "scale") for e in events):
                 continue
             names = {e.receiver for e in losses if e.receiver} | {stepped_optimizer(s) or "" for s in steps}
-            if passed_to_a_call(loop, names, ctx):
+            if _passed_on(loop, pairs, names, ctx):
                 continue
-            ctx.report(BACKWARD_MISSING, steps[0].node, fields={"loss": losses[0].receiver or "loss"})
+            ctx.report(BACKWARD_MISSING, steps[0].node, fields={"loss": losses[0].receiver or "loss"},
+                       message=_in_called(BACKWARD_MISSING.message, steps[0], pairs, {"loss": losses[0].receiver or "loss"}))
 
 
 @check(STEP_MISSING, FILE_END, tracks=TRACKED, needs_torch=False)
@@ -473,7 +475,10 @@ def step_missing(tree: ast.Module, ctx: Context) -> None:
         for info in scope.loops.values():
             loop = info.node
             events = [e for e, _ in reached([e for e in scope.events if inside(e, loop)], ctx)]
-            resets = [e for e in events if e.name == "zero_grad" and e.scope is scope and e.loops and e.loops[-1] is loop
+            # the loop's own resets only: a function called per iteration that resets and runs
+            # backward() without a step is also how forward/backward timings are written
+            pairs = [(e, via) for e, via in _step_of(scope, loop, ctx) if via is e]
+            resets = [e for e, _ in pairs if e.name == "zero_grad"
                       and (e.kind is not None and e.kind.tag == "optimizer" or
                            e.kind is None and looks_like_optimizer(e.receiver))]
             if not resets or not any(is_backward(e) for e in events):
@@ -482,14 +487,43 @@ def step_missing(tree: ast.Module, ctx: Context) -> None:
                 continue
             if _steps_by_another_name(loop, {r.receiver for r in resets}):
                 continue
-            ctx.report(STEP_MISSING, _last_gradient_call(scope, loop) or resets[0].node,
+            ctx.report(STEP_MISSING, _last_gradient_call(pairs, resets[0]) or resets[0].node,
                        fields={"optimizer": resets[0].receiver})
 
 
-def _last_gradient_call(scope: Scope, loop: ast.AST) -> ast.stmt | ast.expr | None:
-    """The last `backward()` or gradient clipping of this function's loop: the step belongs
-    right after it."""
-    calls = [e for e in scope.events if inside(e, loop) and (is_backward(e) or is_clip(e))]
+def _step_of(scope: Scope, loop: ast.AST, ctx: Context) -> list[tuple[Event, Event]]:
+    """The events of one iteration's training step: those of this loop's own body (not of a
+    loop nested in it), and those of the same-file functions it calls there outside any loop
+    of theirs (`for batch in loader: self._run_batch(batch)`), with the call that led to each."""
+    pairs = []
+    for event, via in reached([e for e in scope.events if inside(e, loop)], ctx):
+        if via.loops[-1:] != (loop,) or via is not event and event.loops:
+            continue
+        pairs.append((event, via))
+    return pairs
+
+
+def _in_called(template: str, event: Event, pairs: list[tuple[Event, Event]], fields: dict[str, object]) -> str | None:
+    """The rule's message, saying which loop when the step is in a function it calls (None:
+    the rule's own message, for a step in the loop itself)."""
+    via = next((v for e, v in pairs if e is event), event)
+    if via is event:
+        return None
+    return template.format(**fields).replace("this loop", f"the loop that calls `{via.receiver}()` (line {via.line})", 1)
+
+
+def _passed_on(loop: ast.AST, pairs: list[tuple[Event, Event]], names: set[str], ctx: Context) -> bool:
+    """One of `names` goes to a function of another file, in the loop or in a function of
+    this file it calls, which may do the backward or the step itself."""
+    regions: list[ast.AST] = [loop]
+    regions += [e.scope.node for e, via in pairs if via is not e and e.scope is not None]
+    return any(passed_to_a_call(region, names, ctx) for region in {id(r): r for r in regions}.values())
+
+
+def _last_gradient_call(pairs: list[tuple[Event, Event]], reset: Event) -> ast.stmt | ast.expr | None:
+    """The last `backward()` or gradient clipping of the step, in the function of its reset:
+    the step belongs right after it."""
+    calls = [e for e, _ in pairs if e.scope is reset.scope and (is_backward(e) or is_clip(e))]
     return max(calls, key=lambda e: e.line).node if calls else None
 
 
