@@ -134,7 +134,8 @@ class _TensorCode:
         return any(self.carries(child, tainted) for child in ast.iter_child_nodes(node))
 
     def is_tensor_function(self, func: ast.expr) -> bool:
-        """`torch.*` / `F.*` functions, the optimized models, and names bound to a model or a loss module."""
+        """`torch.*` / `F.*` functions, the optimized models, names bound to a model or a loss
+        module, and functions of this file that compute with torch (`loss_function(recon, x)`)."""
         if (self.ctx.qualified(func) or "").startswith("torch."):
             return True
         name = dotted(func)
@@ -142,11 +143,23 @@ class _TensorCode:
             return False
         if name in self.models:
             return True
+        own = self.ctx.functions.get(name)
+        if own is not None:
+            return self._computes_with_torch(own)
         if name.startswith("self.") and self.scope.cls is not None:
             kind = self.scope.cls.attributes.get(name[5:])
         else:
             kind = self.scope.bindings.get(name) or self.ctx.module_scope.bindings.get(name)
         return kind is not None and kind.tag in ("model", "loss_fn")
+
+
+    def _computes_with_torch(self, function: Scope) -> bool:
+        """A function of this file whose returned value is torch code: it returns something and
+        calls `torch.*` functions."""
+        body = function.node
+        returns = any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(body))
+        return returns and any(isinstance(n, ast.Call) and (self.ctx.qualified(n.func) or "").startswith("torch.")
+                               for n in ast.walk(body))
 
 
 def _uses(node: ast.AST, names: set[str]) -> bool:
