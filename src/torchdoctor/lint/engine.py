@@ -149,12 +149,8 @@ class Engine:
 
     def _given(self, source: Source, tree: ast.Module) -> dict[str, dict[str, Kind]] | None:
         """A first walk with no checks, which only learns what the file's functions are given."""
-        ctx = Context(source, self.enabled, {}, {}, frozenset())
-        try:
-            ctx.run(tree)
-        except RecursionError:
-            return None
-        return parameter_kinds(callables(ctx), ctx.arguments) or None
+        ctx = self._walk(source, tree, Tables())
+        return None if ctx.errors else parameter_kinds(callables(ctx), ctx.arguments) or None
 
     def lint_and_fix(self, source: Source, unsafe: bool = False, rounds: int = 8) -> tuple[FileResult, int]:
         """Lint, apply the fixes allowed, re-lint, until nothing more is fixable.
@@ -185,9 +181,8 @@ def _calls_own_functions(tree: ast.Module, text: str) -> bool:
     """Whether a module-level function of the file, with parameters, is called in it (its
     name followed by `(` at least twice: its `def` and a call), or a class of it is built:
     then a first walk may learn what they are given."""
-    return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.args.args
-               and text.count(node.name + "(") >= 2 or isinstance(node, ast.ClassDef) and text.count(node.name + "(") >= 2
-               for node in tree.body)
+    return any((isinstance(node, ast.ClassDef) or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and bool(node.args.args)) and text.count(node.name + "(") >= 2 for node in tree.body)
 
 
 def fixable(fix: Fix | None, unsafe: bool) -> bool:

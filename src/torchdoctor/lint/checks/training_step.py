@@ -454,8 +454,9 @@ def backward_missing(tree: ast.Module, ctx: Context) -> None:
     for scope in ctx.scopes:
         for info in scope.loops.values():
             loop = info.node
-            pairs = _step_of(scope, loop, ctx)
-            events = [e for e, _ in reached([e for e in scope.events if inside(e, loop)], ctx)]
+            everything = list(reached([e for e in scope.events if inside(e, loop)], ctx))
+            events = [e for e, _ in everything]
+            pairs = _step_of(everything, loop)
             steps = [e for e, _ in pairs if stepped_optimizer(e) and not has_closure(e)]
             losses = [e for e, _ in pairs if e.name == "loss_computed"]
             if not steps or not losses or not any(e.name == "zero_grad" for e in events):
@@ -465,8 +466,9 @@ def backward_missing(tree: ast.Module, ctx: Context) -> None:
             names = {e.receiver for e in losses if e.receiver} | {stepped_optimizer(s) or "" for s in steps}
             if _passed_on(loop, pairs, names, ctx):
                 continue
-            ctx.report(BACKWARD_MISSING, steps[0].node, fields={"loss": losses[0].receiver or "loss"},
-                       message=_in_called(BACKWARD_MISSING.message, steps[0], pairs, {"loss": losses[0].receiver or "loss"}))
+            fields = {"loss": losses[0].receiver or "loss"}
+            ctx.report(BACKWARD_MISSING, steps[0].node, fields=fields,
+                       message=_in_called(BACKWARD_MISSING.message, steps[0], pairs, fields))
 
 
 @check(STEP_MISSING, FILE_END, tracks=TRACKED, needs_torch=False)
@@ -474,10 +476,11 @@ def step_missing(tree: ast.Module, ctx: Context) -> None:
     for scope in ctx.scopes:
         for info in scope.loops.values():
             loop = info.node
-            events = [e for e, _ in reached([e for e in scope.events if inside(e, loop)], ctx)]
+            everything = list(reached([e for e in scope.events if inside(e, loop)], ctx))
+            events = [e for e, _ in everything]
             # the loop's own resets only: a function called per iteration that resets and runs
             # backward() without a step is also how forward/backward timings are written
-            pairs = [(e, via) for e, via in _step_of(scope, loop, ctx) if via is e]
+            pairs = [(e, via) for e, via in _step_of(everything, loop) if via is e]
             resets = [e for e, _ in pairs if e.name == "zero_grad"
                       and (e.kind is not None and e.kind.tag == "optimizer" or
                            e.kind is None and looks_like_optimizer(e.receiver))]
@@ -491,19 +494,16 @@ def step_missing(tree: ast.Module, ctx: Context) -> None:
                        fields={"optimizer": resets[0].receiver})
 
 
-def _step_of(scope: Scope, loop: ast.AST, ctx: Context) -> list[tuple[Event, Event]]:
-    """The events of one iteration's training step: those of this loop's own body (not of a
-    loop nested in it), and those of the same-file functions it calls there outside any loop
-    of theirs (`for batch in loader: self._run_batch(batch)`), with the call that led to each."""
-    pairs = []
-    for event, via in reached([e for e in scope.events if inside(e, loop)], ctx):
-        if via.loops[-1:] != (loop,) or via is not event and event.loops:
-            continue
-        pairs.append((event, via))
-    return pairs
+def _step_of(everything: list[tuple[Event, Event]], loop: ast.AST) -> list[tuple[Event, Event]]:
+    """Of what a loop reaches (`steps.reached`), one iteration's training step: the events of
+    this loop's own body (not of a loop nested in it), and those of the same-file functions it
+    calls there outside any loop of theirs (`for batch in loader: self._run_batch(batch)`), with
+    the call that led to each."""
+    return [(event, via) for event, via in everything
+            if via.loops[-1:] == (loop,) and (via is event or not event.loops)]
 
 
-def _in_called(template: str, event: Event, pairs: list[tuple[Event, Event]], fields: dict[str, object]) -> str | None:
+def _in_called(template: str, event: Event, pairs: list[tuple[Event, Event]], fields: dict[str, str]) -> str | None:
     """The rule's message, saying which loop when the step is in a function it calls (None:
     the rule's own message, for a step in the loop itself)."""
     via = next((v for e, v in pairs if e is event), event)
