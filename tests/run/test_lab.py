@@ -61,6 +61,7 @@ EXPECTED = {
     "45_metrics_log_keeps_graphs": ("TD440", "self.values.append(values)"),
     "49_learning_rate_far_too_small": ("TD494", "torch.optim.SGD("),
     "51_cross_entropy_negated_as_log_likelihood": ("TD494", "torch.optim.SGD("),
+    "52_adam_learning_rate_too_large": ("TD495", "torch.optim.Adam("),
 }
 #: programs whose bug shows over steps (memory that grows: censuses at steps 1-3, 8, 16, 32)
 STEPS = {name: 40 for name in EXPECTED if name[:2] in ("39", "40", "41", "42", "43", "44", "45")}
