@@ -82,17 +82,18 @@ class StepSize(Detector):
             steps.before = [None if (p := ref()) is None else param_sample(p).clone() for ref in steps.params]
 
     def on_step_end(self, event: Step) -> None:
-        steps = self._followed.get(id(event.optimizer))
-        if steps is None or not steps.before or steps.optimizer() is not event.optimizer:
+        optimizer: Optimizer = event.optimizer
+        steps = self._followed.get(id(optimizer))
+        if steps is None or not steps.before or steps.optimizer() is not optimizer:
             return
         with torch.no_grad():
             steps.changes.append([(param_sample(p).float() - old.float()).norm() if (p := ref()) is not None and old is not None
                                   else torch.zeros(()) for ref, old in zip(steps.params, steps.before, strict=True)])
         steps.before = []
         if len(steps.changes) >= STEPS:
-            del self._followed[id(event.optimizer)]
-            self._done.add(id(event.optimizer))
-            self._judge(event.optimizer, steps)
+            del self._followed[id(optimizer)]
+            self._done.add(id(optimizer))
+            self._judge(optimizer, steps)
 
     def _judge(self, optimizer: Optimizer, steps: _FirstSteps) -> None:
         with torch.no_grad():
