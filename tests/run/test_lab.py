@@ -37,7 +37,7 @@ EXPECTED = {
     "18_tensor_attribute_not_parameter": ("TD123", "self.temperature = "),
     "20_softmax_into_nll_loss": ("TD103", "F.softmax("),
     "23_everything_frozen": ("TD416", "loss.backward()"),
-    "24_validation_in_train_mode": ("TD133", "model(x).argmax("),
+    "24_validation_in_train_mode": ("TD133", "correct = 0"),
     "25_accumulation_reset_every_batch": ("TD115", "optimizer.zero_grad()"),
     "26_lstm_without_batch_first": ("TD302", "self.lstm = nn.LSTM("),
     "27_scheduler_stepped_every_batch": ("TD428", "scheduler.step()"),

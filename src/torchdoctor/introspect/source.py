@@ -1,11 +1,13 @@
-"""The user's source, read back at run time: the syntax tree of a file, and the block around a line."""
+"""The user's source, read back at run time: the syntax tree of a file, the block around a line,
+and where a `model.eval()` / `model.train()` belongs (plain `ast`: lint places those findings
+with the same functions)."""
 
 from __future__ import annotations
 
 import ast
 import functools
 import linecache
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import CodeType
 from typing import Any
 
@@ -102,3 +104,86 @@ def _turns_grad_off(expr: ast.expr) -> bool:
         first = call.args[0]
         return isinstance(first, ast.Constant) and first.value is False
     return False
+
+
+# ---------------------------------------------------------------- where a mode switch belongs
+
+
+def functions_around(tree: ast.Module, line: int) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The functions of `tree` whose code spans `line`, outermost first."""
+    found = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+             and node.lineno <= line <= (node.end_lineno or node.lineno)]
+    return sorted(found, key=lambda node: node.lineno)
+
+
+def first_statement(function: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.stmt:
+    """The function's first statement after its docstring."""
+    body = function.body
+    first = body[0]
+    docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)
+    return body[1] if docstring and len(body) > 1 else first
+
+
+def _trains(function: ast.AST) -> bool:
+    """The function's own code calls `.backward()` or `.step()`."""
+    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("backward", "step")
+               for node in own_nodes(function))
+
+
+def _calls(function: ast.AST, name: str) -> bool:
+    """The function's own code calls `name(...)` or `<object>.name(...)`."""
+    return any(isinstance(node, ast.Call) and (isinstance(node.func, ast.Name) and node.func.id == name
+                                               or isinstance(node.func, ast.Attribute) and node.func.attr == name)
+               for node in own_nodes(function))
+
+
+def evaluation_site(tree: ast.Module, line: int) -> ast.stmt | None:
+    """Where `model.eval()` belongs for an evaluation whose forward pass runs at `line`: the
+    first statement of the function around it when that function trains nothing (an evaluation
+    function), else the outermost block around the line that turns autograd off; None when
+    neither is there."""
+    functions = functions_around(tree, line)
+    if functions and not _trains(functions[-1]):
+        return first_statement(functions[-1])
+    blocks = [node for node in own_nodes(functions[-1] if functions else tree)
+              if isinstance(node, (ast.With, ast.AsyncWith)) and node.lineno <= line <= (node.end_lineno or node.lineno)
+              and any(_turns_grad_off(item.context_expr) for item in node.items)]
+    return min(blocks, key=lambda node: node.lineno) if blocks else None
+
+
+def training_site(tree: ast.Module, step_line: int, eval_line: int) -> ast.stmt | None:
+    """Where `model.train()` belongs when an `eval()` at `eval_line` is still in force at the
+    optimizer step at `step_line`; None when unsure.
+
+    - An evaluation function that the stepping code (or the script) calls undoes it before it
+      ends, when it ends with a simple statement (`return out`): that statement. Otherwise the
+      loop that runs both the step and that call switches back at the top of each pass.
+    - A function that steps, called from elsewhere than where `eval()` is, switches back when
+      it starts.
+    - An `eval()` after the step in the same loop: the top of that loop's body.
+    """
+    stepping = functions_around(tree, step_line)
+    evaluating = functions_around(tree, eval_line)
+    step_scope: ast.AST = stepping[-1] if stepping else tree
+    eval_scope: ast.AST = evaluating[-1] if evaluating else tree
+    if eval_scope is step_scope:
+        loop = _loop_around(step_scope, step_line, lambda node: node.lineno <= eval_line <= (node.end_lineno or node.lineno))
+        return loop.body[0] if loop is not None and eval_line > step_line else None
+    if isinstance(eval_scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _trains(eval_scope):
+        name = eval_scope.name
+        if step_scope is tree or _calls(step_scope, name):
+            last = eval_scope.body[-1]
+            if not hasattr(last, "body"):
+                return last
+            loop = _loop_around(step_scope, step_line, lambda node: _calls(node, name))
+            return loop.body[0] if loop is not None else None
+    if not isinstance(step_scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or _calls(eval_scope, step_scope.name):
+        return None  # `model.eval()` and then `fit(model)`: the switch itself is the line to change
+    return first_statement(step_scope)
+
+
+def _loop_around(scope: ast.AST, line: int, holds: Callable[[ast.For | ast.AsyncFor | ast.While], bool]) -> ast.For | ast.AsyncFor | ast.While | None:
+    """The innermost loop of the scope's own code that spans `line` and `holds`."""
+    loops = [node for node in own_nodes(scope) if isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+             and node.lineno <= line <= (node.end_lineno or node.lineno) and holds(node)]
+    return max(loops, key=lambda node: node.lineno) if loops else None

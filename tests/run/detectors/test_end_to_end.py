@@ -43,7 +43,7 @@ def test_detectors_fire_and_the_final_state_is_bit_identical(name: str, tmp_path
     ("program", "code", "text"),
     [
         ("14_rng_object_in_dataset_workers.py", "TD140", "self.rng = np.random.default_rng(0)"),
-        ("16_eval_never_switched_back.py", "TD131", "    model.eval()"),
+        ("16_eval_never_switched_back.py", "TD131", "for x, y in loader:"),
     ],
 )
 def test_lab_programs_under_torchdoctor_run(program: str, code: str, text: str, tmp_path: Path) -> None:
@@ -81,4 +81,4 @@ def test_watch_reports_the_same_codes(tmp_path: Path) -> None:
     script.write_text(WATCHED, encoding="utf-8")
     ran = python(str(script), cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
-    assert "('TD112', 12)" in ran.stdout and "('TD131', 16)" in ran.stdout
+    assert "('TD112', 12)" in ran.stdout and "('TD131', 10)" in ran.stdout  # the top of the loop, where train() goes

@@ -32,11 +32,13 @@ def fit(model: nn.Module, steps: int = 3, before_step=None) -> None:  # type: ig
 # --- TD131 ------------------------------------------------------------------------------
 
 
-def test_lab_eval_never_switched_back_points_at_the_eval_call() -> None:
+def test_lab_eval_never_switched_back_points_where_train_goes() -> None:
+    """validate() ends inside a `with` block: `model.train()` goes at the top of each epoch."""
     observed = run_lab("16_eval_never_switched_back.py", (EvalModeTraining,), epochs=6)
     finding = observed.one("TD131")
-    assert finding.line == line_of(LAB / "16_eval_never_switched_back.py", "    model.eval()")
-    assert "`model.eval()` is not undone before `optimizer.step()`" in finding.message
+    assert finding.line == line_of(LAB / "16_eval_never_switched_back.py", "for x, y in loader:")
+    eval_line = line_of(LAB / "16_eval_never_switched_back.py", "    model.eval()")
+    assert f"`model.eval()` at examples/lab/16_eval_never_switched_back.py:{eval_line} is not undone before `optimizer.step()`" in finding.message
     assert finding.count > 1
 
 
@@ -252,16 +254,19 @@ def train_then_validate(model: nn.Module, switch: str | None, batches: int = 4, 
             optimizer.step()
         if switch is not None:
             getattr(model, switch)()
-        with torch.no_grad():
+        with torch.no_grad():  # the validation block
             for _ in range(batches):
                 model(torch.randn(8, 6))  # the validation forward
 
 
-def test_validation_in_train_mode_with_dropout_is_flagged_at_the_forward() -> None:
+def test_validation_in_train_mode_with_dropout_is_flagged_where_eval_goes() -> None:
+    """The function trains too: `model.eval()` goes before its no-grad block."""
     with observing(EvaluationInTrainMode) as observed:
         train_then_validate(nn.Sequential(nn.Linear(6, 8), nn.Dropout(0.3), nn.Linear(8, 1)), switch=None)
     finding = observed.one("TD133")
-    assert finding.line == line_of(__file__, "model(torch.randn(8, 6))  # the validation forward")
+    assert finding.line == line_of(__file__, "with torch.no_grad():  # the validation block")
+    forward = line_of(__file__, "model(torch.randn(8, 6))  # the validation forward")
+    assert f"(called at line {forward})" in finding.message
     assert "dropout keeps zeroing activations" in finding.message and "model.eval()" in finding.hint
 
 

@@ -3,7 +3,8 @@
 At the end of a file that builds a `torch.optim` optimizer over a model's parameters, turns
 autograd off somewhere and never switches anything to eval mode (all three read off the text
 first, so most files cost nothing), the calls of a model with dropout or batch-norm layers
-made with autograd off are reported, unless they sit in the innermost loop of a training step
+made with autograd off are reported (at the start of the evaluation, where `eval()` goes),
+unless they sit in the innermost loop of a training step
 (a GAN's fake batch, pseudo-labels). A model a function receives as a parameter counts when
 every call of that function in the file passes the same trained model.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from torchdoctor.introspect.source import evaluation_site
 from torchdoctor.lint.api import FILE_END, ClassInfo, Context, Kind, Scope, check, dotted
 from torchdoctor.lint.steps import TRACKED, is_backward, optimized_models, stepped_optimizer
 from torchdoctor.rules.mode.evaluation_in_train_mode import RULE as EVALUATION_IN_TRAIN_MODE
@@ -50,7 +52,12 @@ def evaluation_in_train_mode(tree: ast.Module, ctx: Context) -> None:
             model, effects = _through_parameter(scope, name, ctx) if name in scope.params else (name, _kind_effects(scope, name, ctx))
             if effects and model in trained:
                 reported.add((scope.name, name))
-                ctx.report(EVALUATION_IN_TRAIN_MODE, call, fields={"model": f"`{name}`", "effects": effects})
+                site: ast.AST | None = evaluation_site(tree, call.lineno)  # where `eval()` goes: the evaluation's start
+                if site is None or site.lineno == call.lineno:  # type: ignore[attr-defined]
+                    site, called = call, ""
+                else:
+                    called = f" (called at line {call.lineno})"
+                ctx.report(EVALUATION_IN_TRAIN_MODE, site, fields={"model": f"`{name}`{called}", "effects": effects})
 
 
 def _no_grad_calls(scope: Scope, ctx: Context) -> Iterator[tuple[ast.Call, ast.AST | None]]:

@@ -2,7 +2,8 @@
 
 A loop that steps an optimizer (itself, or in the functions of this file it calls) and calls
 `model.eval()` (the same way) with no `model.train()` anywhere in it trains in eval mode from
-the second pass on. Only models that are trained count: a frozen teacher or an EMA copy put in
+the second pass on. It is reported where `model.train()` goes: before the evaluation function
+that calls `eval()` returns, or at the start of the function that steps. Only models that are trained count: a frozen teacher or an EMA copy put in
 eval() on purpose is not flagged.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import ast
 
+from torchdoctor.introspect.source import training_site
 from torchdoctor.lint.api import FILE_END, Context, Event, Scope, check, literal
 from torchdoctor.lint.steps import (
     TRACKED,
@@ -75,8 +77,10 @@ def training_in_eval_mode(tree: ast.Module, ctx: Context) -> None:
                 reported.add(id(event.node))
                 where = f"`{model}.eval()` at line {event.node.lineno}"
                 if via is not event:
-                    where += f" (in {event.scope.name if event.scope else 'a function'}() called here)"
-                ctx.report(TRAINING_IN_EVAL_MODE, via.node, fields={"where": where + " is never undone in this loop"})
+                    where += f" (in {event.scope.name if event.scope else 'a function'}() called at line {via.node.lineno})"
+                step = next(e for e, _ in events if stepped_optimizer(e))
+                site = training_site(tree, step.node.lineno, event.node.lineno)  # where `train()` goes
+                ctx.report(TRAINING_IN_EVAL_MODE, site or via.node, fields={"where": where + " is never undone in this loop"})
             _eval_before_loop(scope, info.node, events, optimized, restored_anywhere, reported, ctx)
 
 

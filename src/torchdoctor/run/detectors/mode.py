@@ -26,6 +26,7 @@ from torch.nn.modules.batchnorm import _BatchNorm
 from torch.nn.modules.dropout import _DropoutNd
 
 from torchdoctor.core.locate import caller_in_user_code, is_user_file, user_frame
+from torchdoctor.introspect.source import evaluation_site, module_tree, training_site
 from torchdoctor.rules.memory.evaluation_with_grad import RULE as EVAL_WITH_GRAD
 from torchdoctor.rules.mode.evaluation_in_train_mode import RULE as EVAL_IN_TRAIN_MODE
 from torchdoctor.rules.mode.evaluation_in_train_mode import train_mode_effects
@@ -113,7 +114,9 @@ class EvalModeTraining(Detector):
         if switch is not None and not switch.training and switch.location is not None:
             at: Location | None = switch.location
             call = source_call(at, r"[\w.\[\]]*\.(?:eval|train)") or f"{kind}.eval()"
-            where = f"`{call}` is not undone before `optimizer.step()` at {place(step_line)}"
+            site = _training_site(step_line, switch.location)
+            where = f"`{call}`{f' at {place(at)}' if site else ''} is not undone before `optimizer.step()` at {place(step_line)}"
+            at = site or at
         else:
             at = step_line
             where = f"`optimizer.step()` trains {kind}"
@@ -284,7 +287,11 @@ class EvaluationInTrainMode(Detector):
         if not effects:
             return
         model = type(unwrapped(module)).__name__
-        self.ctx.report(EVAL_IN_TRAIN_MODE, key=id(module), fields={"model": model, "effects": effects},
+        call = caller_in_user_code()
+        site = _evaluation_site(call)
+        if site is not None and call is not None:
+            model += f" (called at line {call[1]})"
+        self.ctx.report(EVAL_IN_TRAIN_MODE, at=site or True, key=id(module), fields={"model": model, "effects": effects},
                         evidence={"forward_passes": watch.calls, "steps": steps})
 
     def _switched_since_last_step(self, module: nn.Module, steps: int) -> bool:
@@ -433,3 +440,17 @@ def _contains(outer: nn.Module, inner: nn.Module) -> bool:
 
 def _user_caller() -> FrameType | None:
     return user_frame(sys._getframe(1))
+
+
+def _training_site(step: Location | None, switch: Location) -> Location | None:
+    """Where `model.train()` belongs in the file of both the step and the `eval()` it follows."""
+    tree = module_tree(switch[0]) if step is not None and step[0] == switch[0] else None
+    site = training_site(tree, step[1], switch[1]) if tree is not None and step is not None else None
+    return (switch[0], site.lineno) if site is not None else None
+
+
+def _evaluation_site(call: Location | None) -> Location | None:
+    """Where `model.eval()` belongs for an evaluation whose forward runs at `call`, when not there."""
+    tree = module_tree(call[0]) if call is not None else None
+    site = evaluation_site(tree, call[1]) if tree is not None and call is not None else None
+    return (call[0], site.lineno) if site is not None and call is not None and site.lineno != call[1] else None
