@@ -21,6 +21,13 @@ dtypes. It points at the line of your code that made the tensor of the wrong dty
 `torch.from_numpy(float64_array)`) when that line can be read for certain from the failing
 frames, with the crashing line in the message; otherwise at the line that made the call.
 
+`torchdoctor lint` finds the commonest form before anything runs: a tensor converted to
+float64 (`x.double()`, `x.to(torch.float64)`, in the call or in the assignment of the name it
+passes) given to a model that nothing in the file makes float64 (no `model.double()`,
+`self.double()`, layer built with `dtype=`, `.to(dtype)` of the model, `set_default_dtype`,
+dtype named in a string). A model class of the file whose `forward()` converts its input
+(`x.float()`) is left alone.
+
 ## Why is this bad?
 Layers keep their weights in float32; data from NumPy (`torch.from_numpy`) or from Python
 floats batched by the default collate is float64, so the first layer fails. (Older PyTorch
