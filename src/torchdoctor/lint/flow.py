@@ -307,3 +307,30 @@ def iterated(node: ast.expr, ctx: WalkState) -> tuple[str, str | None]:
     if kind is not None and kind.tag == "dataloader" or looks_like_loader(name):
         return "dataloader", name
     return "other", name
+
+
+#: names people give class labels (the last part of a dotted name)
+_LABEL_NAME = re.compile(r"^(y|y_true|gt|labels?|targets?|tgts?|classes|class_ids?|[a-z0-9]+_(labels?|targets?))$", re.I)
+#: calls that keep a tensor's meaning (labels stay labels)
+_LABEL_KEEPS = frozenset({"view", "reshape", "flatten", "squeeze", "unsqueeze", "long", "to", "cuda", "cpu", "contiguous",
+                          "view_as", "reshape_as", "type", "type_as", "detach"})
+
+
+def holds_labels(node: ast.expr, ctx: WalkState) -> bool:
+    """The value is labels: drawn from a DataLoader, or named so (through `.view()`-style calls
+    and indexing: `targets.view(-1)`, `batch["labels"]`)."""
+    kind = kind_of(node, ctx)
+    if kind is not None:
+        return kind.tag == "batch"
+    while True:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _LABEL_KEEPS:
+            node = node.func.value
+        elif isinstance(node, ast.Subscript):
+            key = node.slice
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                return bool(_LABEL_NAME.match(key.value))
+            node = node.value
+        else:
+            break
+    name = dotted(node)
+    return name is not None and bool(_LABEL_NAME.match(name.rpartition(".")[2]))

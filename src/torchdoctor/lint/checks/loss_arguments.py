@@ -11,15 +11,13 @@ need evidence too: a value drawn from a DataLoader, or a name that says so (`tar
 from __future__ import annotations
 
 import ast
-import re
 
-from torchdoctor.lint.api import Context, Fix, Kind, check, dotted, keyword
+from torchdoctor.lint.api import Context, Fix, Kind, check, keyword
+from torchdoctor.lint.flow import holds_labels
 from torchdoctor.rules.loss.loss_arguments_swapped import RULE as LOSS_ARGUMENTS_SWAPPED
 
 _FUNCTIONAL = {"torch.nn.functional.cross_entropy": "F.cross_entropy", "torch.nn.functional.nll_loss": "F.nll_loss"}
 _MODULES = frozenset({"CrossEntropyLoss", "NLLLoss"})
-#: names people give class labels (the last part of a dotted name)
-_LABEL_NAME = re.compile(r"^(y|y_true|gt|labels?|targets?|tgts?|classes|class_ids?|[a-z0-9]+_(labels?|targets?))$", re.I)
 
 
 @check(LOSS_ARGUMENTS_SWAPPED, ast.Call)
@@ -31,7 +29,7 @@ def loss_arguments_swapped(node: ast.Call, ctx: Context) -> None:
     if isinstance(first, ast.Starred) or isinstance(second, ast.Starred):
         return
     output = ctx.kind(second)
-    if not _model_output(output) or _model_output(ctx.kind(first)) or not _labels(first, ctx):
+    if not _model_output(output) or _model_output(ctx.kind(first)) or not holds_labels(first, ctx):
         return
     made = getattr(output.node if output is not None else None, "lineno", node.lineno)
     where = f" (made at line {made})" if made != node.lineno else ""
@@ -57,28 +55,3 @@ def _class_loss(node: ast.Call, ctx: Context) -> str | None:
 def _model_output(kind: Kind | None) -> bool:
     """What a call of an nn.Module returned (also a model ending in a softmax/log_softmax)."""
     return kind is not None and (kind.tag == "output" or kind.detail == "model")
-
-
-def _labels(node: ast.expr, ctx: Context) -> bool:
-    """The value is labels: drawn from a DataLoader, or named so (through `.view()`-style calls
-    and indexing: `targets.view(-1)`, `batch["labels"]`)."""
-    kind = ctx.kind(node)
-    if kind is not None:
-        return kind.tag == "batch"
-    while True:
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _KEEPS:
-            node = node.func.value
-        elif isinstance(node, ast.Subscript):
-            key = node.slice
-            if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                return bool(_LABEL_NAME.match(key.value))
-            node = node.value
-        else:
-            break
-    name = dotted(node)
-    return name is not None and bool(_LABEL_NAME.match(name.rpartition(".")[2]))
-
-
-#: calls that keep a tensor's meaning (labels stay labels)
-_KEEPS = frozenset({"view", "reshape", "flatten", "squeeze", "unsqueeze", "long", "to", "cuda", "cpu", "contiguous",
-                    "view_as", "reshape_as", "type", "type_as", "detach"})

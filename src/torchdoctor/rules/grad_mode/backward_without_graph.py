@@ -18,6 +18,11 @@ and says why the loss has no graph: it was computed under `torch.inference_mode(
 `torch.no_grad()`, every parameter is frozen, or the graph was cut (`.item()`, `.numpy()`,
 `.detach()`, `torch.tensor(...)`).
 
+`torchdoctor lint` finds the commonest form before anything runs: in one function, a model's
+output made under `torch.no_grad()` / `torch.inference_mode()`, a loss computed from it and
+labels (or constants), and `backward()` on that loss. A loss with anything else that can carry a
+graph (another model's output, a regulariser added, `requires_grad_()`) is left alone.
+
 ## Why is this bad?
 Without a graph there is nothing to differentiate. The tempting fix,
 `loss.requires_grad = True`, makes the error go away and the model silently stops learning.

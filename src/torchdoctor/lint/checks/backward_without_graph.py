@@ -1,0 +1,133 @@
+"""TD416 from the source: backward() on a loss computed from a model's output that was made with
+autograd off: `with torch.no_grad(): output = model(x)`, then `loss = criterion(output, y)` and
+`loss.backward()` in the same function. The loss has no graph, so backward() fails with
+"element 0 of tensors does not require grad and does not have a grad_fn".
+
+Read in walk order, per function: the names a model call binds inside a `with` that turns
+autograd off (also through `.view()`-style calls, and every name of a tuple target:
+`logits, loss = model(x, y)`); a later binding with autograd on, or `requires_grad_()`, forgets
+them. A loss counts
+only when it is a loss function's value whose every argument is such a name or labels (drawn
+from the DataLoader, named so, or a constant made by `torch.full`/`ones`/`zeros`...), or the
+model's own loss; anything else that could carry a graph (a second model's output, a
+regulariser added) leaves it alone.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.lint.api import Context, check, dotted
+from torchdoctor.lint.flow import LOSS_FUNCTIONS, holds_labels
+from torchdoctor.rules.grad_mode.backward_without_graph import RULE as BACKWARD_WITHOUT_GRAPH
+
+#: calls that keep a model's output what it is (no graph is added by reshaping)
+_KEEPS = frozenset({"view", "reshape", "flatten", "squeeze", "unsqueeze", "contiguous", "permute", "transpose", "float"})
+#: tensors made without a graph: targets such as dcgan's `label = torch.full(...)`
+_CONSTANTS = frozenset({"torch.full", "torch.ones", "torch.zeros", "torch.ones_like", "torch.zeros_like", "torch.full_like",
+                        "torch.tensor", "torch.arange", "torch.randint"})
+
+
+def _model_call(value: ast.expr, ctx: Context) -> ast.Call | None:
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _KEEPS:
+        value = value.func.value
+    if isinstance(value, ast.Call) and ctx.qualified(value.func) is None:
+        kind = ctx.kind(value.func)
+        if kind is not None and kind.tag == "model":
+            return value
+    return None
+
+
+def _state(ctx: Context) -> dict[str, tuple[ast.Call, str]]:
+    """name -> (the no-grad model call it comes from, how: "output" or the loss it is)."""
+    found: dict[str, tuple[ast.Call, str]] = ctx.memo.setdefault("TD416", {}).setdefault(id(ctx.scope), {})
+    return found
+
+
+@check(BACKWARD_WITHOUT_GRAPH, ast.Assign)
+def no_grad_value_bound(node: ast.Assign, ctx: Context) -> None:
+    names = _state(ctx)
+    for target in node.targets:  # `output.requires_grad = True`: it gets a graph from here on
+        if isinstance(target, ast.Attribute) and target.attr == "requires_grad" and isinstance(target.value, ast.Name):
+            names.pop(target.value.id, None)
+    targets = [n.id for t in node.targets if not isinstance(t, ast.Attribute) for n in ast.walk(t) if isinstance(n, ast.Name)]
+    made = _model_call(node.value, ctx)
+    if made is not None and ctx.grad_disabled and not ctx.scope.grad_disabled:
+        for name in targets:
+            names[name] = (made, "output")
+        return
+    loss = _loss_of(node.value, names, ctx) if not ctx.grad_disabled else None
+    for name in targets:
+        if loss is not None:
+            names[name] = loss
+        else:
+            names.pop(name, None)
+
+
+def _loss_of(value: ast.expr, names: dict[str, tuple[ast.Call, str]], ctx: Context) -> tuple[ast.Call, str] | None:
+    """The no-grad model call a loss function's value is computed from, when nothing else it
+    is given could carry a graph."""
+    if not isinstance(value, ast.Call) or not value.args:
+        return None
+    qualified = ctx.qualified(value.func) or ""
+    kind = ctx.kind(value.func)
+    is_loss = (qualified.startswith("torch.nn.functional.") and qualified.rpartition(".")[2] in LOSS_FUNCTIONS
+               or kind is not None and kind.tag == "loss_fn")
+    if not is_loss:
+        return None
+    source = None
+    for argument in [*value.args, *(k.value for k in value.keywords if k.arg in ("input", "target"))]:
+        root = argument
+        while isinstance(root, ast.Call) and isinstance(root.func, ast.Attribute) and root.func.attr in _KEEPS:
+            root = root.func.value
+        if isinstance(root, ast.Name) and root.id in names:
+            source = names[root.id][0]
+        elif not (holds_labels(argument, ctx) or _constant(argument, ctx)):
+            return None
+    return (source, ctx.text(value)) if source is not None else None
+
+
+def _constant(node: ast.expr, ctx: Context) -> bool:
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.Name):
+        kind = ctx.kind(node)
+        made = kind.node if kind is not None else None
+        return isinstance(made, ast.Call) and ctx.qualified(made.func) in _CONSTANTS
+    return isinstance(node, ast.Call) and ctx.qualified(node.func) in _CONSTANTS
+
+
+@check(BACKWARD_WITHOUT_GRAPH, ast.Call, names=("backward", "requires_grad_"))
+def backward_of_no_grad_value(node: ast.Call, ctx: Context) -> None:
+    if ctx.grad_disabled or not isinstance(node.func, ast.Attribute):
+        return
+    if node.func.attr == "requires_grad_":
+        if isinstance(node.func.value, ast.Name):
+            _state(ctx).pop(node.func.value.id, None)  # made a leaf that requires grad
+        return
+    target = node.func.value
+    if isinstance(target, ast.Call) and isinstance(target.func, ast.Attribute) and target.func.attr == "scale" and target.args:
+        target = target.args[0]  # scaler.scale(loss).backward()
+    if not isinstance(target, ast.Name) or target.id not in _state(ctx):
+        return
+    made, how = _state(ctx)[target.id]
+    block = _disabling_with(ctx.scope.node, made, ctx)
+    if block is None:
+        return
+    manager = next(ctx.text(item.context_expr) for item in block.items if ctx.grad_mode(item.context_expr) is False)
+    model = dotted(made.func) or "the model"
+    value = f"`{target.id}` (`{how[:60]}`)" if how != "output" else f"`{target.id}`"
+    ctx.report(BACKWARD_WITHOUT_GRAPH, block, fields={"why": (
+        f"{value} comes from `{model}(...)` called under `{manager}` at line {block.lineno}, so `{ctx.text(node)}` "
+        f"at line {node.lineno} fails with \"element 0 of tensors does not require grad and does not have a grad_fn\"")})
+
+
+def _disabling_with(scope: ast.AST, node: ast.AST, ctx: Context) -> ast.With | ast.AsyncWith | None:
+    """The innermost `with` of the function around `node` that turns autograd off."""
+    found = None
+    for statement in ast.walk(scope):
+        if (isinstance(statement, (ast.With, ast.AsyncWith)) and statement.lineno <= node.lineno <= (statement.end_lineno or 0)  # type: ignore[attr-defined]
+                and ctx.disabled_inside(statement, False) and any(inner is node for inner in ast.walk(statement))):
+            if found is None or statement.lineno >= found.lineno:
+                found = statement
+    return found
