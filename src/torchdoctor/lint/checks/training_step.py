@@ -196,6 +196,7 @@ def gradient_deleted(node: ast.Delete, ctx: Context) -> None:
 
 @check(ZERO_GRAD_BEFORE_STEP, FILE_END, tracks=TRACKED, needs_torch=False)
 def zero_grad_before_step(tree: ast.Module, ctx: Context) -> None:
+    in_loops = _called_in_loops(ctx)
     for scope in ctx.scopes:
         events = scope.events
         for reset in events:
@@ -213,12 +214,23 @@ def zero_grad_before_step(tree: ast.Module, ctx: Context) -> None:
                 after = any(is_backward(e) and order(step, e) == -1 and _same_pass(e, step) for e in events)
                 if backward:
                     ctx.report(ZERO_GRAD_BEFORE_STEP, reset.node)
-                elif after and step.loops:  # at the step: it is the call out of place
+                elif after and (step.loops or id(scope) in in_loops):  # at the step: it is the call out of place
                     ctx.report(ZERO_GRAD_BEFORE_STEP, step.node, message=(
                         f"{optimizer}.step() runs after zero_grad() (line {reset.line}) and before backward(): every "
                         "step sees gradients that were just erased, so the model never learns"),
                         hint=f"Call `{optimizer}.step()` after `loss.backward()`.")
                 break
+
+
+def _called_in_loops(ctx: Context) -> set[int]:
+    """The functions of this file that a loop calls (`for batch in loader: self._run_batch(batch)`):
+    their code runs once per pass, as a loop body does."""
+    called: set[int] = set()
+    for scope in ctx.scopes:
+        for info in scope.loops.values():
+            called.update(id(e.scope) for e, via in reached([e for e in scope.events if inside(e, info.node)], ctx)
+                          if via is not e and e.scope is not None)
+    return called
 
 
 @check(ACCUMULATION_RESET_EVERY_MICRO_BATCH, FILE_END, tracks=TRACKED, needs_torch=False)
