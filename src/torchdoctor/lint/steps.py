@@ -200,6 +200,17 @@ def _renamed(event: Event, renames: dict[str, str]) -> Event:
                  event.grad_disabled, event.conditions, event.scope, event.kind)
 
 
+def called_in_loops(ctx: Context) -> set[int]:
+    """The functions of this file that a loop calls (`for batch in loader: self._run_batch(batch)`):
+    their code runs once per pass, as a loop body does."""
+    called: set[int] = set()
+    for scope in ctx.scopes:
+        for info in scope.loops.values():
+            called.update(id(e.scope) for e, via in reached([e for e in scope.events if inside(e, info.node)], ctx)
+                          if via is not e and e.scope is not None)
+    return called
+
+
 def loop_events(scope: Scope, loop: ast.AST) -> list[Event]:
     """The events of `scope` inside `loop` (nested loops included)."""
     return [e for e in scope.events if inside(e, loop)]

@@ -8,6 +8,7 @@ import ast
 
 from torchdoctor.lint.api import FILE_END, Context, Scope, argument, check, keyword, literal
 from torchdoctor.lint.names import dotted
+from torchdoctor.lint.steps import TRACKED, called_in_loops, inside, is_backward, reached, stepped_optimizer
 from torchdoctor.rules.data.rng_copied_into_workers import RULE as RNG_COPIED_INTO_WORKERS
 from torchdoctor.rules.data.unpicklable_worker_function import RULE as UNPICKLABLE_WORKER_FUNCTION
 from torchdoctor.rules.distributed.sampler_without_set_epoch import RULE as SAMPLER_WITHOUT_SET_EPOCH
@@ -155,6 +156,8 @@ def loader_with_distributed_sampler(node: ast.Call, ctx: Context) -> None:
         return
     if literal(keyword(kind.node, "shuffle")) is False:
         return  # no shuffling, so no epoch to set
+    if isinstance(sampler, ast.Call):  # `DataLoader(..., sampler=DistributedSampler(dataset))`, returned or passed on
+        ctx.memo.setdefault("TD141-inline", []).append(sampler)
     statement = ctx.statement
     if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
         loader = dotted(statement.targets[0])
@@ -163,14 +166,35 @@ def loader_with_distributed_sampler(node: ast.Call, ctx: Context) -> None:
             ctx.memo.setdefault(SAMPLER_WITHOUT_SET_EPOCH.code, []).append((ctx.scope, loader, name, node))
 
 
-@check(SAMPLER_WITHOUT_SET_EPOCH, FILE_END, tracks=("set_epoch",))
+@check(SAMPLER_WITHOUT_SET_EPOCH, FILE_END, tracks=("set_epoch", *TRACKED))
 def report_sampler_without_epoch(tree: ast.Module, ctx: Context) -> None:
     if any(e.name == "set_epoch" for s in ctx.scopes for e in s.events):
         return
+    reported = False
     for scope, loader, sampler, node in ctx.memo.get(SAMPLER_WITHOUT_SET_EPOCH.code, []):
         epoch_loop = _epoch_loop(scope, loader)
         if epoch_loop is not None:
+            reported = True
             ctx.report(SAMPLER_WITHOUT_SET_EPOCH, epoch_loop, fields={"sampler": f"`{sampler}`"})
+    inline = ctx.memo.get("TD141-inline", [])
+    training = _training_loader_loop(ctx) if inline and not reported else None
+    if training is not None:
+        ctx.report(SAMPLER_WITHOUT_SET_EPOCH, training, fields={"sampler": f"`{ctx.text(inline[0])}` (line {inline[0].lineno})"})
+
+
+def _training_loader_loop(ctx: Context) -> ast.AST | None:
+    """A loop over a DataLoader that trains (reaches a `step()` or `backward()`) and runs once per
+    epoch: inside another loop, or in a function a loop calls (`for epoch ...: self._run_epoch()`).
+    Where the loader that `DataLoader(..., sampler=DistributedSampler(...))` made goes cannot be
+    followed through returns and attributes; the training loop is the one it feeds."""
+    per_pass = called_in_loops(ctx)
+    for scope in ctx.scopes:
+        for info in scope.loops.values():
+            if info.iterates != "dataloader" or (info.parent is None and id(scope) not in per_pass):
+                continue
+            if any(is_backward(e) or stepped_optimizer(e) for e, _ in reached([e for e in scope.events if inside(e, info.node)], ctx)):
+                return info.node
+    return None
 
 
 def _epoch_loop(scope: Scope, loader: str) -> ast.AST | None:

@@ -15,6 +15,7 @@ from torchdoctor.lint.names import dotted, keyword, terminal
 from torchdoctor.lint.steps import (
     TRACKED,
     assigned_names,
+    called_in_loops,
     has_closure,
     inside,
     is_backward,
@@ -196,7 +197,7 @@ def gradient_deleted(node: ast.Delete, ctx: Context) -> None:
 
 @check(ZERO_GRAD_BEFORE_STEP, FILE_END, tracks=TRACKED, needs_torch=False)
 def zero_grad_before_step(tree: ast.Module, ctx: Context) -> None:
-    in_loops = _called_in_loops(ctx)
+    in_loops = called_in_loops(ctx)
     for scope in ctx.scopes:
         events = scope.events
         for reset in events:
@@ -220,17 +221,6 @@ def zero_grad_before_step(tree: ast.Module, ctx: Context) -> None:
                         "step sees gradients that were just erased, so the model never learns"),
                         hint=f"Call `{optimizer}.step()` after `loss.backward()`.")
                 break
-
-
-def _called_in_loops(ctx: Context) -> set[int]:
-    """The functions of this file that a loop calls (`for batch in loader: self._run_batch(batch)`):
-    their code runs once per pass, as a loop body does."""
-    called: set[int] = set()
-    for scope in ctx.scopes:
-        for info in scope.loops.values():
-            called.update(id(e.scope) for e, via in reached([e for e in scope.events if inside(e, info.node)], ctx)
-                          if via is not e and e.scope is not None)
-    return called
 
 
 @check(ACCUMULATION_RESET_EVERY_MICRO_BATCH, FILE_END, tracks=TRACKED, needs_torch=False)
