@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import ast
 import concurrent.futures
+import contextlib
 import json
 import os
 import random
@@ -178,6 +179,8 @@ def run(root: Path, program: Program, timeout: float) -> tuple[list[Finding], fl
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)  # what the program left running (its own group: start_new_session)
     return read_report(out, "run", root, entry.parent), time.monotonic() - start, timed_out
 
 
