@@ -436,6 +436,10 @@ def weighted(rows: dict[str, list[int]], population: dict[str, int], column: int
 
 
 def main() -> None:
+    # started in the background (`nohup ... &`), this process and everything it starts would
+    # ignore SIGINT, and a timed-out program would never stop to write its report: a handler of
+    # our own resets to the default in every program started from here
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", default="/work/mutation/corpus")
     parser.add_argument("--mirrors", default="/work/.mirror")
