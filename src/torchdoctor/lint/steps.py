@@ -211,6 +211,15 @@ def called_in_loops(ctx: Context) -> set[int]:
     return called
 
 
+def grad_mode_block(function: ast.AST, line: int, ctx: Context, *, enabled: bool) -> ast.With | ast.AsyncWith | None:
+    """The innermost `with` of `function`'s code around `line` that turns autograd on
+    (`enabled=True`: `torch.enable_grad()`) or off (`torch.no_grad()`, `inference_mode()`)."""
+    blocks = [node for node in ast.walk(function) if isinstance(node, (ast.With, ast.AsyncWith))
+              and node.lineno <= line <= (node.end_lineno or node.lineno)
+              and any(ctx.grad_mode(item.context_expr) is enabled for item in node.items)]
+    return max(blocks, key=lambda node: node.lineno, default=None)
+
+
 def loop_events(scope: Scope, loop: ast.AST) -> list[Event]:
     """The events of `scope` inside `loop` (nested loops included)."""
     return [e for e in scope.events if inside(e, loop)]

@@ -19,6 +19,7 @@ import ast
 
 from torchdoctor.lint.api import Context, check, dotted
 from torchdoctor.lint.flow import LOSS_FUNCTIONS, holds_labels
+from torchdoctor.lint.steps import grad_mode_block
 from torchdoctor.rules.grad_mode.backward_without_graph import RULE as BACKWARD_WITHOUT_GRAPH
 
 #: calls that keep a model's output what it is (no graph is added by reshaping)
@@ -111,7 +112,7 @@ def backward_of_no_grad_value(node: ast.Call, ctx: Context) -> None:
     if not isinstance(target, ast.Name) or target.id not in _state(ctx):
         return
     made, how = _state(ctx)[target.id]
-    block = _disabling_with(ctx.scope.node, made, ctx)
+    block = grad_mode_block(ctx.scope.node, made.lineno, ctx, enabled=False)
     if block is None:
         return
     manager = next(ctx.text(item.context_expr) for item in block.items if ctx.grad_mode(item.context_expr) is False)
@@ -120,14 +121,3 @@ def backward_of_no_grad_value(node: ast.Call, ctx: Context) -> None:
     ctx.report(BACKWARD_WITHOUT_GRAPH, block, fields={"why": (
         f"{value} comes from `{model}(...)` called under `{manager}` at line {block.lineno}, so `{ctx.text(node)}` "
         f"at line {node.lineno} fails with \"element 0 of tensors does not require grad and does not have a grad_fn\"")})
-
-
-def _disabling_with(scope: ast.AST, node: ast.AST, ctx: Context) -> ast.With | ast.AsyncWith | None:
-    """The innermost `with` of the function around `node` that turns autograd off."""
-    found = None
-    for statement in ast.walk(scope):
-        if (isinstance(statement, (ast.With, ast.AsyncWith)) and statement.lineno <= node.lineno <= (statement.end_lineno or 0)  # type: ignore[attr-defined]
-                and ctx.disabled_inside(statement, False) and any(inner is node for inner in ast.walk(statement))):
-            if found is None or statement.lineno >= found.lineno:
-                found = statement
-    return found

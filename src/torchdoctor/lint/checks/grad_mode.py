@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.lint.api import Context, check
+from torchdoctor.lint.steps import grad_mode_block
 from torchdoctor.rules.grad_mode.backward_under_no_grad import RULE as BACKWARD_UNDER_NO_GRAD
 from torchdoctor.rules.grad_mode.grad_mode_call_without_with import RULE as GRAD_MODE_CALL_WITHOUT_WITH
 
@@ -66,10 +67,8 @@ def _grad_off_decorator(node: ast.Call, ctx: Context) -> ast.expr | None:
     function = ctx.scope.node if ctx.scope is not None else None
     if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
-    for inner in ast.walk(function):
-        if isinstance(inner, (ast.With, ast.AsyncWith)) and inner.lineno <= node.lineno <= (inner.end_lineno or 0) \
-                and any(ctx.grad_mode(item.context_expr) is False for item in inner.items):
-            return None
+    if grad_mode_block(function, node.lineno, ctx, enabled=False) is not None:
+        return None
     return next((d for d in function.decorator_list if ctx.grad_mode(d) is False), None)
 
 

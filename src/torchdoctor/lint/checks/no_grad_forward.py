@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from torchdoctor.lint.api import FILE_END, Context, Event, Scope, check, dotted
-from torchdoctor.lint.steps import TRACKED, is_backward, optimized_models
+from torchdoctor.lint.steps import TRACKED, grad_mode_block, is_backward, optimized_models
 from torchdoctor.rules.grad_mode.trained_model_called_under_no_grad import RULE as TRAINED_MODEL_CALLED_UNDER_NO_GRAD
 
 
@@ -71,7 +71,7 @@ def _feeds_backward(call: Event, ctx: Context, models: set[str]) -> str:
     scope = call.scope
     if scope is None:
         return ""
-    block = _disabling_with(scope, call.node, ctx)
+    block = grad_mode_block(scope.node, call.node.lineno, ctx, enabled=False)
     if block is None:
         return ""  # off for the whole function (a decorator): not a training step
     for backward in scope.events:
@@ -82,16 +82,6 @@ def _feeds_backward(call: Event, ctx: Context, models: set[str]) -> str:
         if same_step and not extra_conditions and _reaches(call.node, block, backward, _TensorCode(scope, ctx, models)):
             return next(ctx.text(item.context_expr) for item in block.items if ctx.grad_mode(item.context_expr) is False)
     return ""
-
-
-def _disabling_with(scope: Scope, node: ast.AST, ctx: Context) -> ast.With | ast.AsyncWith | None:
-    """The innermost `with` of this function, around `node`, that turns autograd off."""
-    found = None
-    for statement in _statements(scope):
-        if isinstance(statement, (ast.With, ast.AsyncWith)) and ctx.disabled_inside(statement, False):
-            if any(inner is node for body in statement.body for inner in ast.walk(body)):
-                found = statement  # statements come outermost first: keep the innermost
-    return found
 
 
 def _reaches(call: ast.AST, block: ast.With | ast.AsyncWith, backward: Event, code: _TensorCode) -> bool:

@@ -8,7 +8,7 @@ import ast
 
 from torchdoctor.lint.api import FILE_END, Context, Event, Scope, check, literal
 from torchdoctor.lint.names import dotted
-from torchdoctor.lint.steps import TRACKED, is_backward
+from torchdoctor.lint.steps import TRACKED, grad_mode_block, is_backward
 from torchdoctor.rules.memory.evaluation_with_grad import RULE as EVALUATION_WITH_GRAD
 from torchdoctor.rules.performance.per_sample_loop import RULE as PER_SAMPLE_LOOP
 from torchdoctor.rules.performance.tensor_via_python import RULE as TENSOR_VIA_PYTHON
@@ -59,11 +59,9 @@ def _until_train(events: list[Event], mode: Event) -> list[Event]:
 def _evaluation_with_grad_at(use: Event, scope: Scope, ctx: Context) -> ast.AST:
     """Where the evaluation turns (or leaves) autograd on: a `with torch.enable_grad()` around
     the model's call, else the loop over the DataLoader that the `no_grad()` should wrap."""
-    enabling = [n for n in ast.walk(scope.node) if isinstance(n, (ast.With, ast.AsyncWith))
-                and n.lineno <= use.line <= (n.end_lineno or 0)
-                and any(ctx.grad_mode(item.context_expr) is True for item in n.items)]
-    if enabling:
-        return max(enabling, key=lambda n: n.lineno)
+    enabling = grad_mode_block(scope.node, use.line, ctx, enabled=True)
+    if enabling is not None:
+        return enabling
     return next(loop for loop in use.loops if _over_loader(scope, loop))
 
 
