@@ -118,6 +118,7 @@ def backward_of_no_grad_value(node: ast.Call, ctx: Context) -> None:
     manager = next(ctx.text(item.context_expr) for item in block.items if ctx.grad_mode(item.context_expr) is False)
     model = dotted(made.func) or "the model"
     value = f"`{target.id}` (`{how[:60]}`)" if how != "output" else f"`{target.id}`"
+    ctx.memo.setdefault("TD416-calls", set()).add(id(made))  # TD124 says nothing more about this call
     ctx.report(BACKWARD_WITHOUT_GRAPH, block, fields={"why": (
         f"{value} comes from `{model}(...)` called under `{manager}` at line {block.lineno}, so `{ctx.text(node)}` "
         f"at line {node.lineno} fails with \"element 0 of tensors does not require grad and does not have a grad_fn\"")})

@@ -7,7 +7,8 @@ nothing), each model the optimizer is built from is looked up among the calls th
 recorded. It is reported only when all of its calls run with autograd off, it is not frozen
 with `requires_grad_(False)`, and one of those calls sits in a training step: before a
 backward() of the same loop (or function), under no extra condition, with a result that flows,
-assignment by assignment, into the tensor backward() is called on.
+assignment by assignment, into the tensor backward() is called on. A call whose output alone
+makes the loss (so that backward() fails) is TD416's, not reported twice.
 """
 
 from __future__ import annotations
@@ -38,7 +39,10 @@ def trained_model_called_under_no_grad(tree: ast.Module, ctx: Context) -> None:
     for model, events in calls.items():
         if any(not e.grad_disabled for e in events) or _frozen(model, tree):
             continue
+        crashing = ctx.memo.get("TD416-calls", set())  # backward() fails on this output: TD416 says so
         for event in events:
+            if id(event.node) in crashing:
+                break
             manager = _feeds_backward(event, ctx, models)
             if manager:
                 ctx.report(TRAINED_MODEL_CALLED_UNDER_NO_GRAD, event.node,
