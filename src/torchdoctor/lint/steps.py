@@ -202,12 +202,13 @@ def _renamed(event: Event, renames: dict[str, str]) -> Event:
 
 def called_in_loops(ctx: Context) -> set[int]:
     """The functions of this file that a loop calls (`for batch in loader: self._run_batch(batch)`):
-    their code runs once per pass, as a loop body does."""
-    called: set[int] = set()
-    for scope in ctx.scopes:
-        for info in scope.loops.values():
-            called.update(id(e.scope) for e, via in reached([e for e in scope.events if inside(e, info.node)], ctx)
-                          if via is not e and e.scope is not None)
+    their code runs once per pass, as a loop body does. Computed once per file, when a check
+    first asks (at FILE_END: every scope's events are known)."""
+    called: set[int] | None = ctx.memo.get("called-in-loops")
+    if called is None:
+        called = {id(e.scope) for scope in ctx.scopes for info in scope.loops.values()
+                  for e, via in reached(loop_events(scope, info.node), ctx) if via is not e and e.scope is not None}
+        ctx.memo["called-in-loops"] = called
     return called
 
 

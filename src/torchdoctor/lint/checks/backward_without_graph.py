@@ -29,9 +29,15 @@ _CONSTANTS = frozenset({"torch.full", "torch.ones", "torch.zeros", "torch.ones_l
                         "torch.tensor", "torch.arange", "torch.randint"})
 
 
-def _model_call(value: ast.expr, ctx: Context) -> ast.Call | None:
+def _unwrapped(value: ast.expr) -> ast.expr:
+    """The value under its reshaping calls (`model(x).view(-1)` -> `model(x)`)."""
     while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _KEEPS:
         value = value.func.value
+    return value
+
+
+def _model_call(value: ast.expr, ctx: Context) -> ast.Call | None:
+    value = _unwrapped(value)
     if isinstance(value, ast.Call) and ctx.qualified(value.func) is None:
         kind = ctx.kind(value.func)
         if kind is not None and kind.tag == "model":
@@ -41,8 +47,7 @@ def _model_call(value: ast.expr, ctx: Context) -> ast.Call | None:
 
 def _state(ctx: Context) -> dict[str, tuple[ast.Call, str]]:
     """name -> (the no-grad model call it comes from, how: "output" or the loss it is)."""
-    found: dict[str, tuple[ast.Call, str]] = ctx.memo.setdefault("TD416", {}).setdefault(id(ctx.scope), {})
-    return found
+    return ctx.memo.setdefault("TD416", {}).setdefault(id(ctx.scope), {})
 
 
 @check(BACKWARD_WITHOUT_GRAPH, ast.Assign)
@@ -78,9 +83,7 @@ def _loss_of(value: ast.expr, names: dict[str, tuple[ast.Call, str]], ctx: Conte
         return None
     source = None
     for argument in [*value.args, *(k.value for k in value.keywords if k.arg in ("input", "target"))]:
-        root = argument
-        while isinstance(root, ast.Call) and isinstance(root.func, ast.Attribute) and root.func.attr in _KEEPS:
-            root = root.func.value
+        root = _unwrapped(argument)
         if isinstance(root, ast.Name) and root.id in names:
             source = names[root.id][0]
         elif not (holds_labels(argument, ctx) or _constant(argument, ctx)):

@@ -8,7 +8,7 @@ import ast
 
 from torchdoctor.lint.api import FILE_END, Context, Scope, argument, check, keyword, literal
 from torchdoctor.lint.names import dotted
-from torchdoctor.lint.steps import TRACKED, called_in_loops, inside, is_backward, reached, stepped_optimizer
+from torchdoctor.lint.steps import TRACKED, called_in_loops, is_backward, loop_events, reached, stepped_optimizer
 from torchdoctor.rules.data.rng_copied_into_workers import RULE as RNG_COPIED_INTO_WORKERS
 from torchdoctor.rules.data.unpicklable_worker_function import RULE as UNPICKLABLE_WORKER_FUNCTION
 from torchdoctor.rules.distributed.sampler_without_set_epoch import RULE as SAMPLER_WITHOUT_SET_EPOCH
@@ -192,7 +192,7 @@ def _training_loader_loop(ctx: Context) -> ast.AST | None:
         for info in scope.loops.values():
             if info.iterates != "dataloader" or (info.parent is None and id(scope) not in per_pass):
                 continue
-            if any(is_backward(e) or stepped_optimizer(e) for e, _ in reached([e for e in scope.events if inside(e, info.node)], ctx)):
+            if any(is_backward(e) or stepped_optimizer(e) for e, _ in reached(loop_events(scope, info.node), ctx)):
                 return info.node
     return None
 

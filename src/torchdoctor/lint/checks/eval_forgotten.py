@@ -52,12 +52,10 @@ def evaluation_in_train_mode(tree: ast.Module, ctx: Context) -> None:
             model, effects = _through_parameter(scope, name, ctx) if name in scope.params else (name, _kind_effects(scope, name, ctx))
             if effects and model in trained:
                 reported.add((scope.name, name))
-                site: ast.AST | None = evaluation_site(tree, call.lineno)  # where `eval()` goes: the evaluation's start
-                if site is None or site.lineno == call.lineno:  # type: ignore[attr-defined]
-                    site, called = call, ""
-                else:
-                    called = f" (called at line {call.lineno})"
-                ctx.report(EVALUATION_IN_TRAIN_MODE, site, fields={"model": f"`{name}`{called}", "effects": effects})
+                site = evaluation_site(tree, call.lineno)  # where `eval()` goes: the evaluation's start
+                at: ast.AST = site if site is not None and site.lineno != call.lineno else call
+                called = f" (called at line {call.lineno})" if at is not call else ""
+                ctx.report(EVALUATION_IN_TRAIN_MODE, at, fields={"model": f"`{name}`{called}", "effects": effects})
 
 
 def _no_grad_calls(scope: Scope, ctx: Context) -> Iterator[tuple[ast.Call, ast.AST | None]]:

@@ -2,9 +2,10 @@
 
 A loop that steps an optimizer (itself, or in the functions of this file it calls) and calls
 `model.eval()` (the same way) with no `model.train()` anywhere in it trains in eval mode from
-the second pass on. It is reported where `model.train()` goes: before the evaluation function
-that calls `eval()` returns, or at the start of the function that steps. Only models that are trained count: a frozen teacher or an EMA copy put in
-eval() on purpose is not flagged.
+the second pass on. It is reported where `model.train()` goes (`introspect.source.training_site`):
+at the start of the function that steps, before an evaluation helper returns, or at the top of
+the loop. Only models that are trained count: a frozen teacher or an EMA copy put in eval() on
+purpose is not flagged.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from torchdoctor.introspect.source import training_site
 from torchdoctor.lint.api import FILE_END, Context, Event, Scope, check, literal
 from torchdoctor.lint.steps import (
     TRACKED,
-    inside,
     is_backward,
+    loop_events,
     order,
     parameters_owner,
     passed_to_a_call,
@@ -58,7 +59,7 @@ def training_in_eval_mode(tree: ast.Module, ctx: Context) -> None:
     for scope in ctx.scopes:
         for info in scope.loops.values():
             loop = info.node
-            events = list(reached([e for e in scope.events if inside(e, loop)], ctx))
+            events = list(reached(loop_events(scope, loop), ctx))
             if not any(stepped_optimizer(e) for e, _ in events):
                 continue
             backwards = [e for e, _ in events if is_backward(e)]

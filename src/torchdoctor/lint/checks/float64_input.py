@@ -94,12 +94,13 @@ def _float64_model(node: ast.Call, ctx: Context) -> None:
     `self.double()`, `model.to(torch.float64)` or `.to(dtype)`, `nn.Linear(..., dtype=torch.float64)`,
     `torch.set_default_dtype(...)`."""
     qualified = ctx.qualified(node.func) or ""
-    receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
-    model = receiver is not None and _is_model(receiver, ctx)
-    dtype_variable = (isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "type") and node.args
-                      and "dtype" in (dotted(node.args[0]) or "").lower())
+    func = node.func
+    receiver = func.value if isinstance(func, ast.Attribute) else None
+    # only a float64 conversion, or `.to(dtype)` / `.type(dtype)`, asks what its receiver is
+    converts = isinstance(func, ast.Attribute) and (_conversion(node, ctx) is node or func.attr in ("to", "type") and bool(
+        node.args) and "dtype" in (dotted(node.args[0]) or "").lower())
     if (qualified in ("torch.set_default_dtype", "torch.set_default_tensor_type")
-            or model and (_conversion(node, ctx) is node or dtype_variable)
+            or converts and receiver is not None and _is_model(receiver, ctx)
             or qualified.startswith("torch.nn.") and any(k.arg == "dtype" for k in node.keywords)):
         ctx.memo["TD411-float64-model"] = True
 

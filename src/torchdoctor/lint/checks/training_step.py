@@ -25,6 +25,7 @@ from torchdoctor.lint.steps import (
     is_scaled_backward,
     is_scaler,
     is_scaler_step,
+    loop_events,
     order,
     parameters_owner,
     passed_to_a_call,
@@ -58,7 +59,7 @@ def missing_zero_grad(tree: ast.Module, ctx: Context) -> None:
             if not step.loops or stepped_optimizer(step) is None or has_closure(step):
                 continue
             for loop in reversed(step.loops):
-                events = [e for e, _ in reached([e for e in scope.events if inside(e, loop)], ctx)]
+                events = [e for e, _ in reached(loop_events(scope, loop), ctx)]
                 if not any(is_backward(e) for e in events):
                     continue
                 if any(e.name == "optimizer_created" and e.receiver == step.receiver
@@ -95,7 +96,7 @@ def _accumulating_backward(step: Event, scope: Scope, loop: ast.AST) -> ast.stmt
 def _step_in_called_function(loop: ast.AST, scope: Scope, reported: set[int], ctx: Context) -> None:
     """`for batch in loader: train_step(batch)` where `train_step()` runs backward() and
     `optimizer.step()` (outside any loop of its own) and nothing resets the gradients."""
-    pairs = list(reached([e for e in scope.events if inside(e, loop)], ctx))
+    pairs = list(reached(loop_events(scope, loop), ctx))
     steps = [(e, via) for e, via in pairs if via is not e and not e.loops and id(e.node) not in reported
              and stepped_optimizer(e) is not None and not has_closure(e)]
     if not steps:
@@ -197,7 +198,6 @@ def gradient_deleted(node: ast.Delete, ctx: Context) -> None:
 
 @check(ZERO_GRAD_BEFORE_STEP, FILE_END, tracks=TRACKED, needs_torch=False)
 def zero_grad_before_step(tree: ast.Module, ctx: Context) -> None:
-    in_loops = called_in_loops(ctx)
     for scope in ctx.scopes:
         events = scope.events
         for reset in events:
@@ -215,7 +215,7 @@ def zero_grad_before_step(tree: ast.Module, ctx: Context) -> None:
                 after = any(is_backward(e) and order(step, e) == -1 and _same_pass(e, step) for e in events)
                 if backward:
                     ctx.report(ZERO_GRAD_BEFORE_STEP, reset.node)
-                elif after and (step.loops or id(scope) in in_loops):  # at the step: it is the call out of place
+                elif after and (step.loops or id(scope) in called_in_loops(ctx)):  # at the step: it is the call out of place
                     ctx.report(ZERO_GRAD_BEFORE_STEP, step.node, message=(
                         f"{optimizer}.step() runs after zero_grad() (line {reset.line}) and before backward(): every "
                         "step sees gradients that were just erased, so the model never learns"),
@@ -335,7 +335,7 @@ def retain_graph_in_loop(tree: ast.Module, ctx: Context) -> None:
                 continue
             loop = backward.loops[-1]
             later = [
-                e for e, via in reached([e for e in scope.events if inside(e, loop)], ctx)
+                e for e, via in reached(loop_events(scope, loop), ctx)
                 if e is not backward and is_gradient_computation(e, ctx) and order(backward, via) in (-1, 0)
             ]
             if not later:
@@ -456,7 +456,7 @@ def backward_missing(tree: ast.Module, ctx: Context) -> None:
     for scope in ctx.scopes:
         for info in scope.loops.values():
             loop = info.node
-            everything = list(reached([e for e in scope.events if inside(e, loop)], ctx))
+            everything = list(reached(loop_events(scope, loop), ctx))
             events = [e for e, _ in everything]
             pairs = _step_of(everything, loop)
             steps = [e for e, _ in pairs if stepped_optimizer(e) and not has_closure(e)]
@@ -478,7 +478,7 @@ def step_missing(tree: ast.Module, ctx: Context) -> None:
     for scope in ctx.scopes:
         for info in scope.loops.values():
             loop = info.node
-            everything = list(reached([e for e in scope.events if inside(e, loop)], ctx))
+            everything = list(reached(loop_events(scope, loop), ctx))
             events = [e for e, _ in everything]
             # the loop's own resets only: a function called per iteration that resets and runs
             # backward() without a step is also how forward/backward timings are written

@@ -49,7 +49,7 @@ class _FirstSteps:
         chosen = matrices[::max(1, len(matrices) // MATRICES)][:MATRICES]
         self.optimizer = weakref.ref(optimizer)
         self.params = [weakref.ref(p) for p in chosen]
-        self.initial = [param_sample(p).float().norm().cpu() for p in chosen] if chosen else []
+        self.initial = [param_sample(p).float().norm() for p in chosen]  # on the device: read in _judge
         self.before: list[torch.Tensor | None] = []
         self.changes: list[list[torch.Tensor]] = []
 
@@ -97,7 +97,7 @@ class StepSize(Detector):
 
     def _judge(self, optimizer: Optimizer, steps: _FirstSteps) -> None:
         with torch.no_grad():
-            initial = torch.stack(steps.initial)
+            initial = torch.stack([size.cpu() for size in steps.initial])
             kept = initial > 0  # a matrix that starts at zero has no size to compare with
             if not bool(kept.any()):
                 return
