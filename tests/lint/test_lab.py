@@ -33,6 +33,7 @@ EXPECTED = {
     "30_compiled_graph_cut_in_forward": ("TD121", ".detach().numpy()"),
     "42_context_carried_with_retain_graph": ("TD148", "loss.backward(retain_graph=True)"),
     "51_cross_entropy_negated_as_log_likelihood": ("TD176", "loss = -F.cross_entropy("),
+    "53_training_loader_without_shuffle": ("TD143", "shuffle=False"),
 }
 pytestmark = pytest.mark.skipif(not PROGRAMS, reason="examples/lab is not there")
 

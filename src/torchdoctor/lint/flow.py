@@ -115,6 +115,8 @@ def constructor_kind(qualified: str, call: ast.Call, ctx: WalkState) -> Kind | N
         return Kind("rng", last, call)
     if qualified in CHECKPOINT_LOADERS:
         return Kind("checkpoint", "", call)
+    if head == "torchvision.datasets" and last[:1].isupper():
+        return Kind("dataset", last, call)
     if qualified.startswith("torchvision.models.") and last[:1].islower():
         return Kind("model", "", call)
     return None
@@ -288,22 +290,33 @@ def _rooted_in_import(node: ast.expr, ctx: WalkState) -> bool:
     return node.__class__ is ast.Name and node.id in ctx.imports.names
 
 
+def loop_iterable(node: ast.expr, ctx: WalkState) -> ast.expr | None:
+    """What a `for` loop really iterates, under `enumerate(...)`, `tqdm(...)`, `zip(...)` (their
+    first argument); None when a wrapper's argument cannot be read."""
+    while node.__class__ is ast.Call and node.args and _callee(node, ctx) in ITER_WRAPPERS:
+        first = node.args[0]
+        if isinstance(first, ast.Starred):
+            return None
+        node = first
+    return node
+
+
+def _callee(call: ast.Call, ctx: WalkState) -> str | None:
+    func = call.func
+    return ctx.qualified(func) or getattr(func, "id", None) or getattr(func, "attr", None)
+
+
 def iterated(node: ast.expr, ctx: WalkState) -> tuple[str, str | None]:
     """What a `for` loop iterates: ("dataloader" | "range" | "other", dotted name of the iterable)."""
-    while node.__class__ is ast.Call:
-        func = node.func
-        callee = ctx.qualified(func) or getattr(func, "id", None) or getattr(func, "attr", None)
-        if callee in ("range", "builtins.range"):
+    iterable = loop_iterable(node, ctx)
+    if iterable is None:
+        return "other", None
+    kind = kind_of(iterable, ctx)
+    if iterable.__class__ is ast.Call:
+        if _callee(iterable, ctx) in ("range", "builtins.range"):
             return "range", None
-        if callee in ITER_WRAPPERS or callee == "tqdm" and node.args:
-            if not node.args or isinstance(node.args[0], ast.Starred):
-                return "other", None
-            node = node.args[0]
-            continue
-        kind = kind_of(node, ctx)
         return ("dataloader" if kind is not None and kind.tag == "dataloader" else "other"), None
-    name = dotted(node)
-    kind = kind_of(node, ctx)
+    name = dotted(iterable)
     if kind is not None and kind.tag == "dataloader" or looks_like_loader(name):
         return "dataloader", name
     return "other", name
