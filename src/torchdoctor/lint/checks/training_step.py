@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.lint.api import FILE_END, Context, Event, Scope, check, literal, looks_like_optimizer
+from torchdoctor.lint.checks.unstepped_optimizer import never_stepped
 from torchdoctor.lint.names import dotted, keyword, terminal
 from torchdoctor.lint.steps import (
     TRACKED,
@@ -475,6 +476,7 @@ def backward_missing(tree: ast.Module, ctx: Context) -> None:
 
 @check(STEP_MISSING, FILE_END, tracks=TRACKED, needs_torch=False)
 def step_missing(tree: ast.Module, ctx: Context) -> None:
+    reported: set[str | None] = set()
     for scope in ctx.scopes:
         for info in scope.loops.values():
             loop = info.node
@@ -492,8 +494,14 @@ def step_missing(tree: ast.Module, ctx: Context) -> None:
                 continue
             if _steps_by_another_name(loop, {r.receiver for r in resets}):
                 continue
+            reported.add(resets[0].receiver)
             ctx.report(STEP_MISSING, _last_gradient_call(pairs, resets[0]) or resets[0].node,
                        fields={"optimizer": resets[0].receiver})
+    for optimizer, model, where in never_stepped(tree, ctx):
+        if optimizer not in reported:
+            ctx.report(STEP_MISSING, where, fields={"optimizer": optimizer}, message=(
+                f"`{optimizer}` is never stepped, though the gradients of {model} it was built over are reset and "
+                f"computed here: they are thrown away, and its weights never change"))
 
 
 def _step_of(everything: list[tuple[Event, Event]], loop: ast.AST) -> list[tuple[Event, Event]]:
