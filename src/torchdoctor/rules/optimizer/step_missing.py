@@ -17,6 +17,13 @@ Flags a loop that calls `optimizer.zero_grad()` and `backward()` but never `step
 optimizer or scaler, in the loop or in the functions of the file it calls), when the optimizer
 is not handed to another function that could step it.
 
+Also flags, one optimizer at a time, an optimizer bound to a name that nothing in the file ever
+steps while its gradients (or its model's) are reset and a `backward()` runs: a GAN whose
+discriminator's step went missing while the generator's optimizer still steps in the same loop,
+or a per-episode update function. It points at the last `backward()` after the reset, where the
+step belongs. An optimizer handed to any call but a learning-rate scheduler, returned, or
+stored elsewhere may be stepped there, and is left alone.
+
 ## Why is this bad?
 The gradients are computed and then thrown away by the next `zero_grad()`: the weights never
 move, the loss only changes with the data, and nothing raises.
