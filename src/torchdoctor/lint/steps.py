@@ -226,6 +226,11 @@ def loop_events(scope: Scope, loop: ast.AST) -> list[Event]:
     return [e for e in scope.events if inside(e, loop)]
 
 
+#: functions that only compute on what they are given
+_TENSOR_OPS = ("torch.cat", "torch.stack", "torch.sum", "torch.mean", "torch.nn.functional.", "torch.tensor",
+               "torch.as_tensor", "torch.where", "torch.clamp", "torch.isnan", "torch.isfinite")
+
+
 def passed_to_a_call(loop: ast.AST, names: set[str], ctx: Context) -> bool:
     """Some call in the loop to a function *not* defined in this file takes one of `names` as an
     argument: it may do the backward, the step or the reset itself (`loss_scaler(loss, optimizer)`,
@@ -240,6 +245,8 @@ def passed_to_a_call(loop: ast.AST, names: set[str], ctx: Context) -> bool:
             continue
         if isinstance(func, ast.Name) and func.id in ctx.functions:
             continue
+        if (ctx.qualified(func) or "").startswith(_TENSOR_OPS):
+            continue  # `torch.cat(losses)`: an op computes, it runs no backward, step or reset
         if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
                 and any(s.name.endswith("." + func.attr) for s in ctx.scopes)):
             continue

@@ -27,6 +27,7 @@ from torchdoctor.lint.steps import (
     is_scaler,
     is_scaler_step,
     loop_events,
+    optimized_models,
     order,
     parameters_owner,
     passed_to_a_call,
@@ -72,7 +73,7 @@ def missing_zero_grad(tree: ast.Module, ctx: Context) -> None:
                     if not passed_to_a_call(loop, {step.receiver or "", *models}, ctx):  # type: ignore[arg-type]
                         flagged.add(id(loop))
                         ctx.report(MISSING_ZERO_GRAD, _accumulating_backward(step, scope, loop))
-                elif resets and _other_optimizers_only(step, resets, loop, ctx):
+                elif resets and _other_optimizers_only(step, resets, loop, tree, ctx):
                     optimizer = stepped_optimizer(step)
                     others = ", ".join(sorted({f"`{r.receiver}`" for r in resets}))
                     ctx.report(MISSING_ZERO_GRAD, _accumulating_backward(step, scope, loop), message=(
@@ -148,11 +149,11 @@ def _over_fresh_tensors(made: ast.expr, region: ast.AST) -> bool:
     return all(dotted(e) in assigned for e in given.elts)
 
 
-def _other_optimizers_only(step: Event, resets: list[Event], loop: ast.AST, ctx: Context) -> bool:
-    """Every reset in the loop is `zero_grad()` of *another* optimizer (a GAN that resets the
-    generator's optimizer and steps the discriminator's too): nothing resets this one's
-    gradients. A reset of a model, of `p.grad`, or of an optimizer over the same parameters
-    may cover it: then this is not said."""
+def _other_optimizers_only(step: Event, resets: list[Event], loop: ast.AST, tree: ast.Module, ctx: Context) -> bool:
+    """Every reset in the loop is `zero_grad()` of *another* optimizer, or of the model another
+    optimizer is built over (a GAN that resets the generator and steps the discriminator too):
+    nothing resets this one's gradients. A reset of a model this optimizer may hold, of
+    `p.grad`, or of an optimizer over the same parameters may cover it: then this is not said."""
     optimizer = stepped_optimizer(step)
     if optimizer is None:
         return False
@@ -162,11 +163,22 @@ def _other_optimizers_only(step: Event, resets: list[Event], loop: ast.AST, ctx:
             return False
         if not (reset.kind is not None and reset.kind.tag == "optimizer"
                 or reset.kind is None and looks_like_optimizer(reset.receiver)):
-            return False  # `model.zero_grad()`: it may hold this optimizer's parameters
+            if not _another_optimizers_model(reset.receiver, made, tree, ctx):
+                return False  # `model.zero_grad()`: it may hold this optimizer's parameters
+            continue
         other = _made_from(reset)
         if made is None or other is None or ast.dump(made) == ast.dump(other):
             return False  # built from the same parameters, or we cannot tell
     return not passed_to_a_call(loop, {optimizer}, ctx)
+
+
+def _another_optimizers_model(model: str, made: ast.expr | None, tree: ast.Module, ctx: Context) -> bool:
+    """`netG` when another optimizer of the file is built over `netG.parameters()` and this one
+    over the parameters of a model that is neither `netG` nor part of it."""
+    mine = parameters_owner(made)
+    if mine is None or model not in optimized_models(tree, ctx):
+        return False
+    return not (model == mine or model.startswith(mine + ".") or mine.startswith(model + "."))
 
 
 def _constructor(event: Event) -> ast.Call | None:
@@ -197,31 +209,54 @@ def gradient_deleted(node: ast.Delete, ctx: Context) -> None:
             ctx.record("grad_reset", node, dotted(target.value))
 
 
-@check(ZERO_GRAD_BEFORE_STEP, FILE_END, tracks=TRACKED, needs_torch=False)
+@check((ZERO_GRAD_BEFORE_STEP, BACKWARD_MISSING), FILE_END, tracks=TRACKED, needs_torch=False)
 def zero_grad_before_step(tree: ast.Module, ctx: Context) -> None:
+    """A step whose last gradient event is a reset. With a backward() before the reset, the reset
+    is out of place (TD112); with one after the step, the step is; with none in the pass at all,
+    the backward() is missing (TD170, for a step outside any loop or among other optimizers')."""
     for scope in ctx.scopes:
         events = scope.events
-        for reset in events:
-            if reset.name != "zero_grad":
-                continue
+        everything = list(reached(events, ctx))
+        gradients = [via for e, via in everything if is_gradient_computation(e, ctx)]
+        for reset, at in ((e, via) for e, via in everything if e.name == "zero_grad"):
             for step in events:
                 optimizer = stepped_optimizer(step)
-                if optimizer is None or order(reset, step) != -1 or not _resets(reset, step, optimizer):
+                if optimizer is None or order(at, step) != -1 or not _resets(reset, step, optimizer):
                     continue
-                if not _encloses(reset, step):
+                if not _encloses(at, step):
                     continue  # the reset sits in a branch of its own (`if nan: zero_grad(); continue`)
-                if any(is_backward(e) and order(reset, e) == -1 and order(e, step) == -1 for e in events):
+                if any(order(at, g) == -1 and order(g, step) == -1 for g in gradients):
                     continue  # gradients are computed again before the step
-                backward = any(is_backward(e) and order(e, reset) == -1 and _same_pass(e, reset) for e in events)
-                after = any(is_backward(e) and order(step, e) == -1 and _same_pass(e, step) for e in events)
+                backward = any(order(g, at) == -1 and _same_pass(g, at) for g in gradients)
+                after = any(order(step, g) == -1 and _same_pass(g, step) for g in gradients)
                 if backward:
-                    ctx.report(ZERO_GRAD_BEFORE_STEP, reset.node)
+                    ctx.report(ZERO_GRAD_BEFORE_STEP, at.node)
                 elif after and (step.loops or id(scope) in called_in_loops(ctx)):  # at the step: it is the call out of place
                     ctx.report(ZERO_GRAD_BEFORE_STEP, step.node, message=(
-                        f"{optimizer}.step() runs after zero_grad() (line {reset.line}) and before backward(): every "
+                        f"{optimizer}.step() runs after zero_grad() (line {at.line}) and before backward(): every "
                         "step sees gradients that were just erased, so the model never learns"),
                         hint=f"Call `{optimizer}.step()` after `loss.backward()`.")
+                elif not after and not gradients:
+                    _backward_dropped(scope, at, step, optimizer, ctx)
                 break
+
+
+def _backward_dropped(scope: Scope, reset: Event, step: Event, optimizer: str, ctx: Context) -> None:
+    """No backward() anywhere in the function (or what it calls) that resets and steps: after a
+    loss is computed, the step applies the zeros the reset left. Not said when the loss or the
+    optimizer goes to a function of another file, or gradients are set by hand (`p.grad = ...`)."""
+    done: set[int] = ctx.memo.setdefault("TD170-steps", set())
+    if id(step.node) in done or has_closure(step) or any(e.name in ("grad_reset", "scale") for e in scope.events):
+        return
+    losses = [e.receiver for e in scope.events if e.name == "loss_computed" and e.receiver and order(e, step) == -1]
+    region = step.loops[-1] if step.loops else scope.node
+    if not losses or passed_to_a_call(region, {optimizer, *losses}, ctx):
+        return
+    done.add(id(step.node))
+    loss = losses[-1]
+    ctx.report(BACKWARD_MISSING, step.node, fields={"loss": loss}, message=(
+        f"`{optimizer}.step()` runs after its gradients are reset (line {reset.line}) and no backward() of `{loss}` "
+        "comes between: it applies zero (or no) gradients, and the weights never learn"))
 
 
 @check(ACCUMULATION_RESET_EVERY_MICRO_BATCH, FILE_END, tracks=TRACKED, needs_torch=False)
@@ -444,7 +479,7 @@ def loss_computed(node: ast.Assign, ctx: Context) -> None:
         name = dotted(target)
         kind = ctx.kind(node.value)
         named = kind is None and name is not None and _named_loss(name)
-        if named and isinstance(node.value, ast.Call) or kind is not None and kind.tag == "loss":
+        if named and isinstance(node.value, (ast.Call, ast.BinOp)) or kind is not None and kind.tag == "loss":
             ctx.record("loss_computed", node, name)
 
 
@@ -469,6 +504,10 @@ def backward_missing(tree: ast.Module, ctx: Context) -> None:
             names = {e.receiver for e in losses if e.receiver} | {stepped_optimizer(s) or "" for s in steps}
             if _passed_on(loop, pairs, names, ctx):
                 continue
+            done: set[int] = ctx.memo.setdefault("TD170-steps", set())
+            if id(steps[0].node) in done:
+                continue
+            done.add(id(steps[0].node))
             fields = {"loss": losses[0].receiver or "loss"}
             ctx.report(BACKWARD_MISSING, steps[0].node, fields=fields,
                        message=_in_called(BACKWARD_MISSING.message, steps[0], pairs, fields))
