@@ -217,7 +217,9 @@ def zero_grad_before_step(tree: ast.Module, ctx: Context) -> None:
     for scope in ctx.scopes:
         events = scope.events
         everything = list(reached(events, ctx))
-        gradients = [via for e, via in everything if is_gradient_computation(e, ctx)]
+        # gradients computed, or set by hand (`p.grad = ...`), with where they happen in this function
+        sources = [(e, via) for e, via in everything if is_gradient_computation(e, ctx) or e.name == "grad_reset"]
+        gradients = [via for _, via in sources]
         for reset, at in ((e, via) for e, via in everything if e.name == "zero_grad"):
             for step in events:
                 optimizer = stepped_optimizer(step)
@@ -225,8 +227,9 @@ def zero_grad_before_step(tree: ast.Module, ctx: Context) -> None:
                     continue
                 if not _encloses(at, step):
                     continue  # the reset sits in a branch of its own (`if nan: zero_grad(); continue`)
-                if any(order(at, g) == -1 and order(g, step) == -1 for g in gradients):
-                    continue  # gradients are computed again before the step
+                if any((order(at, g) == -1 or g is at and order(reset, e) == -1) and order(g, step) == -1
+                       for e, g in sources):
+                    continue  # gradients are computed again before the step (also in the helper that resets)
                 backward = any(order(g, at) == -1 and _same_pass(g, at) for g in gradients)
                 after = any(order(step, g) == -1 and _same_pass(g, step) for g in gradients)
                 if backward:
@@ -250,7 +253,7 @@ def _backward_dropped(scope: Scope, reset: Event, step: Event, optimizer: str, c
         return
     losses = [e.receiver for e in scope.events if e.name == "loss_computed" and e.receiver and order(e, step) == -1]
     region = step.loops[-1] if step.loops else scope.node
-    if not losses or passed_to_a_call(region, {optimizer, *losses}, ctx):
+    if not losses or passed_to_a_call(region, {optimizer, *losses}, ctx) or _opaque_call_between(region, reset, step, ctx):
         return
     done.add(id(step.node))
     loss = losses[-1]
@@ -481,6 +484,31 @@ def loss_computed(node: ast.Assign, ctx: Context) -> None:
         named = kind is None and name is not None and _named_loss(name)
         if named and isinstance(node.value, (ast.Call, ast.BinOp)) or kind is not None and kind.tag == "loss":
             ctx.record("loss_computed", node, name)
+
+
+#: calls between a reset and a step that compute no gradient
+_PLAIN_CALLS = frozenset({"zip", "len", "range", "enumerate", "print", "float", "int", "list", "tuple", "sum", "min",
+                          "max", "abs", "isinstance", "sorted", "reversed", "str", "dict", "round"})
+_PLAIN_METHODS = frozenset({"append", "extend", "insert", "appendleft", "pop", "item", "sum", "mean", "std", "detach",
+                            "view", "reshape", "to", "float", "clone", "cpu", "numpy", "tolist", "format", "log", "info"})
+
+
+def _opaque_call_between(region: ast.AST, reset: Event, step: Event, ctx: Context) -> bool:
+    """A call between the reset and the step that may run a backward() out of sight: a function
+    of another file, or a method (`loss.accumulate_gradients(...)`) that is not plain data work."""
+    for node in ast.walk(region):
+        if not isinstance(node, ast.Call) or not reset.line < node.lineno < step.line:
+            continue
+        func = node.func
+        qualified = ctx.qualified(func) or ""
+        if qualified.startswith("torch.") and not qualified.startswith(("torch.autograd", "torch.distributed")):
+            continue
+        if isinstance(func, ast.Name) and (func.id in _PLAIN_CALLS or func.id in ctx.functions):
+            continue
+        if isinstance(func, ast.Attribute) and not qualified and (func.attr in _PLAIN_METHODS or not node.args and not node.keywords):
+            continue
+        return True
+    return False
 
 
 def _named_loss(name: str) -> bool:

@@ -17,6 +17,10 @@ Flags a training loop that computes a loss, calls `zero_grad()` and `optimizer.s
 never calls `backward()` (nor `torch.autograd.grad`, nor sets `.grad` by hand), when neither
 the loss nor the optimizer is handed to another function that could do it.
 
+The same outside a loop: a function (a reinforcement-learning update run once per episode, say)
+that resets the gradients, computes a loss and steps, with no backward() anywhere in it or in
+the functions of the file it calls.
+
 ## Why is this bad?
 Without backward() no gradient is computed: after `zero_grad()` every `.grad` is `None` (or
 zero), so `step()` leaves the weights as they are (or only applies weight decay). The loop runs,
