@@ -83,6 +83,52 @@ def test_dtype_mismatch_points_at_float64_data() -> None:
     assert f"crashes at tests/run/test_crash.py:{line_of('nn.Linear(8, 1)(features)', step)}" in finding.message
 
 
+def test_token_ids_converted_to_floats_point_at_the_conversion() -> None:
+    embed = nn.Embedding(100, 8)
+
+    def step() -> None:
+        tokens = torch.randint(0, 100, (4, 5))
+        ids = tokens.double()
+        embed(ids)
+
+    finding = explained(step)
+    assert finding.rule == "TD411" and finding.line == line_of("ids = tokens.double()", step)
+    assert "`ids` is float64" in finding.message and "int64" in finding.message and ".long()" in finding.hint
+
+
+@pytest.mark.parametrize("update", ["multiply", "method", "zero"])
+def test_gradient_read_before_any_backward(update: str) -> None:
+    w = torch.randn(3, requires_grad=True)
+    frozen = torch.randn(3)
+
+    def step() -> None:
+        loss = ((torch.randn(8, 3) @ w) ** 2).mean()
+        with torch.no_grad():
+            if update == "multiply":
+                w.sub_(0.1 * w.grad)
+            elif update == "method":
+                w.data.add_(w.grad, alpha=-0.1)
+            else:
+                frozen.grad.zero_()
+        return loss
+
+    finding = explained(step)
+    assert finding.rule == "TD433"
+    name = "frozen" if update == "zero" else "w"
+    assert f"`{name}.grad` is None" in finding.message
+    assert ("does not require grad" in finding.message) == (update == "zero")
+
+
+def test_none_that_is_no_gradient_is_not_explained_as_one() -> None:
+    w = torch.randn(3, requires_grad=True)
+    ((torch.randn(8, 3) @ w) ** 2).mean().backward()
+    scale = None
+
+    with pytest.raises(TypeError), torchdoctor.watch() as watch:
+        w.data.add_(w.grad * scale)  # type: ignore[operator]
+    assert [f.rule for f in watch.report.findings] == ["TD001"]
+
+
 def test_in_place_change_of_a_saved_output_names_the_forward_op() -> None:
     def step() -> None:
         h = torch.sigmoid(nn.Linear(4, 4)(torch.randn(2, 4)))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import linecache
 import re
 from typing import TYPE_CHECKING, Any
 
 from torchdoctor.introspect.source import grad_off_block
 from torchdoctor.rules.grad_flow.backward_through_freed_graph import RULE as FREED
+from torchdoctor.rules.grad_flow.gradient_is_none import RULE as GRAD_NONE
 from torchdoctor.rules.grad_flow.saved_tensor_modified_in_place import RULE as INPLACE
 from torchdoctor.rules.grad_mode.backward_without_graph import RULE as NO_GRAPH
 from torchdoctor.rules.grad_mode.leaf_modified_in_place import RULE as LEAF
@@ -204,4 +206,33 @@ def _op_name(node: str) -> str:
 
 #: where these explainers are tried: lower first (core/plugins.py)
 ORDER = 50
-EXPLAINERS = (saved_tensor_modified, leaf_modified, freed_graph, backward_without_graph, numpy_of_grad_tensor)
+_GRAD_READ = re.compile(r"(?P<name>[A-Za-z_][\w.]*)\.grad\b")
+
+
+def gradient_is_none(crash: Crash, session: Observed | None) -> Explanation | None:
+    """`p.data.add_(-lr * p.grad)` with no gradient: a TypeError or AttributeError about None at
+    a line that reads the `.grad` of a tensor whose `.grad` is None."""
+    if crash.exc_type not in ("TypeError", "AttributeError") or "NoneType" not in crash.message:
+        return None
+    frame = crash.user_frame()
+    torch = torch_module()
+    if frame is None or frame.live is None or torch is None:
+        return None
+    for match in _GRAD_READ.finditer(linecache.getline(frame.file, frame.line)):
+        tensor = _resolve(match["name"], frame.live.f_locals, frame.live.f_globals)
+        if isinstance(tensor, torch.Tensor) and tensor.grad is None:
+            why = "" if tensor.requires_grad else " (it does not require grad)"
+            return Explanation(GRAD_NONE, {"tensor": match["name"], "why": why})
+    return None
+
+
+def _resolve(dotted: str, *namespaces: dict[str, Any]) -> Any:
+    """The object a dotted name reads in a frame (`self.fc.weight`), or None."""
+    head, *rest = dotted.split(".")
+    value = next((space[head] for space in namespaces if head in space), None)
+    for part in rest:
+        value = getattr(value, part, None)
+    return value
+
+
+EXPLAINERS = (saved_tensor_modified, leaf_modified, freed_graph, backward_without_graph, numpy_of_grad_tensor, gradient_is_none)

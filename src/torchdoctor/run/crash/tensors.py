@@ -118,6 +118,26 @@ def dtype_mismatch(crash: Crash, session: Observed | None) -> Explanation | None
                                "where": where}, hint=hint, evidence={"op": op} if op else None)
 
 
+_INDICES = re.compile(r"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                      r"[\w, ]+; but got (?:torch\.)?(?P<got>\w+) instead")
+
+
+def embedding_indices_dtype(crash: Crash, session: Observed | None) -> Explanation | None:
+    """Token ids converted to floats before an `nn.Embedding` (`x.double()`, `x.float()`)."""
+    match = _INDICES.search(crash.message)
+    if match is None:
+        return None
+    got = dtype_name(match["got"])
+    found = _pick(crash, session, lambda t: tensor_dtype(t) == got and not _is_param(t))
+    name = found[0] if found else f"a {got} tensor"
+    origin = origin_of(crash, found[1], converts_to(got)) if found else None
+    fields = {"first": name, "first_dtype": got, "second": "the indices an embedding looks up", "second_dtype": "int64 (or int32)",
+              "where": _where(crash, session) + (made_here(origin, f"made {got}", crash) if origin is not None else "")}
+    hint = ("Token ids must stay whole numbers: drop the conversion"
+            + (f" at {origin.place} (`{origin.text}`)" if origin is not None else "") + ", or convert them with `.long()`.")
+    return Explanation(DTYPE, fields, at=(origin.file, origin.line) if origin is not None else None, hint=hint)
+
+
 def _culprit(a: tuple[str, Any] | None, b: tuple[str, Any] | None, wide: str | None) -> Any:
     """The tensor of the wrong dtype: the data beside a parameter, else the float64 one."""
     if a is None or b is None:
@@ -303,4 +323,5 @@ def _producer(tensor: Any) -> str:
 
 #: where these explainers are tried: lower first (core/plugins.py)
 ORDER = 70
-EXPLAINERS = (device_mismatch, dtype_mismatch, view_of_non_contiguous, shape_mismatch, rnn_batch_first, embedding_index)
+EXPLAINERS = (device_mismatch, dtype_mismatch, embedding_indices_dtype, view_of_non_contiguous, shape_mismatch, rnn_batch_first,
+              embedding_index)
