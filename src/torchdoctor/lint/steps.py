@@ -226,9 +226,10 @@ def loop_events(scope: Scope, loop: ast.AST) -> list[Event]:
     return [e for e in scope.events if inside(e, loop)]
 
 
-#: functions that only compute on what they are given
-_TENSOR_OPS = ("torch.cat", "torch.stack", "torch.sum", "torch.mean", "torch.nn.functional.", "torch.tensor",
-               "torch.as_tensor", "torch.where", "torch.clamp", "torch.isnan", "torch.isfinite")
+#: torch's functions compute, save, wrap or export what they are given: none runs a backward(),
+#: a step, a reset or a `train()` of its own, except these (which run gradients or user code)
+_RUNS_USER_CODE = ("torch.autograd", "torch.distributed", "torch.utils.checkpoint", "torch.func", "torch.compile",
+                   "torch.jit", "torch.cuda.amp", "torch.amp", "torch.vmap", "torch.optim")
 
 
 def passed_to_a_call(loop: ast.AST, names: set[str], ctx: Context) -> bool:
@@ -245,8 +246,9 @@ def passed_to_a_call(loop: ast.AST, names: set[str], ctx: Context) -> bool:
             continue
         if isinstance(func, ast.Name) and func.id in ctx.functions:
             continue
-        if (ctx.qualified(func) or "").startswith(_TENSOR_OPS):
-            continue  # `torch.cat(losses)`: an op computes, it runs no backward, step or reset
+        qualified = ctx.qualified(func) or ""
+        if qualified.startswith("torch.") and not qualified.startswith(_RUNS_USER_CODE):
+            continue  # `torch.cat(losses)`, `torch.save(model, f)`: no backward, step or reset there
         if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
                 and any(s.name.endswith("." + func.attr) for s in ctx.scopes)):
             continue
