@@ -18,8 +18,10 @@ never resets the gradients (`optimizer.zero_grad()`, `model.zero_grad()` or sett
 `p.grad = None`), neither in the loop nor in a function it calls each iteration.
 The backward and the step may sit in a function the loop calls (`for batch in loader:
 train_step(batch)`). With several optimizers built in the file, one that is stepped while only
-*another* one, over other parameters, is reset (a GAN loop that resets only the generator's
-optimizer) is flagged too. Gradient accumulation, where the reset runs every K iterations, is
+*another* one, over other parameters, or only the model another optimizer trains, is reset (a
+GAN loop that resets only the generator) is flagged too. So is a hand-written update
+(`p.data.add_(-lr * p.grad)`, `w -= lr * w.grad`) in a loop that runs backward() and resets no
+gradient at all. Gradient accumulation, where the reset runs every K iterations, is
 not flagged. An optimizer built again in every iteration changes nothing: a new
 `SGD(model.parameters())` does not reset the parameters' `.grad` (checked on torch 2.13), so
 that loop is flagged too; one built over a tensor made in the same iteration (a latent

@@ -1,0 +1,73 @@
+"""TD110 for a hand-written update: a training loop that runs backward() and moves the
+parameters itself from their `.grad` (`p.data.add_(-lr * p.grad)`, `w -= lr * w.grad`), with no
+gradient reset anywhere in it (`zero_grad()`, `p.grad.zero_()`, `p.grad = None`). backward()
+adds to `.grad`, so each update applies the sum of every gradient so far.
+
+Only loops with no reset at all are reported: a reset in any branch may cover the update.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.lint.api import FILE_END, Context, check, dotted
+from torchdoctor.lint.steps import TRACKED, is_backward, is_grad_reset, loop_events, passed_to_a_call, reached
+from torchdoctor.rules.optimizer.missing_zero_grad import RULE as MISSING_ZERO_GRAD
+
+_IN_PLACE = frozenset({"add_", "sub_"})
+
+
+@check(MISSING_ZERO_GRAD, FILE_END, tracks=TRACKED, needs_torch=False)
+def manual_update_without_reset(tree: ast.Module, ctx: Context) -> None:
+    reported: set[int] = set()
+    for scope in ctx.scopes:
+        for info in scope.loops.values():
+            update = _manual_update(info.node)
+            if update is None or id(update) in reported:
+                continue
+            events = [e for e, _ in reached(loop_events(scope, info.node), ctx)]
+            backwards = [e for e in events if is_backward(e) and e.scope is scope]
+            if not backwards or any(is_grad_reset(e) for e in events):
+                continue
+            if passed_to_a_call(info.node, {b.receiver or "" for b in backwards}, ctx):
+                continue
+            reported.add(id(update))
+            ctx.report(MISSING_ZERO_GRAD, backwards[-1].node, message=(
+                f"the parameters are updated by hand from their `.grad` (line {update.lineno}) but their gradients "
+                "are never reset in this loop: each backward() adds to the last, so each update applies the sum of "
+                "all earlier gradients"),
+                hint="Reset the gradients before backward(): `model.zero_grad()`, or `p.grad = None` / `p.grad.zero_()` after the update.")
+
+
+def _manual_update(loop: ast.AST) -> ast.stmt | None:
+    """The first statement of the loop that moves a tensor by its own gradient:
+    `p.data.add_(-lr * p.grad)`, `p.data.sub_(lr * p.grad)`, `w -= lr * w.grad`,
+    `p.data = p.data - lr * p.grad`."""
+    for node in ast.walk(loop):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            call = node.value
+            if isinstance(call.func, ast.Attribute) and call.func.attr in _IN_PLACE:
+                target = _base(call.func.value)
+                if target and _reads_grad_of(call, target):
+                    return node
+        elif isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Sub, ast.Add)):
+            target = _base(node.target)
+            if target and _reads_grad_of(node.value, target):
+                return node
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = _base(node.targets[0])
+            if target and _reads_grad_of(node.value, target):
+                return node
+    return None
+
+
+def _base(node: ast.expr) -> str | None:
+    """`p` for `p.data` and `p`."""
+    name = dotted(node)
+    if name is None:
+        return None
+    return name.removesuffix(".data")
+
+
+def _reads_grad_of(node: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr == "grad" and dotted(n.value) == name for n in ast.walk(node))
