@@ -41,4 +41,4 @@ def test_rule_command_prints_reported_by_without_torch() -> None:
     code = ("import sys; sys.modules['torch'] = None; from torchdoctor.catalog.rule_command import describe;"
             "from torchdoctor.core import registry; print(describe(registry.get('TD110')))")
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert "Reported by: lint (lint/checks/training_step.py), run (run/detectors/optimizer.py)" in shown.stdout, shown.stderr
+    assert "Reported by: lint (lint/checks/manual_update.py, lint/checks/training_step.py), run (run/detectors/optimizer.py)" in shown.stdout, shown.stderr

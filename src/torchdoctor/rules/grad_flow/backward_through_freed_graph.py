@@ -18,6 +18,10 @@ usual causes apart from what the run did before: a tensor carried over from an e
 (an optimizer step happened since the last backward), or two backward() calls over a shared
 graph within one step.
 
+`torchdoctor lint` finds the commonest case before the run: a recurrent state fed back into an
+`nn.LSTM` / `GRU` / `RNN` (or a model of the file built on one that never detaches) in a loop
+that runs backward(), with nothing in the loop detaching or replacing it.
+
 ## Why is this bad?
 backward() frees the graph's saved tensors as it goes. A recurrent hidden state or a cached
 tensor that is not detached links the new step's graph to the old one. Adding
