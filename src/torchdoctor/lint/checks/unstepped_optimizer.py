@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from torchdoctor.lint.api import Context, Event, dotted
+from torchdoctor.lint.api import Context, Event, dotted, looks_like_optimizer
 from torchdoctor.lint.steps import is_backward, reached, stepped_optimizer
 
 #: what may be done with an optimizer without stepping it
@@ -43,6 +43,39 @@ def never_stepped(tree: ast.Module, ctx: Context) -> Iterator[tuple[str, str, as
         where = _step_site(name, model, ctx)
         if where is not None:
             yield name, f"`{model}`" if model else "the model", where.node
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and not n.bases):
+        for attribute in _optimizer_attributes(cls, ctx):
+            if _only_harmless_attribute_uses(attribute, tree, parents, ctx):
+                where = _step_site(f"self.{attribute}", None, ctx)
+                if where is not None:
+                    yield f"self.{attribute}", "the model", where.node
+
+
+def _optimizer_attributes(cls: ast.ClassDef, ctx: Context) -> list[str]:
+    """`self.optimizer = optimizer`: attributes of a class with no base (nothing outside the file
+    adds methods to it) bound once, to an optimizer by their name or their value."""
+    bound: dict[str, int] = {}
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Assign):
+            for target in (t for top in node.targets for t in ast.walk(top)):
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                    bound[target.attr] = bound.get(target.attr, 0) + 1
+    return [name for name, times in bound.items() if times == 1 and looks_like_optimizer(f"self.{name}")]
+
+
+def _only_harmless_attribute_uses(attribute: str, tree: ast.Module, parents: dict[int, ast.AST], ctx: Context) -> bool:
+    """Every read of `.{attribute}` in the file only resets it or reads its state."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or node.attr != attribute or isinstance(node.ctx, ast.Store):
+            continue
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.Attribute) and parent.attr in _HARMLESS:
+            continue
+        if isinstance(parent, ast.Call) and node in parent.args[:1] \
+                and (ctx.qualified(parent.func) or "").startswith("torch.optim.lr_scheduler."):
+            continue
+        return False
+    return True
 
 
 def _optimizer_constructor(value: ast.expr, ctx: Context) -> bool:

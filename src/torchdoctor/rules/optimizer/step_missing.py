@@ -20,7 +20,8 @@ is not handed to another function that could step it.
 Also flags, one optimizer at a time, an optimizer bound to a name that nothing in the file ever
 steps while its gradients (or its model's) are reset and a `backward()` runs: a GAN whose
 discriminator's step went missing while the generator's optimizer still steps in the same loop,
-or a per-episode update function. It points at the last `backward()` after the reset, where the
+or a per-episode update function; an optimizer a class with no base keeps on `self` is judged the
+same way (a trainer whose `self.optimizer.step()` went missing). It points at the last `backward()` after the reset, where the
 step belongs. An optimizer handed to any call but a learning-rate scheduler, returned, or
 stored elsewhere may be stepped there, and is left alone.
 
