@@ -4,9 +4,10 @@ missing still steps the generator's optimizer in the same loop, so the loop-leve
 loop resets and runs backward() but steps nothing) cannot see it; this one looks at each
 optimizer on its own.
 
-The optimizer must be bound once, to a plain name, and used only in ways that cannot step it:
-`zero_grad()`, its `param_groups` and state, a learning-rate scheduler built over it. Handed to
-any other call, returned or stored elsewhere, it may be stepped there, and is left alone.
+The optimizer must be bound once, to a plain name (or to an attribute of a class with no base,
+`self.optimizer = optimizer`), and used only in ways that cannot step it: `zero_grad()`, its
+`param_groups` and state, a learning-rate scheduler built over it. Handed to any other call,
+returned or stored elsewhere, it may be stepped there, and is left alone.
 """
 
 from __future__ import annotations
