@@ -15,8 +15,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from torchdoctor.lint.api import Context, Event, dotted, looks_like_optimizer
-from torchdoctor.lint.steps import is_backward, reached, stepped_optimizer
+from torchdoctor.lint.api import Context, Event, looks_like_optimizer
+from torchdoctor.lint.steps import is_backward, parameters_owner, reached, stepped_optimizer
 
 #: what may be done with an optimizer without stepping it
 _HARMLESS = frozenset({"zero_grad", "param_groups", "state_dict", "load_state_dict", "add_param_group", "defaults",
@@ -66,17 +66,8 @@ def _optimizer_attributes(cls: ast.ClassDef, ctx: Context) -> list[str]:
 
 def _only_harmless_attribute_uses(attribute: str, tree: ast.Module, parents: dict[int, ast.AST], ctx: Context) -> bool:
     """Every read of `.{attribute}` in the file only resets it or reads its state."""
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Attribute) or node.attr != attribute or isinstance(node.ctx, ast.Store):
-            continue
-        parent = parents.get(id(node))
-        if isinstance(parent, ast.Attribute) and parent.attr in _HARMLESS:
-            continue
-        if isinstance(parent, ast.Call) and node in parent.args[:1] \
-                and (ctx.qualified(parent.func) or "").startswith("torch.optim.lr_scheduler."):
-            continue
-        return False
-    return True
+    return all(_harmless(node, parents, ctx) for node in ast.walk(tree)
+               if isinstance(node, ast.Attribute) and node.attr == attribute and not isinstance(node.ctx, ast.Store))
 
 
 def _optimizer_constructor(value: ast.expr, ctx: Context) -> bool:
@@ -89,30 +80,26 @@ def _optimizer_constructor(value: ast.expr, ctx: Context) -> bool:
 
 def _only_harmless_uses(name: str, assignment: ast.Assign, tree: ast.Module, parents: dict[int, ast.AST],
                         ctx: Context) -> bool:
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Name) or node.id != name or any(node is t for t in assignment.targets):
-            continue
-        parent = parents.get(id(node))
-        if isinstance(parent, ast.Attribute) and parent.attr in _HARMLESS:
-            continue
-        if isinstance(parent, ast.Call) and node in parent.args[:1] \
-                and (ctx.qualified(parent.func) or "").startswith("torch.optim.lr_scheduler."):
-            continue
-        if isinstance(parent, ast.Global):
-            continue
-        return False
-    return True
+    return all(_harmless(node, parents, ctx) for node in ast.walk(tree)
+               if isinstance(node, ast.Name) and node.id == name and all(node is not t for t in assignment.targets))
+
+
+def _harmless(node: ast.expr, parents: dict[int, ast.AST], ctx: Context) -> bool:
+    """A use of an optimizer that cannot step it: a reset or a read of its state
+    (`opt.zero_grad()`, `opt.param_groups`), a scheduler built over it, a `global` line."""
+    parent = parents.get(id(node))
+    if isinstance(parent, ast.Attribute) and parent.attr in _HARMLESS or isinstance(parent, ast.Global):
+        return True
+    return isinstance(parent, ast.Call) and node in parent.args[:1] \
+        and (ctx.qualified(parent.func) or "").startswith("torch.optim.lr_scheduler.")
 
 
 def _model_of(constructor: ast.Call) -> str | None:
-    """`netD` in `optim.Adam(netD.parameters(), ...)`."""
+    """`netD` in `optim.Adam(netD.parameters(), ...)` (also inside `list(...)`)."""
     first = constructor.args[0] if constructor.args else None
-    while isinstance(first, ast.Call) and isinstance(first.func, ast.Name) and first.args:  # `list(m.parameters())`
+    while isinstance(first, ast.Call) and isinstance(first.func, ast.Name) and first.args:
         first = first.args[0]
-    if isinstance(first, ast.Call) and isinstance(first.func, ast.Attribute) and first.func.attr in (
-            "parameters", "named_parameters"):
-        return dotted(first.func.value)
-    return None
+    return parameters_owner(first)
 
 
 def _step_site(name: str, model: str | None, ctx: Context) -> Event | None:
