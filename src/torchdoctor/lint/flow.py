@@ -13,7 +13,7 @@ import re
 from typing import TYPE_CHECKING
 
 from torchdoctor.lint.model import Kind
-from torchdoctor.lint.names import dotted
+from torchdoctor.lint.names import dotted, keyword
 
 if TYPE_CHECKING:
     from torchdoctor.lint.state import WalkState
@@ -59,6 +59,8 @@ ITER_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "zip", "tqdm.tqdm", "tqd
                            "tqdm.rich.tqdm", "rich.progress.track", "itertools.islice", "islice"})
 _OPTIMIZER_NAME = re.compile(r"(^|_)(optim|optimi[sz]er|opt)(s|_?[a-z0-9]*)?$|(^|_)(optim|optimi[sz]er)(_|$)", re.I)
 _LOADER_NAME = re.compile(r"loader|dataloader", re.I)
+#: names of held-out data (the last part of a dotted name): `test_loader`, `val_set`, `testloader`, `dev_data`
+_HELD_OUT = re.compile(r"^(test|val|valid|validation|eval|evaluation|dev)(_|$|loader|set|data)", re.I)
 
 
 def looks_like_optimizer(dotted_name: str | None) -> bool:
@@ -71,6 +73,21 @@ def looks_like_optimizer(dotted_name: str | None) -> bool:
 
 def looks_like_loader(dotted_name: str | None) -> bool:
     return bool(dotted_name) and bool(_LOADER_NAME.search(dotted_name.rpartition(".")[2]))  # type: ignore[union-attr]
+
+
+def held_out_loader(loader: ast.expr, kind: Kind, ctx: WalkState) -> bool:
+    """A DataLoader over held-out data: its dataset built with `train=False` (torchvision), or
+    the loader or the dataset named for testing or validation (`test_loader`, `val_set`)."""
+    names = [dotted(loader)]
+    if isinstance(kind.node, ast.Call):
+        dataset = keyword(kind.node, "dataset") or (kind.node.args[0] if kind.node.args else None)
+        made = kind_of(dataset, ctx) if dataset is not None else None
+        built = made.node if made is not None and made.tag == "dataset" else None
+        if isinstance(built, ast.Call) and any(k.arg == "train" and isinstance(k.value, ast.Constant)
+                                               and k.value.value is False for k in built.keywords):
+            return True
+        names.append(dotted(dataset) if dataset is not None else None)
+    return any(name and _HELD_OUT.search(name.rpartition(".")[2]) for name in names)
 
 
 def constructor_kind(qualified: str, call: ast.Call, ctx: WalkState) -> Kind | None:

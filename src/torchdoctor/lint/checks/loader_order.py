@@ -1,7 +1,8 @@
 """TD143 from the source: the DataLoader a training loop draws from keeps the dataset's order.
 
-A loop trains when it reaches a `backward()` or an optimizer step that no `if` inside the loop
-guards (`if phase == "train": loss.backward()` serves evaluation too, and is left alone). The
+A loop trains when it reaches an optimizer step that no `if` inside the loop guards
+(`if phase == "train": optimizer.step()` serves evaluation too, and is left alone); loaders over
+held-out data (`flow.held_out_loader`) are never the training ones. The
 loader is followed to its `DataLoader(...)` call through names, attributes, function parameters
 and returns (`lint.flow`). The fixed order is deliberate, or harmless, when the file orders the
 data itself (a random permutation, a split, a sort by length), when the dataset picks its samples
@@ -15,8 +16,8 @@ import ast
 import re
 
 from torchdoctor.lint.api import FILE_END, Context, Kind, Scope, argument, check, dotted, literal
-from torchdoctor.lint.flow import loop_iterable
-from torchdoctor.lint.steps import TRACKED, is_backward, loop_events, reached, stepped_optimizer
+from torchdoctor.lint.flow import held_out_loader, loop_iterable
+from torchdoctor.lint.steps import TRACKED, loop_events, reached, stepped_optimizer
 from torchdoctor.rules.data.training_loader_without_shuffle import RULE as TRAINING_LOADER_WITHOUT_SHUFFLE
 
 _DATALOADER = "torch.utils.data.DataLoader"
@@ -58,6 +59,8 @@ def report_training_loader_without_shuffle(tree: ast.Module, ctx: Context) -> No
         if not _trains(scope, loop, ctx) or _carries_state(loop):
             continue
         for call in _loaders(scope, first, parameter, ctx):
+            if held_out_loader(call, Kind("dataloader", "", call), ctx):
+                continue  # evaluation data, whatever the loop does with it
             how = _keeps_order(call, datasets.get(id(call)), tree, ctx) if id(call) not in reported else None
             if how is None:
                 continue
@@ -82,9 +85,10 @@ def _loaders(scope: Scope, first: ast.Call | None, parameter: str | None, ctx: C
 
 
 def _trains(scope: Scope, loop: ast.For, ctx: Context) -> bool:
-    """The loop reaches a `backward()` or an optimizer step that no `if` of the loop guards."""
+    """The loop reaches an optimizer step that no `if` of the loop guards (a backward() alone
+    computes gradients for something else: saliency, an attack on the input)."""
     for event, via in reached(loop_events(scope, loop), ctx):
-        if not (is_backward(event) or stepped_optimizer(event)):
+        if not stepped_optimizer(event):
             continue
         guards = [c for c in via.conditions if _within(c, loop)] + ([] if event is via else list(event.conditions))
         if not guards:

@@ -7,8 +7,9 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.lint.api import FILE_END, Context, Event, Scope, check, literal
+from torchdoctor.lint.flow import held_out_loader, loop_iterable
 from torchdoctor.lint.names import dotted
-from torchdoctor.lint.steps import TRACKED, grad_mode_block, is_backward
+from torchdoctor.lint.steps import TRACKED, grad_mode_block, is_backward, loop_events, optimized_models, reached
 from torchdoctor.rules.memory.evaluation_with_grad import RULE as EVALUATION_WITH_GRAD
 from torchdoctor.rules.performance.per_sample_loop import RULE as PER_SAMPLE_LOOP
 from torchdoctor.rules.performance.tensor_via_python import RULE as TENSOR_VIA_PYTHON
@@ -47,7 +48,45 @@ def evaluation_with_grad(tree: ast.Module, ctx: Context) -> None:
                     "DataLoader with autograd on: every batch records a graph no backward() will use"), hint=hint)
             else:
                 ctx.report(EVALUATION_WITH_GRAD, where, fields={"model": mode.receiver, "function": scope.name}, hint=hint)
+            ctx.memo.setdefault("TD161-reported", set()).add(id(scope))
             break
+    _held_out_with_grad(tree, ctx)
+
+
+def _held_out_with_grad(tree: ast.Module, ctx: Context) -> None:
+    """Without `eval()`: a loop over held-out data (a DataLoader over a dataset built with
+    `train=False`, or named `test_loader`, `val_set`, ...) that runs a model an optimizer of the
+    file trains, with autograd on, and neither backpropagates nor asks for gradients."""
+    held_out: set[int] = ctx.memo.get("TD161-held-out", set())
+    reported: set[int] = ctx.memo.get("TD161-reported", set())
+    trained = optimized_models(tree, ctx)
+    for scope in ctx.scopes:
+        at_top = scope is ctx.module_scope
+        if id(scope) in reported or scope.grad_disabled or scope.cls is not None or not at_top and scope.parent is not ctx.module_scope:
+            continue
+        for info in scope.loops.values():
+            if id(info.node) not in held_out:
+                continue
+            events = [e for e, _ in reached(loop_events(scope, info.node), ctx)]
+            if any(is_backward(e) or e.name in ("step", "grad", "input_grad") for e in events):
+                continue
+            uses = [e for e in events if e.name == "call" and e.receiver in trained and not e.grad_disabled and e.scope is scope]
+            if not uses or not (at_top or _called_with_grad(scope, ctx)):
+                continue
+            where = _evaluation_with_grad_at(uses[0], scope, ctx)
+            ctx.report(EVALUATION_WITH_GRAD, where, message=(
+                f"`{uses[0].receiver}` runs over held-out data (`{info.iter_name or 'the loader'}`) with autograd on, and "
+                "nothing here backpropagates: every batch records a graph no backward() will use"),
+                hint="Wrap the evaluation loop in `with torch.no_grad():` (or `torch.inference_mode()`), and call `model.eval()` before it.")
+
+
+@check(EVALUATION_WITH_GRAD, ast.For, needs_torch=False)
+def held_out_loop(node: ast.For, ctx: Context) -> None:
+    """Remember the loops over held-out data (`flow.held_out_loader`)."""
+    iterable = loop_iterable(node.iter, ctx)
+    kind = ctx.kind(iterable) if iterable is not None else None
+    if kind is not None and kind.tag == "dataloader" and held_out_loader(iterable, kind, ctx):  # type: ignore[arg-type]
+        ctx.memo.setdefault("TD161-held-out", set()).add(id(node))
 
 
 def _until_train(events: list[Event], mode: Event) -> list[Event]:

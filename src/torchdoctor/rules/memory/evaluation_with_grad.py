@@ -17,7 +17,10 @@ Flags a function that calls `model.eval()`, then runs the model over a DataLoade
 gradients enabled and never calls backward() or steps an optimizer, when this file calls the
 function outside `torch.no_grad()`; in a script, the same after a module-level `model.eval()`
 (up to the next `model.train()`). The finding points at the loop over the DataLoader that
-`no_grad()` should wrap, or at the `with torch.enable_grad():` that turns autograd back on. Lint leaves alone a function that asks for gradients itself
+`no_grad()` should wrap, or at the `with torch.enable_grad():` that turns autograd back on.
+Without any `eval()`, the same is said of a loop over held-out data (a DataLoader over a dataset
+built with `train=False`, or a loader or dataset named `test_loader`, `val_set`, ...) that runs a
+model an optimizer of the file trains and never backpropagates. Lint leaves alone a function that asks for gradients itself
 (`x.requires_grad = True`, `requires_grad_()`, `torch.autograd.grad`: saliency maps, adversarial
 examples).
 
