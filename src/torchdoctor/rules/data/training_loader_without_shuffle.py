@@ -13,8 +13,8 @@ RULE = Rule(
     hint="Pass `shuffle=True` to the training DataLoader (or a `RandomSampler` / `DistributedSampler`); keep the fixed order for evaluation loaders.",
     doc="""
 ## What it does
-Flags a `torch.utils.data.DataLoader` that a training loop (one that calls `backward()` or
-steps an optimizer) iterates, when the loader keeps the dataset's order: `shuffle=False`, or no
+Flags a `torch.utils.data.DataLoader` that a training loop (one that steps an optimizer)
+iterates, when the loader keeps the dataset's order: `shuffle=False`, or no
 `shuffle` at all over a map-style dataset (a torchvision dataset or a `Dataset` subclass of the
 file), and no `sampler` or `batch_sampler`. The finding points at `shuffle=False`, or at the
 DataLoader call when the argument is missing.
@@ -23,7 +23,8 @@ Left alone, because the fixed order is then deliberate or harmless: a loader who
 file puts in random order itself (`torch.randperm`, `random.shuffle`, `np.random.permutation`,
 `random_split`, `train_test_split`, `.shuffle()`), data sorted on purpose by length
 (`sorted(..., key=len)`), a dataset whose `__getitem__` draws its samples at random, an
-`IterableDataset` (which cannot be shuffled by the loader), `batch_size=None` (the dataset
+`IterableDataset` (which cannot be shuffled by the loader), held-out data (a dataset built
+with `train=False`, a loader named `val_loader` or `test_loader`), `batch_size=None` (the dataset
 makes the batches), and a loop that carries a recurrent state from one batch to the next
 (`output, hidden = model(x, hidden)`: truncated backpropagation needs the order).
 
