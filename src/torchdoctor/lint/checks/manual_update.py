@@ -1,23 +1,26 @@
-"""TD110 for a hand-written update: a training loop that runs backward() and moves the
-parameters itself from their `.grad` (`p.data.add_(-lr * p.grad)`, `w -= lr * w.grad`), with no
-gradient reset anywhere in it (`zero_grad()`, `p.grad.zero_()`, `p.grad = None`). backward()
-adds to `.grad`, so each update applies the sum of every gradient so far.
+"""Hand-written updates (`for p in model.parameters(): p.data.add_(-lr * p.grad)`) in a loop that
+runs backward():
 
-Only loops with no reset at all are reported: a reset in any branch may cover the update.
+TD110: no gradient reset anywhere in the loop (`zero_grad()`, `p.grad.zero_()`, `p.grad = None`):
+backward() adds to `.grad`, so each update applies the sum of every gradient so far. Only loops
+with no reset at all are reported: a reset in any branch may cover the update.
+TD111: a reset between the backward() and the update, with no backward() after it: the update
+reads gradients that were just erased.
 """
 
 from __future__ import annotations
 
 import ast
 
-from torchdoctor.lint.api import FILE_END, Context, check, dotted
-from torchdoctor.lint.steps import TRACKED, is_backward, is_grad_reset, loop_events, passed_to_a_call, reached
+from torchdoctor.lint.api import FILE_END, Context, Event, Scope, check, dotted
+from torchdoctor.lint.steps import TRACKED, is_backward, is_grad_reset, loop_events, order, passed_to_a_call, reached
 from torchdoctor.rules.optimizer.missing_zero_grad import RULE as MISSING_ZERO_GRAD
+from torchdoctor.rules.optimizer.zero_grad_before_step import RULE as ZERO_GRAD_BEFORE_STEP
 
 _IN_PLACE = frozenset({"add_", "sub_"})
 
 
-@check(MISSING_ZERO_GRAD, FILE_END, tracks=TRACKED, needs_torch=False)
+@check((MISSING_ZERO_GRAD, ZERO_GRAD_BEFORE_STEP), FILE_END, tracks=TRACKED, needs_torch=False)
 def manual_update_without_reset(tree: ast.Module, ctx: Context) -> None:
     reported: set[int] = set()
     for scope in ctx.scopes:
@@ -27,7 +30,11 @@ def manual_update_without_reset(tree: ast.Module, ctx: Context) -> None:
                 continue
             events = [e for e, _ in reached(loop_events(scope, info.node), ctx)]
             backwards = [e for e in events if is_backward(e) and e.scope is scope]
-            if not backwards or any(is_grad_reset(e) for e in events):
+            if not backwards:
+                continue
+            resets = [e for e in events if is_grad_reset(e)]
+            if resets:
+                _reset_before_update(update, backwards, resets, scope, reported, ctx)
                 continue
             if passed_to_a_call(info.node, {b.receiver or "" for b in backwards}, ctx):
                 continue
@@ -37,6 +44,23 @@ def manual_update_without_reset(tree: ast.Module, ctx: Context) -> None:
                 "are never reset in this loop: each backward() adds to the last, so each update applies the sum of "
                 "all earlier gradients"),
                 hint="Reset the gradients before backward(): `model.zero_grad()`, or `p.grad = None` / `p.grad.zero_()` after the update.")
+
+
+def _reset_before_update(update: ast.stmt, backwards: list[Event], resets: list[Event], scope: Scope,
+                         reported: set[int], ctx: Context) -> None:
+    """`loss.backward(); model.zero_grad()`, then the update: the reset erases the gradients the
+    update reads (to None, so the update fails, or to zeros, so it does nothing)."""
+    for reset in resets:
+        if reset.scope is not scope or reset.line >= update.lineno:
+            continue
+        before = [b for b in backwards if order(b, reset) == -1]
+        if before and not any(reset.line < b.line < update.lineno for b in backwards):
+            reported.add(id(update))
+            ctx.report(ZERO_GRAD_BEFORE_STEP, reset.node, message=(
+                f"this reset erases the gradients backward() computed (line {before[-1].line}) before the update by "
+                f"hand at line {update.lineno} reads them: `.grad` is None (or zero) there, so nothing learns"),
+                hint="Reset the gradients before the backward() (at the top of the iteration), or after the update.")
+            return
 
 
 def _manual_update(loop: ast.AST) -> ast.stmt | None:

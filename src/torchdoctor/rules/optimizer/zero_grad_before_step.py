@@ -14,7 +14,9 @@ RULE = Rule(
     doc="""
 ## What it does
 Flags `zero_grad()` (on the optimizer or the model) called after `loss.backward()` and before
-`optimizer.step()` in the same step.
+`optimizer.step()` in the same step, also when a helper function the loop calls does the reset;
+and a reset between `loss.backward()` and an update written by hand
+(`for p in model.parameters(): p.data.add_(-lr * p.grad)`).
 
 ## Why is this bad?
 The reset erases the gradients that `backward()` just computed, so `step()` has nothing to
