@@ -19,8 +19,9 @@ import ast
 
 from torchdoctor.lint.api import Context, check, dotted
 from torchdoctor.lint.flow import LOSS_FUNCTIONS, holds_labels
-from torchdoctor.lint.steps import grad_mode_block
+from torchdoctor.lint.steps import grad_mode_block, optimized_models
 from torchdoctor.rules.grad_mode.backward_without_graph import RULE as BACKWARD_WITHOUT_GRAPH
+from torchdoctor.rules.grad_mode.trained_model_called_under_no_grad import RULE as TRAINED_UNDER_NO_GRAD
 
 #: calls that keep a model's output what it is (no graph is added by reshaping)
 _KEEPS = frozenset({"view", "reshape", "flatten", "squeeze", "unsqueeze", "contiguous", "permute", "transpose", "float"})
@@ -50,7 +51,7 @@ def _state(ctx: Context) -> dict[str, tuple[ast.Call, str]]:
     return ctx.memo.setdefault("TD416", {}).setdefault(id(ctx.scope), {})
 
 
-@check(BACKWARD_WITHOUT_GRAPH, ast.Assign)
+@check((BACKWARD_WITHOUT_GRAPH, TRAINED_UNDER_NO_GRAD), ast.Assign)
 def no_grad_value_bound(node: ast.Assign, ctx: Context) -> None:
     names = _state(ctx)
     for target in node.targets:  # `output.requires_grad = True`: it gets a graph from here on
@@ -63,11 +64,34 @@ def no_grad_value_bound(node: ast.Assign, ctx: Context) -> None:
             names[name] = (made, "output")
         return
     loss = _loss_of(node.value, names, ctx) if not ctx.grad_disabled else None
+    term = _constant_term(node.value, names) if loss is None and not ctx.grad_disabled else None
+    sums = ctx.memo.setdefault("TD124-sums", {}).setdefault(id(ctx.scope), {})
     for name in targets:
+        sums.pop(name, None)
         if loss is not None:
             names[name] = loss
         else:
             names.pop(name, None)
+            if term is not None:
+                sums[name] = term
+
+
+def _constant_term(value: ast.expr, names: dict[str, tuple[ast.Call, str]]) -> tuple[str, ast.Call, str] | None:
+    """`d_loss_real + d_loss_fake` where `d_loss_real` is a loss of a no-grad output and the other
+    term is not: (that term's name, the no-grad call, the loss)."""
+    terms: list[ast.expr] = []
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+            stack += [node.left, node.right]
+        else:
+            terms.append(node)
+    held = [t.id for t in terms if isinstance(t, ast.Name) and t.id in names and names[t.id][1] != "output"]
+    if not held or len(held) == len(terms):
+        return None
+    made, how = names[held[0]]
+    return held[0], made, how
 
 
 def _loss_of(value: ast.expr, names: dict[str, tuple[ast.Call, str]], ctx: Context) -> tuple[ast.Call, str] | None:
@@ -101,7 +125,7 @@ def _constant(node: ast.expr, ctx: Context) -> bool:
     return isinstance(node, ast.Call) and ctx.qualified(node.func) in _CONSTANTS
 
 
-@check(BACKWARD_WITHOUT_GRAPH, ast.Call, names=("backward", "requires_grad_"))
+@check((BACKWARD_WITHOUT_GRAPH, TRAINED_UNDER_NO_GRAD), ast.Call, names=("backward", "requires_grad_"))
 def backward_of_no_grad_value(node: ast.Call, ctx: Context) -> None:
     if ctx.grad_disabled or not isinstance(node.func, ast.Attribute):
         return
@@ -112,6 +136,9 @@ def backward_of_no_grad_value(node: ast.Call, ctx: Context) -> None:
     target = node.func.value
     if isinstance(target, ast.Call) and isinstance(target.func, ast.Attribute) and target.func.attr == "scale" and target.args:
         target = target.args[0]  # scaler.scale(loss).backward()
+    if isinstance(target, ast.Name) and target.id in ctx.memo.get("TD124-sums", {}).get(id(ctx.scope), {}):
+        _constant_term_backpropagated(node, target.id, ctx)
+        return
     if not isinstance(target, ast.Name) or target.id not in _state(ctx):
         return
     made, how = _state(ctx)[target.id]
@@ -125,3 +152,18 @@ def backward_of_no_grad_value(node: ast.Call, ctx: Context) -> None:
     ctx.report(BACKWARD_WITHOUT_GRAPH, block, fields={"why": (
         f"{value} comes from `{model}(...)` called under `{manager}` at line {block.lineno}, so `{ctx.text(node)}` "
         f"at line {node.lineno} fails with \"element 0 of tensors does not require grad and does not have a grad_fn\"")})
+
+
+def _constant_term_backpropagated(node: ast.Call, total: str, ctx: Context) -> None:
+    """backward() of a sum one of whose loss terms comes from a no-grad call of a model the
+    file trains: that term is a constant, the model learns from the other terms only."""
+    term, made, how = ctx.memo["TD124-sums"][id(ctx.scope)][total]
+    model = dotted(made.func)
+    block = grad_mode_block(ctx.scope.node, made.lineno, ctx, enabled=False)
+    if block is None or model is None or model not in optimized_models(ctx.module_scope.node, ctx):  # type: ignore[arg-type]
+        return
+    manager = next(ctx.text(item.context_expr) for item in block.items if ctx.grad_mode(item.context_expr) is False)
+    ctx.report(TRAINED_UNDER_NO_GRAD, block, message=(
+        f"`{term}` (`{how[:60]}`) comes from `{model}(...)` called under `{manager}` at line {block.lineno}: in "
+        f"`{total}` it is a constant, so `{ctx.text(node)}` at line {node.lineno} trains `{model}` on the other terms only"),
+        hint=f"Call `{model}(...)` outside `{manager}` where its output feeds a loss that trains it.")

@@ -20,6 +20,12 @@ backpropagates. `torchdoctor run` reports the same bug from the live calls: a mo
 parameters are in an optimizer ran only with autograd off, and the very tensor it returned
 was given to a model that trained.
 
+Also flags, in one function, a loss term computed only from such a model's output made under
+`no_grad` (and labels or constants) and added to a loss that backpropagates, when an optimizer
+of the file trains the model: `with torch.no_grad(): out = D(real)`, `d_loss = criterion(out,
+ones) + d_loss_fake`. The term is a constant there: the model learns from the other terms only
+(a discriminator that never sees real images, a model trained on its regulariser alone).
+
 ## Why is this bad?
 Under `no_grad` the model's output has no autograd history, so the loss's graph stops there:
 `backward()` gives the layers after it their gradients and leaves this model's `.grad` at
