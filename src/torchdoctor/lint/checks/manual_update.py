@@ -33,17 +33,39 @@ def manual_update_without_reset(tree: ast.Module, ctx: Context) -> None:
             if not backwards:
                 continue
             resets = [e for e in events if is_grad_reset(e)]
-            if resets:
-                _reset_before_update(update, backwards, resets, scope, reported, ctx)
+            covering = [r for r in resets if not _other_mode(r, update, info.node)]
+            if covering:
+                _reset_before_update(update, backwards, covering, scope, reported, ctx)
                 continue
             if passed_to_a_call(info.node, {b.receiver or "" for b in backwards}, ctx):
                 continue
             reported.add(id(update))
+            where = (f"only when the update by hand does not run (the reset at line {resets[0].line} is in the other "
+                     "branch)" if resets else "never in this loop")
             ctx.report(MISSING_ZERO_GRAD, backwards[-1].node, message=(
                 f"the parameters are updated by hand from their `.grad` (line {update.lineno}) but their gradients "
-                "are never reset in this loop: each backward() adds to the last, so each update applies the sum of "
-                "all earlier gradients"),
+                f"are reset {where}: each backward() adds to the last, so each update applies the sum of all earlier "
+                "gradients"),
                 hint="Reset the gradients before backward(): `model.zero_grad()`, or `p.grad = None` / `p.grad.zero_()` after the update.")
+
+
+def _other_mode(reset: Event, update: ast.stmt, loop: ast.AST) -> bool:
+    """The reset and the update sit in opposite branches of two `if`s that test the same thing
+    (`if args.use_optimizer: optimizer.zero_grad()` ... `if args.use_optimizer: optimizer.step()
+    else: <update by hand>`): whenever the update runs, that reset does not."""
+    reset_sides = {ast.dump(c.test): _side(c, reset.line) for c in reset.conditions}
+    for node in ast.walk(loop):
+        if isinstance(node, ast.If) and node.lineno <= update.lineno <= (node.end_lineno or node.lineno):
+            side = _side(node, update.lineno)
+            if reset_sides.get(ast.dump(node.test), side) != side:
+                return True
+    return False
+
+
+def _side(branch: ast.If, line: int) -> str:
+    """"body" or "else": the branch of `branch` that holds `line`."""
+    last = branch.body[-1]
+    return "body" if line <= (last.end_lineno or last.lineno) else "else"
 
 
 def _reset_before_update(update: ast.stmt, backwards: list[Event], resets: list[Event], scope: Scope,
