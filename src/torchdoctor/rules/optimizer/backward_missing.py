@@ -21,6 +21,12 @@ The same outside a loop: a function (a reinforcement-learning update run once pe
 that resets the gradients, computes a loss and steps, with no backward() anywhere in it or in
 the functions of the file it calls.
 
+And for one loss of several: in a loop that backpropagates its losses one by one
+(`errD_real.backward()`, `errD_fake.backward()`), a loss computed by the same loss function that
+no backward() reaches, neither itself nor anything made from it (a sum kept only for printing
+does not count). Losses computed under `no_grad`, or handed to any call but a plain read, are
+left alone.
+
 ## Why is this bad?
 Without backward() no gradient is computed: after `zero_grad()` every `.grad` is `None` (or
 zero), so `step()` leaves the weights as they are (or only applies weight decay). The loop runs,
