@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import re
 
-from torchdoctor.lint.api import FILE_END, Context, Kind, Scope, argument, check, dotted, literal
+from torchdoctor.lint.api import FILE_END, ClassInfo, Context, Kind, Scope, argument, check, dotted, literal, terminal
 from torchdoctor.lint.flow import held_out_loader, loop_iterable
 from torchdoctor.lint.steps import TRACKED, loop_events, reached, stepped_optimizer
 from torchdoctor.rules.data.training_loader_without_shuffle import RULE as TRAINING_LOADER_WITHOUT_SHUFFLE
@@ -148,9 +148,9 @@ def _dict_without_sampler(value: ast.expr) -> bool:
         isinstance(k, ast.Constant) and k.value not in ("sampler", "batch_sampler", "shuffle") for k in value.keys)
 
 
-def _dataset_class(dataset: Kind | None, ctx: Context) -> ast.ClassDef | None:
-    info = ctx.classes.get(dataset.detail) if dataset is not None and dataset.tag == "dataset" else None
-    return info.node if info is not None else None
+def _dataset_info(dataset: Kind | None, ctx: Context) -> ClassInfo | None:
+    """The file's class of a dataset, when the file defines it."""
+    return ctx.classes.get(dataset.detail) if dataset is not None and dataset.tag == "dataset" else None
 
 
 def _iterable(dataset: Kind | None, ctx: Context) -> bool:
@@ -158,15 +158,16 @@ def _iterable(dataset: Kind | None, ctx: Context) -> bool:
     iterable or streamed datasets (the loader could not shuffle it)."""
     if dataset is None or dataset.tag != "dataset":
         return _STREAMED.search(ctx.source.text) is not None
-    info = ctx.classes.get(dataset.detail)
+    info = _dataset_info(dataset, ctx)
     return info is not None and any(base in _ITERABLE or base.endswith("IterableDataset") for base in info.bases)
 
 
 def _draws_at_random(dataset: Kind | None, ctx: Context) -> bool:
     """The dataset's `__getitem__` picks its sample at random (the index barely matters)."""
-    cls = _dataset_class(dataset, ctx)
+    info = _dataset_info(dataset, ctx)
+    cls = info.node if info is not None else None
     getitem = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__getitem__"), None) if cls else None
-    return getitem is not None and any(isinstance(n, ast.Call) and _last_name(n.func) in _DRAWS for n in ast.walk(getitem))
+    return getitem is not None and any(isinstance(n, ast.Call) and terminal(n.func) in _DRAWS for n in ast.walk(getitem))
 
 
 def _map_style(dataset: Kind | None, ctx: Context) -> bool:
@@ -182,7 +183,7 @@ def _reorders_data(tree: ast.Module) -> bool:
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
-        name = _last_name(node.func)
+        name = terminal(node.func)
         if name in _REORDERS:
             return True
         if name in ("sorted", "sort") and any(k.arg == "key" and "len" in ast.unparse(k.value) for k in node.keywords):
@@ -204,10 +205,6 @@ def _carries_state(loop: ast.For) -> bool:
             return True
         assigned |= stored
     return False
-
-
-def _last_name(func: ast.expr) -> str | None:
-    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
 
 
 def _dataset_name(call: ast.Call, ctx: Context) -> str:
