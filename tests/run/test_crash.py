@@ -548,13 +548,21 @@ class BusErrorInItemFive(torch.utils.data.Dataset):
 
 
 @pytest.mark.slow
-def test_worker_killed_is_explained_from_its_exit_code_when_the_message_has_no_signal() -> None:
+def test_worker_killed_is_explained_from_its_exit_code_when_the_message_has_no_signal(monkeypatch: pytest.MonkeyPatch) -> None:
     """Under load the loader can notice the dead worker before its SIGCHLD handler names the
     signal: the error then only says "exited unexpectedly" (or, when the worker died while
-    sending a batch, the pipe is reset); the worker's exit code still says which signal."""
-    with pytest.raises((RuntimeError, ConnectionResetError, EOFError)) as caught, contextlib.redirect_stderr(io.StringIO()):
-        for _ in DataLoader(BusErrorInItemFive(), batch_size=2, num_workers=2):
-            pass
+    sending a batch, the pipe is reset); the worker's exit code still says which signal.
+
+    Which side wins that race depends on the machine, so the test takes the handler out of it:
+    with SIGCHLD at its default, the loader can only find the dead worker itself."""
+    monkeypatch.setattr(torch.utils.data._utils.signal_handling, "_set_SIGCHLD_handler", lambda: None)
+    handler = signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    try:
+        with pytest.raises((RuntimeError, ConnectionResetError, EOFError)) as caught, contextlib.redirect_stderr(io.StringIO()):
+            for _ in DataLoader(BusErrorInItemFive(), batch_size=2, num_workers=2):
+                pass
+    finally:
+        signal.signal(signal.SIGCHLD, handler)
     assert "is killed by signal" not in str(caught.value)
     found = worker_killed(Crash.from_exception(caught.value), None)  # its own message, not its cause's
     assert found is not None and found.rule.code == "TD420" and "Bus error" in found.fields["cause"]
