@@ -5,6 +5,10 @@ with "Expected all tensors to be on the same device"; on a CPU-only machine noth
 
 The walk keeps, per DataLoader loop, which names hold a batch tensor and whether each was moved;
 the model's move is looked for at the end of the file (it is often in `main()`, after `train()`).
+A loop whose batch has a single tensor has no sibling to compare with: there the evidence is
+another input of the same model that the file moves (the batch of its evaluation loop, a
+`torch.randn(...).to(device)` sample), unless the data may already sit on the device (a dataset
+built from moved tensors, or one that moves its items itself).
 """
 
 from __future__ import annotations
@@ -186,6 +190,22 @@ def _unmoved(arg: ast.expr, state: _Batch, ctx: Context) -> str | None:
     return root[0]
 
 
+@check(DEVICE_MISMATCH, ast.Call)
+def moved_input(node: ast.Call, ctx: Context) -> None:
+    """`model(x.to(device))`, or `model.decode(z)` after `z = torch.randn(...).to(device)` in the
+    same function: the names of a model the file feeds moved tensors (`model`, `decode`)."""
+    callee = dotted(node.func)
+    if callee is None or ctx.qualified(node.func) is not None or not node.args:
+        return
+    first = node.args[0]
+    moved = _root(first, ctx)
+    if (moved is not None and moved[1]) or (
+            isinstance(first, ast.Name) and (id(ctx.scope), first.id) in ctx.memo.get("TD410-moved-locals", set())):
+        fed = ctx.memo.setdefault("TD410-fed-moved", {})
+        for name in callee.split("."):
+            fed.setdefault(name, node.lineno)
+
+
 @check(DEVICE_MISMATCH, FILE_END)
 def report_unmoved_batches(tree: ast.Module, ctx: Context) -> None:
     moves = [e for scope in ctx.scopes for e in scope.events if e.name in _MOVES and isinstance(e.node, ast.Call)
@@ -194,20 +214,27 @@ def report_unmoved_batches(tree: ast.Module, ctx: Context) -> None:
         return  # a model that moves its own input
     prepared = {dotted(a) for scope in ctx.scopes for e in scope.events if e.name == "prepare"
                 and isinstance(e.node, ast.Call) for a in e.node.args}
+    fed_moved: dict[str, int] = {} if _data_may_be_on_device(tree, moves, ctx) else ctx.memo.get("TD410-fed-moved", {})
     for loop, state in ctx.memo.get("TD410-loops", {}).values():
-        if not state.moved or loop in prepared:
-            continue  # nothing of the batch is moved (a CPU-only program), or `accelerator.prepare` moves it
+        if loop in prepared or not (state.moved or any(callee.rpartition(".")[2] in fed_moved for _, callee, _ in state.uses)):
+            continue  # nothing says the batch must move (a CPU-only program), or `accelerator.prepare` moves it
         reported: set[str] = set()
         for name, callee, where in state.uses:
             if name in reported or name in state.kept_on_cpu or not _model_moved(callee, moves, ctx):
+                continue
+            if state.moved:
+                others = f"the other batch tensors and `{callee}` are"
+            elif (line := fed_moved.get(callee.rpartition(".")[2])) is not None:
+                others = f"`{callee}` is, and so is what it is given at line {line}"
+            else:
                 continue
             reported.add(name)
             bound = state.names.get(name)
             at = bound if isinstance(bound, ast.Assign) else where  # where it was last prepared, else the use
             ctx.report(DEVICE_MISMATCH, at, message=(
-                f"`{name}` from the DataLoader is never moved to the device, but the other batch tensors and "
-                f"`{callee}` are: on a GPU `{ctx.text(where)[:60]}` fails with \"Expected all tensors to be on the "
-                "same device\" (on a CPU-only machine nothing shows)"),
+                f"`{name}` from the DataLoader is never moved to the device, but {others}: on a GPU "
+                f"`{ctx.text(where)[:60]}` fails with \"Expected all tensors to be on the same device\" (on a "
+                "CPU-only machine nothing shows)"),
                 hint=f"Move it with the others: `{name} = {name}.to(device)`.")
 
 
@@ -221,12 +248,36 @@ def _model_moved(callee: str, moves: list[Event], ctx: Context) -> bool:
 
 @check(DEVICE_MISMATCH, ast.Assign)
 def model_moved_by_assignment(node: ast.Assign, ctx: Context) -> None:
-    """`model = Net().to(device)`, `self.model = model.cuda()`: the names a moved value is given."""
+    """`model = Net().to(device)`, `self.model = model.cuda()`: the names a moved value is given
+    (and, for plain names, the function they are local to)."""
     if isinstance(node.value, ast.Call) and _is_move(node.value, ctx):
         for target in node.targets:
             name = dotted(target)
             if name is not None:
                 ctx.memo.setdefault("TD410-moved-targets", set()).add(name.rpartition(".")[2])
+            if isinstance(target, ast.Name):
+                ctx.memo.setdefault("TD410-moved-locals", set()).add((id(ctx.scope), target.id))
+
+
+#: where a dataset's items are made or batched: a move there sends batches out already moved
+_DATA_METHODS = ("__getitem__", "__getitems__", "__iter__", "__next__")
+
+
+def _data_may_be_on_device(tree: ast.Module, moves: list[Event], ctx: Context) -> bool:
+    """The loaders may yield tensors already on the device: a move inside a dataset's item method
+    or a collate function, or a dataset / loader built from a moved tensor (`TensorDataset(x.cuda())`)."""
+    for event in moves:
+        function = event.scope.name.rpartition(".")[2] if event.scope is not None else ""
+        if function in _DATA_METHODS or "collate" in function.lower():
+            return True
+    moved_names = ctx.memo.get("TD410-moved-targets", set())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and (dotted(node.func) or "").rpartition(".")[2] in ("TensorDataset", "DataLoader"):
+            for argument in node.args:
+                root = _root(argument, ctx)
+                if root is not None and (root[1] or root[0] in moved_names):
+                    return True
+    return False
 
 
 def _forward_moves_input(event: Event) -> bool:

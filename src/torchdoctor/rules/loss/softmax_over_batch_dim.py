@@ -14,12 +14,17 @@ RULE = Rule(
     doc="""
 ## What it does
 Flags a softmax or log-softmax over the batch dimension (dim 0 of a batched tensor, also the
-implicit dim an old call without `dim=` picks for 2-D input) whose output reaches a loss.
+implicit dim an old call without `dim=` picks for 2-D input) whose output reaches a loss;
+and, where no loss function sees the probabilities (a policy sampling one action per state),
+a softmax over dim 0 of a batch of one, `(1, classes)`, in the graph backward() runs through
+(seen at two backward() calls).
 
 ## Why is this bad?
 The probabilities then sum to 1 over the samples of the batch instead of over the classes:
 each sample's prediction depends on the other samples in the batch, and accuracy is
-meaningless. Nothing raises; the loss just trains something else.
+meaningless. Nothing raises; the loss just trains something else. Over a batch of one every
+probability is exactly 1 (every log-probability 0) whatever the scores: the actions are drawn
+uniformly at random, and no gradient reaches the layers before the softmax.
 
 ## Example
 ```python

@@ -61,9 +61,9 @@ def producer(tensor: torch.Tensor) -> Producer | None:
             return None
         name = type(node).__name__
         if name == "SoftmaxBackward0":
-            return Producer(node, "softmax", _dim(node), same_layout)
+            return Producer(node, "softmax", softmax_dim(node), same_layout)
         if name == "LogSoftmaxBackward0":
-            return Producer(node, "log_softmax", _dim(node), same_layout)
+            return Producer(node, "log_softmax", softmax_dim(node), same_layout)
         if name == "SigmoidBackward0":
             return Producer(node, "sigmoid", None, same_layout)
         if name not in VIEWS:
@@ -88,7 +88,8 @@ def compiled(tensor: torch.Tensor) -> bool:
     return False
 
 
-def _dim(node: Any) -> int | None:
+def softmax_dim(node: Any) -> int | None:
+    """The `dim` a softmax / log-softmax node normalised (None when it kept none)."""
     dim = getattr(node, "_saved_dim", None)
     if not isinstance(dim, int):
         return None

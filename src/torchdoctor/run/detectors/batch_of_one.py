@@ -1,0 +1,78 @@
+"""TD107 for a softmax over a batch of one: `softmax(scores, dim=0)` on a (1, classes) tensor.
+
+Every probability is then exactly 1 (a log-softmax gives 0), whatever the scores, so nothing
+reaches the layers below it: a policy network fed one state at a time samples its actions at
+random for ever, and no loss function is called to show what the probabilities were. The
+graph of the first backward() calls (warm-up only) is searched for such a softmax node; the
+line that made it is found by tracing the next step (the `Locator` of the loss-input checks).
+The softmax must be seen at two backward() calls (a sequence of length one in a seq-first
+batch is a one-off); when the second is not traced, the finding is at the backward() line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from torchdoctor.core.locate import caller_in_user_code
+from torchdoctor.introspect.graph import graph_nodes
+from torchdoctor.rules.loss.softmax_over_batch_dim import RULE as BATCH_DIM
+from torchdoctor.run.detector import Detector
+from torchdoctor.run.detectors.loss import Locator, softmax_dim
+from torchdoctor.run.detectors.support import backward_roots
+from torchdoctor.run.events import Backward, Location
+
+#: graph nodes visited at most per backward() call
+MAX_NODES = 20_000
+_SOFTMAXES = {"SoftmaxBackward0": "softmax", "LogSoftmaxBackward0": "log_softmax"}
+
+
+def softmax_over_one(node: Any) -> str | None:
+    """"softmax" / "log_softmax" when `node` normalised dim 0 of a (1, ..., classes) tensor
+    with more than one class: an output that is constant."""
+    kind = _SOFTMAXES.get(type(node).__name__)
+    if kind is None:
+        return None
+    result = getattr(node, "_saved_result", None)
+    dim = softmax_dim(node)
+    if not isinstance(result, torch.Tensor) or dim is None or result.dim() < 2:
+        return None
+    if dim % result.dim() != 0 or result.shape[0] != 1 or result.shape[-1] < 2:
+        return None
+    return kind
+
+
+class SoftmaxOverBatchOfOne(Detector):
+    ORDER = 75
+    rules = (BATCH_DIM,)
+
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx)
+        self._locator: Locator | None = None
+        self._done = False
+
+    def on_backward(self, event: Backward) -> None:
+        if self._done or not (self.ctx.warmup or self._locator is not None):
+            return
+        found = next(((node, kind) for node in graph_nodes(backward_roots(event.tensors), MAX_NODES)
+                      if (kind := softmax_over_one(node)) is not None), None)
+        if found is None:
+            return
+        node, kind = found
+        if self._locator is None:  # seen once: trace the next step, to see it again and learn its line
+            self._locator = Locator()
+            self.ctx.trace_next_step(self._locator)
+            return
+        backward = caller_in_user_code()
+        place = self._locator.place_of(node)
+        self._report(kind, tuple(node._saved_result.shape), place[0] if place else backward, backward)
+
+    def _report(self, kind: str, shape: tuple[int, ...], at: Location | None, backward: Location | None) -> None:
+        self._done = True
+        where = f" (backward() at line {backward[1]})" if backward and at and backward[0] == at[0] and backward != at else ""
+        self.ctx.report(BATCH_DIM, at=at, key="loss", fields={"dim": 0, "size": 1}, message=(
+            f"{kind} normalises over dim 0 of a {list(shape)} tensor, a batch of one, not over the {shape[-1]} "
+            f"classes: every {'probability is 1' if kind == 'softmax' else 'log-probability is 0'}, whatever the "
+            f"scores, so no gradient reaches the layers before it{where}"),
+            hint="Normalise over the class dimension: `softmax(x, dim=-1)`.")
