@@ -36,7 +36,7 @@ def make():
     torch.manual_seed(0)
     model = CosineClassifier()
     loader = DataLoader(TensorDataset(*make_data()), batch_size=32, shuffle=True)
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     return {"model": model, "data": loader, "loss_fn": nn.CrossEntropyLoss(), "optimizer": optimizer}
 
 
