@@ -311,6 +311,48 @@ def test_models_that_behave_the_same_in_both_modes_are_not_flagged() -> None:
     assert observed.codes == set()
 
 
+def train_by_hand_then_validate(model: nn.Module, switch: str | None, target_passes: int = 0) -> None:
+    """No torch.optim: the weights are updated by hand after each backward() (word_language_model),
+    with `target_passes` no-grad forwards of the model in each step; then a validation."""
+    for _ in range(2):
+        model.train()
+        for _ in range(5):
+            model.zero_grad()
+            x = torch.randn(8, 6)
+            with torch.no_grad():
+                for _ in range(target_passes):
+                    x = x + 0.1 * model(x).mean()
+            model(x).pow(2).mean().backward()
+            with torch.no_grad():
+                for p in model.parameters():
+                    p.add_(p.grad, alpha=-0.01)
+        if switch is not None:
+            getattr(model, switch)()
+        with torch.no_grad():  # the hand-trained validation
+            for _ in range(4):
+                model(torch.randn(8, 6))
+
+
+def test_validation_in_train_mode_of_a_model_updated_by_hand_is_flagged() -> None:
+    with observing(EvaluationInTrainMode) as observed:
+        train_by_hand_then_validate(nn.Sequential(nn.Linear(6, 8), nn.Dropout(0.3), nn.Linear(8, 6)), switch=None)
+    assert observed.one("TD133").line == line_of(__file__, "with torch.no_grad():  # the hand-trained validation")
+
+
+def test_validation_in_eval_mode_of_a_model_updated_by_hand_is_not_flagged() -> None:
+    with observing(EvaluationInTrainMode) as observed:
+        train_by_hand_then_validate(nn.Sequential(nn.Linear(6, 8), nn.Dropout(0.3), nn.Linear(8, 6)), switch="eval")
+    assert observed.codes == set()
+
+
+def test_no_grad_forwards_inside_each_hand_written_step_are_part_of_training() -> None:
+    """Two no-grad passes per backward() (a target from the model itself), counted per backward()
+    where no optimizer counts steps; the validation is in eval mode."""
+    with observing(EvaluationInTrainMode) as observed:
+        train_by_hand_then_validate(nn.Sequential(nn.Linear(6, 8), nn.Dropout(0.3), nn.Linear(8, 6)), switch="eval", target_passes=2)
+    assert observed.codes == set()
+
+
 def test_one_no_grad_forward_per_step_is_part_of_training() -> None:
     """A GAN's generated batch, pseudo-labels: one no-grad forward of the trained model per step."""
     generator = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.Dropout(0.2))

@@ -28,7 +28,9 @@ a file that trains the model (an optimizer over its parameters, a loop with `bac
 validation loop, a prediction after training), and never calls `.eval()` or `.train(...)`
 with an argument anywhere. `torchdoctor run` sees it happen: several no-grad forward passes of
 the trained model with no optimizer step between them while its dropout or batch-norm layers
-are in train mode, at the line of the forward call. A no-grad forward inside the training
+are in train mode, at the line of the forward call (in a script that updates its weights by
+hand, without a `torch.optim` optimizer, backward() calls stand for the steps and the models
+they gave gradients for are the trained ones). A no-grad forward inside the training
 step (a GAN's generated batch, pseudo-labels, a target network) is part of training and left
 alone, and so is a model switched with `model.train()` after its last step (Monte Carlo
 dropout, batch-norm recalibration), which says the mode is meant.

@@ -234,7 +234,9 @@ class EvaluationInTrainMode(Detector):
     between two optimizer steps) while in train mode.
 
     One forward pre-hook per trained model (a grad-mode read per call); the models are hooked
-    at the steps of the sparse schedule, once they have been stepped."""
+    at the steps of the sparse schedule, once they have been stepped. A script with no
+    `torch.optim` optimizer updates its weights by hand: there the models backward() gave
+    gradients are the trained ones, and backward() calls stand for the steps."""
 
     ORDER = 230
     rules = (EVAL_IN_TRAIN_MODE,)
@@ -254,17 +256,30 @@ class EvaluationInTrainMode(Detector):
 
     def _switched(self, switch: ModeSwitch) -> None:
         if switch.training:
-            self._train_switches[switch.module] = self.ctx.steps
+            self._train_switches[switch.module] = self._steps()
+
+    def _steps(self) -> int:
+        """Optimizer steps so far; backward() calls where no optimizer exists (updates by hand)."""
+        return self.ctx.steps if self.ctx.optimizers.known else self.ctx.backward.completed
 
     def on_step_end(self, event: Step) -> None:
-        if not due(event.index):
+        if due(event.index):
+            for model in self._models.of(event.optimizer):
+                self._watch(model)
+
+    def on_backward_end(self, event: Backward) -> None:
+        if self.ctx.optimizers.known or not due(event.index):
             return
-        for model in self._models.of(event.optimizer):
-            if id(model) in self._watched:
-                continue
-            self._watched[id(model)] = NoGradCalls()
-            if any(isinstance(m, (_DropoutNd, _BatchNorm)) for m in model.modules()):
-                self._handles.append(self.ctx.modules.watch(model, self._forward))
+        for model in self.ctx.model_roots():
+            if id(model) not in self._watched and any(p.grad is not None for p in model.parameters()):
+                self._watch(model)
+
+    def _watch(self, model: nn.Module) -> None:
+        if id(model) in self._watched:
+            return
+        self._watched[id(model)] = NoGradCalls()
+        if any(isinstance(m, (_DropoutNd, _BatchNorm)) for m in model.modules()):
+            self._handles.append(self.ctx.modules.watch(model, self._forward))
 
     def on_finish(self, outcome: Outcome) -> None:
         for handle in self._handles:
@@ -277,7 +292,7 @@ class EvaluationInTrainMode(Detector):
         watch = self._watched.get(id(module))
         if watch is None:
             return
-        steps = self.ctx.steps
+        steps = self._steps()
         if watch.steps != steps:
             watch.steps, watch.calls = steps, 0
         watch.calls += 1
