@@ -86,3 +86,24 @@ def test_a_time_first_batch_that_is_one_step_long_once_is_not_flagged() -> None:
             loss.backward()
             optimizer.step()
     assert observed.codes == set()
+
+
+def test_looking_at_the_graph_unpacks_no_saved_tensor() -> None:
+    """Saved-tensor hooks (activation checkpointing, offloading) run only when backward() runs:
+    the search reads shapes from the graph's metadata, never a saved output."""
+
+    def unpacks() -> int:
+        count = [0]
+
+        def unpack(tensor: torch.Tensor) -> torch.Tensor:
+            count[0] += 1
+            return tensor
+
+        with torch.autograd.graph.saved_tensors_hooks(lambda tensor: tensor, unpack):
+            play(Policy(dim=0), episodes=3)
+        return count[0]
+
+    plain = unpacks()
+    with observing(SoftmaxOverBatchOfOne):
+        observed = unpacks()
+    assert plain > 0 and observed == plain

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
-
 from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.introspect.graph import graph_nodes
 from torchdoctor.rules.loss.softmax_over_batch_dim import RULE as BATCH_DIM
@@ -28,19 +26,23 @@ MAX_NODES = 20_000
 _SOFTMAXES = {"SoftmaxBackward0": "softmax", "LogSoftmaxBackward0": "log_softmax"}
 
 
-def softmax_over_one(node: Any) -> str | None:
-    """"softmax" / "log_softmax" when `node` normalised dim 0 of a (1, ..., classes) tensor
-    with more than one class: an output that is constant."""
+def softmax_over_one(node: Any) -> tuple[str, tuple[int, ...]] | None:
+    """("softmax" / "log_softmax", the output's shape) when `node` normalised dim 0 of a
+    (1, ..., classes) tensor with more than one class: an output that is constant.
+
+    The shape is read from the node's metadata, not from its saved output: unpacking that
+    would run saved-tensor hooks (activation checkpointing recomputes its region)."""
     kind = _SOFTMAXES.get(type(node).__name__)
     if kind is None:
         return None
-    result = getattr(node, "_saved_result", None)
+    metadata = getattr(node, "_input_metadata", ())
+    shape = tuple(getattr(metadata[0], "shape", ())) if len(metadata) == 1 else ()
     dim = softmax_dim(node)
-    if not isinstance(result, torch.Tensor) or dim is None or result.dim() < 2:
+    if dim is None or len(shape) < 2:
         return None
-    if dim % result.dim() != 0 or result.shape[0] != 1 or result.shape[-1] < 2:
+    if dim % len(shape) != 0 or shape[0] != 1 or shape[-1] < 2:
         return None
-    return kind
+    return kind, shape
 
 
 class SoftmaxOverBatchOfOne(Detector):
@@ -55,18 +57,18 @@ class SoftmaxOverBatchOfOne(Detector):
     def on_backward(self, event: Backward) -> None:
         if self._done or not (self.ctx.warmup or self._locator is not None):
             return
-        found = next(((node, kind) for node in graph_nodes(backward_roots(event.tensors), MAX_NODES)
-                      if (kind := softmax_over_one(node)) is not None), None)
+        found = next(((node, made) for node in graph_nodes(backward_roots(event.tensors), MAX_NODES)
+                      if (made := softmax_over_one(node)) is not None), None)
         if found is None:
             return
-        node, kind = found
+        node, (kind, shape) = found
         if self._locator is None:  # seen once: trace the next step, to see it again and learn its line
             self._locator = Locator()
             self.ctx.trace_next_step(self._locator)
             return
         backward = caller_in_user_code()
         place = self._locator.place_of(node)
-        self._report(kind, tuple(node._saved_result.shape), place[0] if place else backward, backward)
+        self._report(kind, shape, place[0] if place else backward, backward)
 
     def _report(self, kind: str, shape: tuple[int, ...], at: Location | None, backward: Location | None) -> None:
         self._done = True
