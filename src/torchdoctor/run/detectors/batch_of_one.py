@@ -35,7 +35,7 @@ def softmax_over_one(node: Any) -> tuple[str, tuple[int, ...]] | None:
     kind = _SOFTMAXES.get(type(node).__name__)
     if kind is None:
         return None
-    metadata = getattr(node, "_input_metadata", ())
+    metadata: Any = getattr(node, "_input_metadata", ())
     shape = tuple(getattr(metadata[0], "shape", ())) if len(metadata) == 1 else ()
     dim = softmax_dim(node)
     if dim is None or len(shape) < 2:
