@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 from pathlib import Path
 
@@ -132,6 +133,34 @@ def test_a_grad_scaler_loss_is_shown_unscaled() -> None:
             scaler.update()
             expected[step] = loss.item()
     assert column(watched.report.sections["series"], "loss", "loss") == pytest.approx(expected, rel=1e-5)
+
+
+def test_a_scaled_loss_is_read_without_unpacking_saved_tensors() -> None:
+    """Saved-tensor hooks (offloading, checkpointing) belong to the user's backward(): reading
+    the scale a loss was multiplied by must not run them."""
+
+    def unpacks(watch: bool) -> int:
+        torch.manual_seed(0)
+        model, count = Net(), [0]
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        scaler = torch.amp.GradScaler("cpu")
+
+        def unpack(tensor: torch.Tensor) -> torch.Tensor:
+            count[0] += 1
+            return tensor
+
+        with torchdoctor.watch() if watch else contextlib.nullcontext():
+            for _ in range(3):
+                optimizer.zero_grad()
+                with torch.autograd.graph.saved_tensors_hooks(lambda tensor: tensor, unpack):
+                    loss = F.cross_entropy(model(torch.randn(4, 6)), torch.randint(0, 3, (4,)))
+                    scaled = scaler.scale(loss)
+                scaled.backward()
+                scaler.step(optimizer)
+                scaler.update()
+        return count[0]
+
+    assert unpacks(watch=True) == unpacks(watch=False) > 0
 
 
 def test_without_an_optimizer_each_backward_is_a_step() -> None:

@@ -42,6 +42,8 @@ class ScalerState:
 
     #: id() of tensors `scale()` returned that are still alive
     scaled: dict[int, weakref.ref[torch.Tensor]] = field(default_factory=dict)
+    #: the scale each of them was multiplied by (the scaler's own tensor, changed only by `update()`)
+    scales: dict[int, torch.Tensor] = field(default_factory=dict)
     #: optimizers unscaled since the last `update()` (ids)
     unscaled: set[int] = field(default_factory=set)
     #: `scaler.step(optimizer)` calls, by optimizer id (the step runs only without Inf/NaN)
@@ -52,6 +54,11 @@ class ScalerState:
     def is_scaled(self, tensor: Any) -> bool:
         ref = self.scaled.get(id(tensor))
         return ref is not None and ref() is tensor
+
+    def scale_of(self, tensor: Any) -> torch.Tensor | None:
+        """The scale `tensor` was multiplied by (read from the scaler, not from the autograd
+        graph: unpacking a saved tensor would run the user's saved-tensor hooks)."""
+        return self.scales.get(id(tensor)) if self.is_scaled(tensor) else None
 
 
 class GradientClipping:
@@ -110,10 +117,13 @@ class GradientClipping:
         scaler = args[0]
         if not scaler.is_enabled() or result is None:
             return
-        scaled = self.scaler.scaled
+        scaled, scales = self.scaler.scaled, self.scaler.scales
+        scale = getattr(scaler, "_scale", None)
         for tensor in tensors_in(result):
             key = id(tensor)
-            scaled[key] = weakref.ref(tensor, functools.partial(_forget, scaled, key))
+            scaled[key] = weakref.ref(tensor, functools.partial(_forget, scaled, scales, key))
+            if isinstance(scale, torch.Tensor):
+                scales[key] = scale
 
     def _unscaled(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         optimizer = args[1] if len(args) > 1 else kwargs.get("optimizer")
@@ -130,9 +140,10 @@ class GradientClipping:
             self.scaler.scalers.add(scaler)
 
 
-def _forget(scaled: dict[int, weakref.ref[torch.Tensor]], key: int, _ref: object) -> None:
+def _forget(scaled: dict[int, weakref.ref[torch.Tensor]], scales: dict[int, torch.Tensor], key: int, _ref: object) -> None:
     """A scaled tensor was freed: its id may be reused."""
     scaled.pop(key, None)
+    scales.pop(key, None)
 
 
 def _materialized(parameters: Any) -> Any:

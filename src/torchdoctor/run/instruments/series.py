@@ -268,7 +268,7 @@ class SeriesRecorder(Detector):
         value = loss.detach()
         clipping = self.ctx.installed(GradientClipping)
         if clipping is not None and clipping.scaler.is_scaled(loss):
-            scale = getattr(loss.grad_fn, "_saved_other", None)  # scale() multiplied by the scaler's scale
+            scale = clipping.scaler.scale_of(loss)
             if not isinstance(scale, torch.Tensor) or scale.numel() != 1:
                 return
             value = value / scale
