@@ -132,6 +132,11 @@ def terminal(node: ast.expr) -> str | None:
     return None
 
 
+def mentions(node: ast.AST, names: set[str] | frozenset[str]) -> bool:
+    """Some plain name of `names` appears anywhere in `node` (`a + b * 2` mentions `b`)."""
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
+
+
 def keyword(call: ast.Call, name: str) -> ast.expr | None:
     for kw in call.keywords:
         if kw.arg == name:

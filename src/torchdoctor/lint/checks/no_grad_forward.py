@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from torchdoctor.lint.api import FILE_END, Context, Event, Scope, check, dotted
+from torchdoctor.lint.names import mentions
 from torchdoctor.lint.steps import TRACKED, grad_mode_block, is_backward, optimized_models
 from torchdoctor.rules.grad_mode.trained_model_called_under_no_grad import RULE as TRAINED_MODEL_CALLED_UNDER_NO_GRAD
 
@@ -103,7 +104,7 @@ def _reaches(call: ast.AST, block: ast.With | ast.AsyncWith, backward: Event, co
             tainted |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
     node = backward.node
     loss = node.func.value if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else node
-    return _uses(loss, tainted) or (isinstance(node, ast.Call) and any(_uses(a, tainted) for a in node.args))
+    return mentions(loss, tainted) or (isinstance(node, ast.Call) and any(mentions(a, tainted) for a in node.args))
 
 
 @dataclass
@@ -154,10 +155,6 @@ class _TensorCode:
         returns = any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(body))
         return returns and any(isinstance(n, ast.Call) and (self.ctx.qualified(n.func) or "").startswith("torch.")
                                for n in ast.walk(body))
-
-
-def _uses(node: ast.AST, names: set[str]) -> bool:
-    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
 
 
 def _statements(scope: Scope) -> Iterator[ast.stmt]:

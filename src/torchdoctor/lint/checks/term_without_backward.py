@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.lint.api import FILE_END, Context, check, dotted
+from torchdoctor.lint.names import mentions
 from torchdoctor.lint.steps import TRACKED, is_backward, loop_events
 from torchdoctor.rules.optimizer.backward_missing import RULE as BACKWARD_MISSING
 
@@ -62,7 +63,7 @@ def _made_from(name: str, loop: ast.AST) -> set[str] | None:
     while changed:
         changed = False
         for node in ast.walk(loop):
-            if isinstance(node, (ast.Assign, ast.AugAssign)) and _reads(node.value, made):
+            if isinstance(node, (ast.Assign, ast.AugAssign)) and mentions(node.value, made):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
                     if not isinstance(target, ast.Name):
@@ -79,18 +80,14 @@ def _reaches_training(made: set[str], loop: ast.AST, backpropagated: set[str]) -
     if made & backpropagated:
         return True
     for node in ast.walk(loop):
-        if isinstance(node, (ast.Return, ast.Yield)) and node.value is not None and _reads(node.value, made):
+        if isinstance(node, (ast.Return, ast.Yield)) and node.value is not None and mentions(node.value, made):
             return True
         if isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in made:
                 if func.attr not in _READS:
                     return True
-            elif any(_reads(a, made) for a in [*node.args, *(k.value for k in node.keywords)]):
+            elif any(mentions(a, made) for a in [*node.args, *(k.value for k in node.keywords)]):
                 if not (isinstance(func, ast.Name) and func.id in _PRINTS or isinstance(func, ast.Attribute) and func.attr in _READS):
                     return True
     return False
-
-
-def _reads(node: ast.AST, names: set[str]) -> bool:
-    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
