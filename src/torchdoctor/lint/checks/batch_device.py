@@ -214,10 +214,18 @@ def report_unmoved_batches(tree: ast.Module, ctx: Context) -> None:
         return  # a model that moves its own input
     prepared = {dotted(a) for scope in ctx.scopes for e in scope.events if e.name == "prepare"
                 and isinstance(e.node, ast.Call) for a in e.node.args}
-    fed_moved: dict[str, int] = {} if _data_may_be_on_device(tree, moves, ctx) else ctx.memo.get("TD410-fed-moved", {})
+    fed_moved: dict[str, int] = ctx.memo.get("TD410-fed-moved", {})
+    data_on_device: bool | None = None  # looked for only when a batch of one needs the evidence
     for loop, state in ctx.memo.get("TD410-loops", {}).values():
-        if loop in prepared or not (state.moved or any(callee.rpartition(".")[2] in fed_moved for _, callee, _ in state.uses)):
-            continue  # nothing says the batch must move (a CPU-only program), or `accelerator.prepare` moves it
+        if loop in prepared:
+            continue  # `accelerator.prepare` moves it
+        if not state.moved:
+            if not any(callee.rpartition(".")[2] in fed_moved for _, callee, _ in state.uses):
+                continue  # nothing says the batch must move (a CPU-only program)
+            if data_on_device is None:
+                data_on_device = _data_may_be_on_device(tree, moves, ctx)
+            if data_on_device:
+                continue
         reported: set[str] = set()
         for name, callee, where in state.uses:
             if name in reported or name in state.kept_on_cpu or not _model_moved(callee, moves, ctx):
