@@ -40,10 +40,9 @@ class Clip:
 class ScalerState:
     """What the GradScalers of the process did since their last `update()`."""
 
-    #: id() of tensors `scale()` returned that are still alive
-    scaled: dict[int, weakref.ref[torch.Tensor]] = field(default_factory=dict)
-    #: the scale each of them was multiplied by (the scaler's own tensor, changed only by `update()`)
-    scales: dict[int, torch.Tensor] = field(default_factory=dict)
+    #: id() of tensors `scale()` returned that are still alive -> (the tensor, weakly; the scale it
+    #: was multiplied by: the scaler's own tensor, changed only by `update()`)
+    scaled: dict[int, tuple[weakref.ref[torch.Tensor], torch.Tensor | None]] = field(default_factory=dict)
     #: optimizers unscaled since the last `update()` (ids)
     unscaled: set[int] = field(default_factory=set)
     #: `scaler.step(optimizer)` calls, by optimizer id (the step runs only without Inf/NaN)
@@ -52,13 +51,13 @@ class ScalerState:
     scalers: weakref.WeakSet[Any] = field(default_factory=weakref.WeakSet)
 
     def is_scaled(self, tensor: Any) -> bool:
-        ref = self.scaled.get(id(tensor))
-        return ref is not None and ref() is tensor
+        entry = self.scaled.get(id(tensor))
+        return entry is not None and entry[0]() is tensor
 
     def scale_of(self, tensor: Any) -> torch.Tensor | None:
         """The scale `tensor` was multiplied by (read from the scaler, not from the autograd
         graph: unpacking a saved tensor would run the user's saved-tensor hooks)."""
-        return self.scales.get(id(tensor)) if self.is_scaled(tensor) else None
+        return self.scaled[id(tensor)][1] if self.is_scaled(tensor) else None
 
 
 class GradientClipping:
@@ -117,13 +116,12 @@ class GradientClipping:
         scaler = args[0]
         if not scaler.is_enabled() or result is None:
             return
-        scaled, scales = self.scaler.scaled, self.scaler.scales
+        scaled = self.scaler.scaled
         scale = getattr(scaler, "_scale", None)
         for tensor in tensors_in(result):
             key = id(tensor)
-            scaled[key] = weakref.ref(tensor, functools.partial(_forget, scaled, scales, key))
-            if isinstance(scale, torch.Tensor):
-                scales[key] = scale
+            ref = weakref.ref(tensor, functools.partial(_forget, scaled, key))
+            scaled[key] = (ref, scale if isinstance(scale, torch.Tensor) else None)
 
     def _unscaled(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         optimizer = args[1] if len(args) > 1 else kwargs.get("optimizer")
@@ -140,10 +138,9 @@ class GradientClipping:
             self.scaler.scalers.add(scaler)
 
 
-def _forget(scaled: dict[int, weakref.ref[torch.Tensor]], scales: dict[int, torch.Tensor], key: int, _ref: object) -> None:
+def _forget(scaled: dict[int, tuple[weakref.ref[torch.Tensor], torch.Tensor | None]], key: int, _ref: object) -> None:
     """A scaled tensor was freed: its id may be reused."""
     scaled.pop(key, None)
-    scales.pop(key, None)
 
 
 def _materialized(parameters: Any) -> Any:
