@@ -17,6 +17,7 @@ import re
 
 from torchdoctor.lint.api import FILE_END, ClassInfo, Context, Kind, Scope, argument, check, dotted, literal, terminal
 from torchdoctor.lint.flow import held_out_loader, loop_iterable
+from torchdoctor.lint.names import spells
 from torchdoctor.lint.steps import TRACKED, loop_events, reached, stepped_optimizer
 from torchdoctor.rules.data.training_loader_without_shuffle import RULE as TRAINING_LOADER_WITHOUT_SHUFFLE
 
@@ -28,6 +29,8 @@ _DRAWS = frozenset({"randint", "randrange", "choice", "choices", "random", "rand
                     "randperm", "multinomial"})
 _ITERABLE = frozenset({"torch.utils.data.IterableDataset", "torch.utils.data.IterDataPipe"})
 _STREAMED = re.compile(r"IterableDataset|IterDataPipe|streaming|webdataset|wds\.", re.I)
+#: the same in the code's names (`wds.WebDataset`, `streaming=True`), not in its comments
+_STREAMED_NAME = re.compile(r"IterableDataset|IterDataPipe|streaming|webdataset", re.I)
 
 
 @check(TRAINING_LOADER_WITHOUT_SHUFFLE, ast.For)
@@ -154,10 +157,14 @@ def _dataset_info(dataset: Kind | None, ctx: Context) -> ClassInfo | None:
 
 
 def _iterable(dataset: Kind | None, ctx: Context) -> bool:
-    """An `IterableDataset` of the file; or a dataset made elsewhere in a file that speaks of
-    iterable or streamed datasets (the loader could not shuffle it)."""
+    """An `IterableDataset` of the file; or a dataset made elsewhere in a file whose code names
+    iterable or streamed datasets (the loader could not shuffle it; its comments do not count)."""
     if dataset is None or dataset.tag != "dataset":
-        return _STREAMED.search(ctx.source.text) is not None
+        streamed = ctx.memo.get("TD143-streamed")
+        if streamed is None:
+            streamed = ctx.memo["TD143-streamed"] = (_STREAMED.search(ctx.source.text) is not None
+                                                     and spells(ctx.module_scope.node, _STREAMED_NAME))
+        return streamed
     info = _dataset_info(dataset, ctx)
     return info is not None and any(base in _ITERABLE or base.endswith("IterableDataset") for base in info.bases)
 
