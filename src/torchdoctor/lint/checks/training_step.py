@@ -345,12 +345,13 @@ def clip_grad_before_backward(tree: ast.Module, ctx: Context) -> None:
 
 
 def _step_before(clip: Event, events: list[Event]) -> Event | None:
-    """The optimizer step a clip follows in the same loop body, once every backward() of the
-    iteration has run before that step (else the clip is for a later update); None when the
-    clip measures (an infinite limit) or clips parameters another optimizer is built from."""
+    """The optimizer step that runs before a clip in the same loop body, whenever the clip runs
+    (not a step under `if (i + 1) % k == 0:`), once every backward() of the iteration has run
+    before that step (else the clip is for a later update); None when the clip only measures
+    (an infinite limit) or clips parameters another optimizer is built from."""
     call, step = clip.node, None
     for event in events:
-        if stepped_optimizer(event) and event.loops == clip.loops and order(event, clip) == -1:
+        if stepped_optimizer(event) and event.loops == clip.loops and order(event, clip) == -1 and _encloses(event, clip):
             step = event
     if step is None or not isinstance(call, ast.Call) or _measures_only(call):
         return None
