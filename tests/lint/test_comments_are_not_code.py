@@ -145,6 +145,22 @@ def train(model, optimizer):
         optimizer.step()
 ''', evidence="import webdataset as wds", comment="# TODO: stream it as an IterableDataset",
         string="NOTE = 'streaming'", docstring='"""Not an IterableDataset: the data fits in memory."""\n'),
+    "TD143-sorted-by-length": Case(
+        "TD143", '''{doc}import torch.nn.functional as F
+from torch.utils.data import DataLoader
+
+from project.data import load_samples
+
+
+def train(model, optimizer):
+    samples = load_samples("train")
+    {}
+    for inputs, labels in DataLoader(samples, batch_size=32, shuffle=False):
+        optimizer.zero_grad()
+        F.cross_entropy(model(inputs), labels).backward()
+        optimizer.step()
+''', evidence='samples.sort(key=lambda s: len(s["tokens"]))', comment='# samples.sort(key=lambda s: len(s["tokens"]))',
+        string='samples.sort(key=lambda s: s["filename"])', docstring='"""Sorted by length: samples.sort(key=len)."""\n'),
     "TD411-float64-setting": Case(
         "TD411", '''{doc}import torch
 import torch.nn.functional as F
@@ -191,3 +207,13 @@ def test_the_real_code_decides(name: str, tmp_path: Path) -> None:
     case = CASES[name]
     assert (case.rule in _codes(case.code.format("", doc=""), tmp_path)) is case.silences
     assert (case.rule in _codes(case.code.format(case.evidence, doc=""), tmp_path / "real")) is not case.silences
+
+
+@pytest.mark.parametrize(("key", "silent"), [
+    ("len", True), ("lambda s: s.seqLen", True), ('lambda s: s["length"]', True), ("lambda s: s.num_frames", False),
+    ('lambda s: s["filename"]', False), ("lambda s: s.filename", False),
+], ids=["len", "camel", "length-key", "other-name", "filename-key", "filename-attribute"])
+def test_a_sort_by_length_is_read_off_words_not_letters(key: str, silent: bool, tmp_path: Path) -> None:
+    """TD143 trusts an order sorted by length on purpose; `filename` holds the letters `len`, not the word."""
+    source = CASES["TD143-sorted-by-length"].code.format(f"samples.sort(key={key})", doc="")
+    assert ("TD143" in _codes(source, tmp_path)) is not silent

@@ -31,6 +31,9 @@ _ITERABLE = frozenset({"torch.utils.data.IterableDataset", "torch.utils.data.Ite
 _STREAMED = re.compile(r"IterableDataset|IterDataPipe|streaming|webdataset|wds\.", re.I)
 #: the same in the code's names (`wds.WebDataset`, `streaming=True`), not in its comments
 _STREAMED_NAME = re.compile(r"IterableDataset|IterDataPipe|streaming|webdataset", re.I)
+#: a word of a name or key that says length: `len`, `lengths`, `seq_len`, `seqLen`, `MAX_LEN`
+#: (not the letters inside another word: `filename`)
+_LENGTH = re.compile(r"(?:(?:^|_)(?:len|LEN)|(?:^|_|(?<=[a-z0-9]))Len)(?:gths?|GTHS?|s)?(?=$|_|[A-Z0-9])")
 
 
 @check(TRAINING_LOADER_WITHOUT_SHUFFLE, ast.For)
@@ -193,9 +196,16 @@ def _reorders_data(tree: ast.Module) -> bool:
         name = terminal(node.func)
         if name in _REORDERS:
             return True
-        if name in ("sorted", "sort") and any(k.arg == "key" and "len" in ast.unparse(k.value) for k in node.keywords):
+        if name in ("sorted", "sort") and any(k.arg == "key" and _by_length(k.value) for k in node.keywords):
             return True
     return False
+
+
+def _by_length(key: ast.expr) -> bool:
+    """A sort key that reads a length: `len(...)`, `s.seq_len`, `s["length"]` (a word of a
+    name or a key, not a substring of one: `s["filename"]` is no length)."""
+    return any(isinstance(n, ast.Constant) and isinstance(n.value, str) and _LENGTH.search(n.value)
+               for n in ast.walk(key)) or spells(key, _LENGTH)
 
 
 def _carries_state(loop: ast.For) -> bool:
