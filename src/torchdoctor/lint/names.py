@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 
 #: long import paths that mean the same public name (`torch.nn.modules.loss.X` is `torch.nn.X`)
 _CANONICAL_PREFIXES = (
@@ -135,6 +136,19 @@ def terminal(node: ast.expr) -> str | None:
 def mentions(node: ast.AST, names: set[str] | frozenset[str]) -> bool:
     """Some plain name of `names` appears anywhere in `node` (`a + b * 2` mentions `b`)."""
     return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
+
+
+def spells(tree: ast.AST, pattern: re.Pattern[str]) -> bool:
+    """Some name, attribute, imported name or keyword argument in `tree` matches `pattern`: what
+    the code names, never what a comment or a string says (`# add_safe_globals(...)` is no call).
+    For a check that a cheap text search has already found the word somewhere in the file."""
+    for node in ast.walk(tree):
+        cls = node.__class__
+        word = (node.id if cls is ast.Name else node.attr if cls is ast.Attribute  # type: ignore[attr-defined]
+                else node.name if cls is ast.alias else node.arg if cls is ast.keyword else None)  # type: ignore[attr-defined]
+        if word and pattern.search(word):
+            return True
+    return False
 
 
 def keyword(call: ast.Call, name: str) -> ast.expr | None:

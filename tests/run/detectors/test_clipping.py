@@ -6,6 +6,7 @@ tested for real.
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
@@ -36,10 +37,49 @@ def train(order: str, steps: int = 4, amp: bool = False) -> None:
         scaler.update()
 
 
+def train_clipping_after_step(amp: bool, steps: int = 4) -> None:
+    model = nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cpu", enabled=amp)
+    for _ in range(steps):
+        optimizer.zero_grad()
+        scaler.scale(model(torch.randn(8, 4)).pow(2).mean()).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # after the step
+
+
 def test_clipping_before_backward_is_flagged_at_the_clip() -> None:
     with observing(Clipping) as observed:
         train("clip-first")
-    assert observed.one("TD112").line == line_of(HERE, "# before backward")
+    found = observed.one("TD112")
+    assert found.line == line_of(HERE, "# before backward")
+    assert found.message.startswith("gradients are clipped before backward() computes them")
+
+
+@pytest.mark.parametrize("amp", [False, True], ids=["plain", "amp"])
+def test_clipping_after_the_step_says_the_step_used_unclipped_gradients(amp: bool) -> None:
+    with observing(Clipping) as observed:
+        train_clipping_after_step(amp)
+    found = observed.one("TD112")
+    assert found.line == line_of(HERE, "# after the step")
+    assert "after the optimizer step has applied them" in found.message and "before backward()" not in found.message
+
+
+def test_clipping_after_the_step_changes_nothing_the_step_applied() -> None:
+    """What the message rests on (torch 2.13): the weights come out bit-identical to no clip."""
+    def weights(clip: bool) -> torch.Tensor:
+        torch.manual_seed(0)
+        model = nn.Linear(4, 2)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+        for _ in range(3):
+            optimizer.zero_grad()
+            model(torch.randn(8, 4) * 10).pow(2).mean().backward()
+            optimizer.step()
+            if clip:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1)
+        return model.weight.detach().clone()
+    assert torch.equal(weights(clip=True), weights(clip=False))
 
 
 def test_clipping_after_backward_is_not_flagged() -> None:

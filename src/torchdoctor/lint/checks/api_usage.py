@@ -9,6 +9,7 @@ import re
 
 from torchdoctor.core.finding import Edit, Fix
 from torchdoctor.lint.api import FILE_END, Context, check, keyword, literal, may_pass
+from torchdoctor.lint.names import spells
 from torchdoctor.rules.api.deprecated_amp_api import RULE as DEPRECATED_AMP_API
 from torchdoctor.rules.api.softmax_implicit_dim import RULE as SOFTMAX_IMPLICIT_DIM
 from torchdoctor.rules.grad_flow.requires_grad_on_copy import RULE as REQUIRES_GRAD_ON_COPY
@@ -205,11 +206,23 @@ def _same_dtype(made: ast.Call, factory: str, copy: ast.Call, ctx: Context) -> b
     given = keyword(made, "dtype")
     if given is not None:
         source = _DTYPE_NAMES.get(ctx.qualified(given) or "")
-    elif factory in _DEFAULT_DTYPE_FACTORIES and "set_default" not in ctx.source.text:
+    elif factory in _DEFAULT_DTYPE_FACTORIES and not _sets_default_dtype(ctx):
         source = "float32"
     else:
         return False
     return source is not None and source == target
+
+
+_SET_DEFAULT = re.compile("set_default")
+
+
+def _sets_default_dtype(ctx: Context) -> bool:
+    """The file calls `torch.set_default_dtype(...)` (or names another `set_default...`): the
+    default dtype may not be float32. Once per file; a comment or a string saying so is no call."""
+    sets = ctx.memo.get("TD169-set-default")
+    if sets is None:
+        sets = ctx.memo["TD169-set-default"] = "set_default" in ctx.source.text and spells(ctx.module_scope.node, _SET_DEFAULT)
+    return sets
 
 
 @check(REQUIRES_GRAD_ON_COPY, FILE_END)

@@ -1,8 +1,8 @@
 """TD133: a trained model evaluated under no_grad in train mode (no `eval()` anywhere).
 
-At the end of a file that builds a `torch.optim` optimizer over a model's parameters, turns
-autograd off somewhere and never switches anything to eval mode (all three read off the text
-first, so most files cost nothing), the calls of a model with dropout or batch-norm layers
+At the end of a file that builds a `torch.optim` optimizer over a model's parameters and turns
+autograd off somewhere (both read off the text first, so most files cost nothing), and never
+calls anything's `eval()` (read off the calls: a comment saying `model.eval()` is none), the calls of a model with dropout or batch-norm layers
 made with autograd off are reported (at the start of the evaluation, where `eval()` goes),
 unless they sit in the innermost loop of a training step
 (a GAN's fake batch, pseudo-labels). A model a function receives as a parameter counts when
@@ -34,11 +34,10 @@ _TORCHVISION = (
 @check(EVALUATION_IN_TRAIN_MODE, FILE_END, tracks=TRACKED)
 def evaluation_in_train_mode(tree: ast.Module, ctx: Context) -> None:
     text = ctx.source.text
-    if (".eval()" in text or ".parameters()" not in text or "optim" not in text
-            or ("no_grad" not in text and "inference_mode" not in text)):
-        return
+    if ".parameters()" not in text or "optim" not in text or ("no_grad" not in text and "inference_mode" not in text):
+        return  # text tests only skip work when a word is absent: `# model.eval()` is no call
     trained = set(optimized_models(tree, ctx))
-    if not trained or _switches_mode(tree):
+    if not trained or _switches_mode(ctx):
         return
     # the innermost loops that run backward() or step(): a no-grad call there is part of training
     training_loops = {id(e.loops[-1]) for scope in ctx.scopes for e in scope.events
@@ -129,14 +128,15 @@ def _calls_of(scope: Scope, function: str) -> Iterator[ast.Call]:
             yield event.node
 
 
-def _switches_mode(tree: ast.Module) -> bool:
-    """Any `x.eval()` or `x.train(...)` with an argument in the file: modes are handled somewhere."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr == "eval" and not node.args and not node.keywords:
-                return True
-            if node.func.attr == "train" and (node.args or node.keywords):
-                return True
+def _switches_mode(ctx: Context) -> bool:
+    """Any `x.eval()` or `x.train(...)` with an argument in the file: modes are handled somewhere.
+    Read from the walk's events, which are calls: a comment or a string saying `model.eval()` is none."""
+    for scope in ctx.scopes:
+        for event in scope.events:
+            call = event.node
+            if event.name in ("eval", "train") and isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
+                if (event.name == "eval") is not bool(call.args or call.keywords):
+                    return True
     return False
 
 

@@ -24,6 +24,8 @@ _KEEPS = frozenset({"to", "cuda", "cpu", "view", "reshape", "flatten", "unsqueez
                     "detach", "requires_grad_", "permute", "transpose"})
 #: a dtype named in a string (a setting: `--dtype float64`, `getattr(torch, "double")`)
 _FLOAT64_TEXT = re.compile(r"[\"'](?:torch\.)?(?:float64|double)[\"']")
+#: those strings as the code holds them (a comment that quotes one holds none)
+_FLOAT64_STRINGS = frozenset({"float64", "double", "torch.float64", "torch.double"})
 #: a forward() that converts its input on its own
 _CONVERTS = frozenset({"float", "to", "type", "type_as", "half", "bfloat16"})
 
@@ -71,10 +73,14 @@ def float64_into_model(node: ast.Call, ctx: Context) -> None:
         ctx.memo.setdefault("TD411-calls", []).append((made, node, kind.node))
 
 
+def _float64_string(tree: ast.Module) -> bool:
+    return any(n.__class__ is ast.Constant and n.value in _FLOAT64_STRINGS for n in ast.walk(tree))
+
+
 @check(DTYPE_MISMATCH, FILE_END)
 def report_float64_inputs(tree: ast.Module, ctx: Context) -> None:
     calls = ctx.memo.get("TD411-calls", [])
-    if not calls or ctx.memo.get("TD411-float64-model") or _FLOAT64_TEXT.search(ctx.source.text):
+    if not calls or ctx.memo.get("TD411-float64-model") or (_FLOAT64_TEXT.search(ctx.source.text) and _float64_string(tree)):
         return  # a model made float64 (or a dtype chosen by a setting) somewhere in this file
     reported: set[int] = set()
     for made, call, model in calls:

@@ -17,6 +17,7 @@ import re
 
 from torchdoctor.lint.api import FILE_END, ClassInfo, Context, Kind, Scope, argument, check, dotted, literal, terminal
 from torchdoctor.lint.flow import held_out_loader, loop_iterable
+from torchdoctor.lint.names import spells
 from torchdoctor.lint.steps import TRACKED, loop_events, reached, stepped_optimizer
 from torchdoctor.rules.data.training_loader_without_shuffle import RULE as TRAINING_LOADER_WITHOUT_SHUFFLE
 
@@ -28,6 +29,11 @@ _DRAWS = frozenset({"randint", "randrange", "choice", "choices", "random", "rand
                     "randperm", "multinomial"})
 _ITERABLE = frozenset({"torch.utils.data.IterableDataset", "torch.utils.data.IterDataPipe"})
 _STREAMED = re.compile(r"IterableDataset|IterDataPipe|streaming|webdataset|wds\.", re.I)
+#: the same in the code's names (`wds.WebDataset`, `streaming=True`), not in its comments
+_STREAMED_NAME = re.compile(r"IterableDataset|IterDataPipe|streaming|webdataset", re.I)
+#: a word of a name or key that says length: `len`, `lengths`, `seq_len`, `seqLen`, `MAX_LEN`
+#: (not the letters inside another word: `filename`)
+_LENGTH = re.compile(r"(?:(?:^|_)(?:len|LEN)|(?:^|_|(?<=[a-z0-9]))Len)(?:gths?|GTHS?|s)?(?=$|_|[A-Z0-9])")
 
 
 @check(TRAINING_LOADER_WITHOUT_SHUFFLE, ast.For)
@@ -154,10 +160,14 @@ def _dataset_info(dataset: Kind | None, ctx: Context) -> ClassInfo | None:
 
 
 def _iterable(dataset: Kind | None, ctx: Context) -> bool:
-    """An `IterableDataset` of the file; or a dataset made elsewhere in a file that speaks of
-    iterable or streamed datasets (the loader could not shuffle it)."""
+    """An `IterableDataset` of the file; or a dataset made elsewhere in a file whose code names
+    iterable or streamed datasets (the loader could not shuffle it; its comments do not count)."""
     if dataset is None or dataset.tag != "dataset":
-        return _STREAMED.search(ctx.source.text) is not None
+        streamed = ctx.memo.get("TD143-streamed")
+        if streamed is None:
+            streamed = ctx.memo["TD143-streamed"] = (_STREAMED.search(ctx.source.text) is not None
+                                                     and spells(ctx.module_scope.node, _STREAMED_NAME))
+        return streamed
     info = _dataset_info(dataset, ctx)
     return info is not None and any(base in _ITERABLE or base.endswith("IterableDataset") for base in info.bases)
 
@@ -186,9 +196,16 @@ def _reorders_data(tree: ast.Module) -> bool:
         name = terminal(node.func)
         if name in _REORDERS:
             return True
-        if name in ("sorted", "sort") and any(k.arg == "key" and "len" in ast.unparse(k.value) for k in node.keywords):
+        if name in ("sorted", "sort") and any(k.arg == "key" and _by_length(k.value) for k in node.keywords):
             return True
     return False
+
+
+def _by_length(key: ast.expr) -> bool:
+    """A sort key that reads a length: `len(...)`, `s.seq_len`, `s["length"]` (a word of a
+    name or a key, not a substring of one: `s["filename"]` is no length)."""
+    return any(isinstance(n, ast.Constant) and isinstance(n.value, str) and _LENGTH.search(n.value)
+               for n in ast.walk(key)) or spells(key, _LENGTH)
 
 
 def _carries_state(loop: ast.For) -> bool:

@@ -12,11 +12,15 @@ matched by the name it is loaded back into. A file that allow-lists globals (`ad
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 
 from torchdoctor.lint.api import FILE_END, Context, Scope, check, keyword, literal
+from torchdoctor.lint.names import spells
 from torchdoctor.rules.api.load_of_saved_objects import RULE as LOAD_OF_SAVED_OBJECTS
 
+#: torch.serialization's allow-lists (`add_safe_globals`, `safe_globals`): loads rebuild what they list
+_SAFE_GLOBALS = re.compile("safe_globals")
 #: helpers that save their first argument with torch.save (besides torch.save itself)
 _SAVES = frozenset({"save", "save_on_master", "save_checkpoint", "save_model", "save_state"})
 _PARSE = frozenset({"parse_args", "parse_known_args"})
@@ -174,8 +178,8 @@ def key_read(node: ast.Subscript, ctx: Context) -> None:
 @check(LOAD_OF_SAVED_OBJECTS, FILE_END)
 def report_loads_of_saved_objects(tree: ast.Module, ctx: Context) -> None:
     notes: _Notes | None = ctx.memo.get(LOAD_OF_SAVED_OBJECTS.code)
-    if notes is None or not notes.saves or not notes.loads or "safe_globals" in ctx.source.text:
-        return
+    if notes is None or not notes.saves or not notes.loads or ("safe_globals" in ctx.source.text and spells(tree, _SAFE_GLOBALS)):
+        return  # `torch.serialization.add_safe_globals(...)` / `safe_globals(...)` allow the objects
     for load, target in notes.loads:
         found = _matching_save(notes, load, target)
         if found is not None:

@@ -40,6 +40,7 @@ from torchdoctor.rules.optimizer.accumulation_reset_every_micro_batch import (
     RULE as ACCUMULATION_RESET_EVERY_MICRO_BATCH,
 )
 from torchdoctor.rules.optimizer.backward_missing import RULE as BACKWARD_MISSING
+from torchdoctor.rules.optimizer.clip_grad_before_backward import AFTER_STEP
 from torchdoctor.rules.optimizer.clip_grad_before_backward import RULE as CLIP_GRAD_BEFORE_BACKWARD
 from torchdoctor.rules.optimizer.clip_grad_on_scaled_gradients import RULE as CLIP_GRAD_ON_SCALED_GRADIENTS
 from torchdoctor.rules.optimizer.missing_zero_grad import RULE as MISSING_ZERO_GRAD
@@ -331,12 +332,46 @@ def clip_grad_before_backward(tree: ast.Module, ctx: Context) -> None:
             if not is_clip(clip):
                 continue
             if any(is_backward(e) and order(e, clip) == -1 and _same_pass(e, clip) for e in events):
+                step = _step_before(clip, events)
+                if step is not None:
+                    ctx.report(CLIP_GRAD_BEFORE_BACKWARD, clip.node, message=AFTER_STEP.format(
+                        step=f"`{ctx.text(step.node)}` (line {step.node.lineno})"))
                 continue
             backward = next((e for e in events if is_backward(e) and order(clip, e) == -1 and _same_pass(e, clip)), None)
             if backward is None:
                 continue
             if any(stepped_optimizer(s) and order(backward, s) == -1 and s.loops == clip.loops for s in events):
                 ctx.report(CLIP_GRAD_BEFORE_BACKWARD, clip.node)
+
+
+def _step_before(clip: Event, events: list[Event]) -> Event | None:
+    """The optimizer step that runs before a clip in the same loop body, whenever the clip runs
+    (not a step under `if (i + 1) % k == 0:`), once every backward() of the iteration has run
+    before that step (else the clip is for a later update); None when the clip only measures
+    (an infinite limit) or clips parameters another optimizer is built from."""
+    call, step = clip.node, None
+    for event in events:
+        if stepped_optimizer(event) and event.loops == clip.loops and order(event, clip) == -1 and _encloses(event, clip):
+            step = event
+    if step is None or not isinstance(call, ast.Call) or _measures_only(call):
+        return None
+    backwards = [e for e in events if is_backward(e) and _same_pass(e, clip)]
+    if any(order(b, step) != -1 for b in backwards):
+        return None
+    clipped = parameters_owner(call.args[0]) if call.args else None
+    trained = parameters_owner(_made_from(step))
+    if clipped is not None and trained is not None and not (
+            clipped == trained or clipped.startswith(trained + ".") or trained.startswith(clipped + ".")):
+        return None
+    return step
+
+
+def _measures_only(clip: ast.Call) -> bool:
+    """`clip_grad_norm_(params, float("inf"))` / `math.inf`: returns the norm, changes nothing."""
+    limit = clip.args[1] if len(clip.args) > 1 else keyword(clip, "max_norm") or keyword(clip, "clip_value")
+    if isinstance(limit, ast.Call) and terminal(limit.func) == "float" and limit.args:
+        return str(literal(limit.args[0])).strip().lower().lstrip("+") in ("inf", "infinity")
+    return isinstance(limit, ast.Attribute) and limit.attr == "inf"
 
 
 @check(CLIP_GRAD_ON_SCALED_GRADIENTS, FILE_END, tracks=TRACKED)

@@ -3,6 +3,11 @@
 from torchdoctor.core.finding import Category, Severity
 from torchdoctor.core.rule import Rule
 
+#: the message for a clip after the optimizer step (the rule's own is for a clip before backward());
+#: `{step}` names the step ("`optimizer.step()` at line 12")
+AFTER_STEP = ("gradients are clipped after {step} has applied them: that step used the unclipped gradients, "
+              "so the update the clip was meant to limit is not clipped")
+
 RULE = Rule(
     code="TD112",
     name="clip-grad-before-backward",
@@ -14,12 +19,22 @@ RULE = Rule(
     doc="""
 ## What it does
 Flags `torch.nn.utils.clip_grad_norm_` / `clip_grad_value_` called before `loss.backward()`
-in the same training step.
+in the same training step, or after the step has applied the gradients. The second case is a
+clip after `optimizer.step()` (or `scaler.step(optimizer)`) once every backward() of the
+loop's iteration has run, and its message says that the step already used the unclipped
+gradients. Clipping between backward() and the step is the intended order, and so is
+`scaler.unscale_(optimizer)`, clip, `scaler.step(optimizer)`; a clip after one optimizer's
+step that another backward() follows (a GAN's second update), a clip of parameters another
+optimizer trains, and `clip_grad_norm_(..., float("inf"))` (which only measures the norm)
+are left alone.
 
 ## Why is this bad?
 Clipping changes the `.grad` tensors that exist at that moment: after `zero_grad()` there are
 none, otherwise they are last step's. The gradients `backward()` then computes are applied
-unclipped, so the clipping you rely on for stability does nothing.
+unclipped, so the clipping you rely on for stability does nothing. After the step it is the
+same: `step()` has already applied the unclipped gradients (checked on torch 2.13: SGD's
+weights after `backward(); step(); clip_grad_norm_(...)` are bit-identical to those of the
+same loop without the clip), and `zero_grad()` then clears what the clip changed.
 
 ## Example
 ```python

@@ -1,7 +1,8 @@
 """Gradient clipping in the wrong place of the step.
 
 TD112: `clip_grad_norm_` / `clip_grad_value_` runs when no backward() has produced this step's
-gradients yet (after `zero_grad()` or the previous `step()`), and a backward() follows.
+gradients yet (after `zero_grad()` or the previous `step()`), and a backward() follows; right
+after a `step()` the message says that the step already used the unclipped gradients.
 TD113: clipping gradients a GradScaler has scaled (its loss was `scaler.scale(loss)`) before
 `scaler.unscale_(optimizer)`.
 
@@ -15,6 +16,7 @@ import math
 from typing import Any
 
 from torchdoctor.core.locate import caller_in_user_code
+from torchdoctor.rules.optimizer.clip_grad_before_backward import AFTER_STEP
 from torchdoctor.rules.optimizer.clip_grad_before_backward import RULE as CLIP_BEFORE_BACKWARD
 from torchdoctor.rules.optimizer.clip_grad_on_scaled_gradients import RULE as CLIP_SCALED
 from torchdoctor.run.detector import Detector
@@ -36,8 +38,9 @@ class Clipping(Detector):
         self._last_zero_seq = 0
         self._scaled_since_step = False
         self._scaled_backward = False
-        #: clips made with no gradients of this step yet, waiting for a backward() to confirm
-        self._early: list[Location | None] = []
+        #: clips made with no gradients of this step yet, waiting for a backward() to confirm,
+        #: each with whether it came right after a step (no zero_grad() or backward() since)
+        self._early: list[tuple[Location | None, bool]] = []
 
     def install(self) -> None:
         clipping = self.ctx.instrument(GradientClipping)
@@ -55,8 +58,12 @@ class Clipping(Detector):
         if self._scaled_backward:
             self._scaled_since_step = True
         early, self._early = self._early, []
-        for location in early:
-            self.ctx.report(CLIP_BEFORE_BACKWARD, at=location, key="early")
+        for location, after_step in early:
+            if after_step:
+                self.ctx.report(CLIP_BEFORE_BACKWARD, at=location, key="after-step",
+                                message=AFTER_STEP.format(step="the optimizer step"))
+            else:
+                self.ctx.report(CLIP_BEFORE_BACKWARD, at=location, key="early")
 
     def on_step_end(self, event: Step) -> None:
         self._last_step_seq = self.ctx.seq
@@ -67,7 +74,8 @@ class Clipping(Detector):
         if _unbounded(clip.limit):
             return  # `clip_grad_norm_(params, inf)` measures the norm and changes nothing
         if self.ctx.backward.completed == 0 or max(self._last_step_seq, self._last_zero_seq) > self.ctx.last_backward_seq:
-            self._early.append(caller_in_user_code())
+            after_step = self._last_step_seq > max(self._last_zero_seq, self.ctx.last_backward_seq)
+            self._early.append((caller_in_user_code(), after_step))
             return
         if self._scaled_since_step and self._still_scaled(clip):
             self.ctx.report(CLIP_SCALED, key="scaled", evidence={"function": clip.function})
