@@ -100,9 +100,13 @@ def finish(report: Report, args: argparse.Namespace, config: config_module.Confi
     it could not read or parse): any of them left after filtering makes the exit status 2.
     """
     report.findings = drop_suppressed(config.apply(report.findings))
+    code = int(report.exit_code(config.fail_on))
+    if report.script_end:  # run, trace: the script's status and torchdoctor's, side by side
+        report.title = report.title.replace(report.script_end, f"{report.script_end} · {report.exit_words(config.fail_on)}", 1)
+        report.meta["torchdoctor_exit_status"] = code
     render(report, args.format, stream, fail_on=config.fail_on, color=args.color)
     outputs.write(report, args.outputs, config.fail_on)
-    return int(report.exit_code(config.fail_on))
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:
