@@ -4,14 +4,17 @@ them), and compare what they print with what the README says they print.
 
 Timings, rates and ports differ from run to run and are compared as "some number" (`3.3 s`
 matches `2.9 s`); a line `...` (any indentation) in the README stands for any lines, as in a
-traceback shown by its first and last lines. Everything else must match exactly.
+traceback shown by its first and last lines. Everything else must match exactly, except in a
+block the README marks `<!-- transcript: machine-specific -->` on the line before it (`env`,
+`dist`: kernel versions, interfaces, load): there each line must match up to its first `: `
+(the check's icon, number and title, a finding's code and subject).
 
     python bench/readme_transcript.py            # compare: exit 1 and a diff when a block is stale
     python bench/readme_transcript.py --update   # rewrite the stale blocks with what ran
 
-`--update` keeps a block that still matches as it is (no churn of timings), and writes a stale
-one as it ran, a traceback again shortened to its first and last lines where the README
-shortened it.
+`--update` keeps a block that still matches as it is, and in a stale one the lines that still
+match (no churn of timings); the others are written as they ran, a traceback again shortened to
+its first and last lines where the README shortened it.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ VARYING = re.compile(
     r"|(?<=127\.0\.0\.1:)\d+"
 )
 ELIDED = re.compile(r"^\s*\.\.\.$")
+MACHINE_SPECIFIC = "<!-- transcript: machine-specific -->"
 
 
 @dataclass
@@ -50,6 +54,7 @@ class Block:
     start: int
     end: int
     commands: list[Command]
+    machine_specific: bool = False
 
 
 def blocks(text: str) -> list[Block]:
@@ -68,7 +73,8 @@ def blocks(text: str) -> list[Block]:
                     commands[-1].expected.append(line)
                 else:
                     raise ValueError(f"line {index + 2}: a console block must start with `{PROMPT}command`")
-            found.append(Block(index + 1, end, commands))  # the body: after the fence, up to the closing one
+            machine = index > 0 and lines[index - 1].strip() == MACHINE_SPECIFIC
+            found.append(Block(index + 1, end, commands, machine))  # the body: after the fence, up to the closing one
             index = end
         index += 1
     return found
@@ -83,10 +89,30 @@ def _pattern(line: str) -> str:
     return "".join(parts) + re.escape(line[last:])
 
 
-def matches(expected: list[str], actual: list[str]) -> bool:
-    """True when `actual` is what `expected` shows, up to varying numbers and `...` elisions."""
+def matches(expected: list[str], actual: list[str], machine_specific: bool = False) -> bool:
+    """True when `actual` is what `expected` shows, up to varying numbers and `...` elisions
+    (and, `machine_specific`, up to each line's first `: `)."""
+    if machine_specific:
+        return [_head(line) for line in expected] == [_head(line) for line in actual]
     pattern = "".join(r"(?:[^\n]*\n)*?" if ELIDED.match(line) else _pattern(line) + r"\n" for line in expected)
     return re.fullmatch(pattern, "".join(line + "\n" for line in actual)) is not None
+
+
+def _head(line: str) -> str:
+    return line.split(": ", 1)[0]
+
+
+def merged(expected: list[str], actual: list[str]) -> list[str]:
+    """`actual`, keeping the README's own version of each line that still matches it (its
+    timings), so that a rewritten block changes only where the output did."""
+    def key(line: str) -> str:
+        return VARYING.sub("#", line)
+
+    out: list[str] = []
+    matcher = difflib.SequenceMatcher(None, [key(line) for line in expected], [key(line) for line in actual], autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        out += expected[i1:i2] if tag == "equal" else actual[j1:j2]
+    return out
 
 
 def shortened(expected: list[str], actual: list[str]) -> list[str]:
@@ -134,12 +160,12 @@ def main(argv: list[str] | None = None) -> int:
                 body += command.expected
                 continue
             actual = run(command.command, args.timeout)
-            if matches(command.expected, actual):
+            if matches(command.expected, actual, block.machine_specific):
                 body += command.expected
                 print(f"ok     {command.command}")
                 continue
             stale += 1
-            fresh = shortened(command.expected, actual)
+            fresh = merged(command.expected, shortened(command.expected, actual))
             print(f"STALE  {command.command}")
             sys.stdout.writelines(difflib.unified_diff([line + "\n" for line in command.expected], [line + "\n" for line in fresh],
                                                        "README", "ran", n=1))

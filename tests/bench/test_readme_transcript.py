@@ -60,3 +60,18 @@ def test_every_console_block_of_the_readme_is_a_list_of_commands() -> None:
     commands = [c.command for block in blocks for c in block.commands]
     assert "torchdoctor check examples/lab/01_softmax_before_cross_entropy.py:make" in commands
     assert all(c.expected for block in blocks for c in block.commands)
+
+
+def test_a_machine_specific_block_is_compared_up_to_each_lines_first_colon() -> None:
+    shown = ["✅  1. Python & OS: Python 3.11.7 · Linux 6.18.44-fc-v669", "✅  8. Environment variables: VIRTUAL_ENV=/v"]
+    here = ["✅  1. Python & OS: Python 3.11.7 · Linux 6.18.44-fc-v1147", "✅  8. Environment variables: VIRTUAL_ENV=/v, PYTHONPATH set"]
+    assert transcript.matches(shown, here, machine_specific=True) and not transcript.matches(shown, here)
+    assert not transcript.matches(shown, ["❌  1. Python & OS: Python 3.11.7", here[1]], machine_specific=True)
+    text = "x\n<!-- transcript: machine-specific -->\n```console\n$ torchdoctor env\nout\n```\n```console\n$ ls\na\n```\n"
+    assert [block.machine_specific for block in transcript.blocks(text)] == [True, False]
+
+
+def test_a_rewritten_block_keeps_the_timings_of_the_lines_that_did_not_change() -> None:
+    shown = ["step 100: loss 2.2007", "run x.py · exit status 0 · 3.3 s", "done in 1.0 s"]
+    ran = ["step 100: loss 2.2007", "run x.py · script exited 0 · 41.9 s", "done in 9.9 s"]
+    assert transcript.merged(shown, ran) == ["step 100: loss 2.2007", "run x.py · script exited 0 · 41.9 s", "done in 1.0 s"]
