@@ -12,8 +12,10 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-#: calls that make a loop a training loop
-TRAINING_CALLS = frozenset({"backward", "step"})
+#: the call that makes a loop a training loop: `loss.backward()`, `scaler.scale(loss).backward()`,
+#: `accelerator.backward(loss)`. A loop that only calls `.step()` may step a scheduler or an
+#: environment at import, which is no reason to refuse the file.
+TRAINING_CALLS = frozenset({"backward"})
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
@@ -24,16 +26,18 @@ class Source:
     tree: ast.Module
 
     def binds(self, name: str) -> bool:
-        """True when the module level may define `name` (a def, class, assignment or import;
-        a star import or a write to `globals()` may define anything, so they count too)."""
-        for node in _module_level(self.tree.body, conditional=True):
+        """False only when no statement of the file can define `name` at the module level: no
+        def, class, import or assignment of that name anywhere in it, no star import, no write
+        to `globals()` (erring towards importing: the import then says what is missing)."""
+        for node in ast.walk(self.tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
                 return True
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 if any(alias.name == "*" or (alias.asname or alias.name.partition(".")[0]) == name for alias in node.names):
                     return True
-            targets = _assigned(node)
-            if name in targets or "globals" in targets:
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id == name:
+                return True
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("globals", "setattr", "exec"):
                 return True
         return False
 
@@ -45,7 +49,7 @@ class Source:
     def training_on_import(self) -> str | None:
         """`the loop at line 12 calls loss.backward() (line 15)` when importing the file would
         train: a loop at the module level, run unconditionally (not under an `if`, so not under
-        `if __name__ == "__main__":`), that calls backward() or step(), directly or in a function
+        `if __name__ == "__main__":`), that calls backward(), directly or in a function
         of the file that the module level calls. None otherwise."""
         defined = {node.name: node for node in _module_level(self.tree.body, conditional=True)
                    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
@@ -79,23 +83,6 @@ def _module_level(body: list[ast.stmt], conditional: bool) -> Iterator[ast.stmt]
             if conditional:
                 blocks += [stmt for handler in node.handlers for stmt in handler.body]
             yield from _module_level(blocks, conditional)
-
-
-def _assigned(node: ast.stmt) -> set[str]:
-    """Names a module-level statement binds (`globals()[...] = ...` counts as "globals")."""
-    targets: list[ast.expr] = []
-    if isinstance(node, ast.Assign):
-        targets = node.targets
-    elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
-        targets = [node.target]
-    names = set()
-    for target in targets:
-        for part in ast.walk(target):
-            if isinstance(part, ast.Name):
-                names.add(part.id)
-            elif isinstance(part, ast.Subscript) and isinstance(part.value, ast.Call) and isinstance(part.value.func, ast.Name):
-                names.add(part.value.func.id)
-    return names
 
 
 def _own_nodes(node: ast.AST) -> Iterator[ast.AST]:
