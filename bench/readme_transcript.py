@@ -11,6 +11,7 @@ block the README marks `<!-- transcript: machine-specific -->` on the line befor
 
     python bench/readme_transcript.py            # compare: exit 1 and a diff when a block is stale
     python bench/readme_transcript.py --update   # rewrite the stale blocks with what ran
+    python bench/readme_transcript.py --update --rewrite --only "torchdoctor run"   # timings too
 
 `--update` keeps a block that still matches as it is, and in a stale one the lines that still
 match (no churn of timings); the others are written as they ran, a traceback again shortened to
@@ -146,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("file", nargs="?", type=Path, default=ROOT / "README.md")
     parser.add_argument("--update", action="store_true", help="rewrite the blocks whose output changed")
+    parser.add_argument("--rewrite", action="store_true",
+                        help="with --update: rewrite every command's output as it ran, timings included")
     parser.add_argument("--only", metavar="TEXT", help="only the commands that contain TEXT")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per command (default: 600)")
     args = parser.parse_args(argv)
@@ -160,12 +163,13 @@ def main(argv: list[str] | None = None) -> int:
                 body += command.expected
                 continue
             actual = run(command.command, args.timeout)
-            if matches(command.expected, actual, block.machine_specific):
+            if matches(command.expected, actual, block.machine_specific) and not args.rewrite:
                 body += command.expected
                 print(f"ok     {command.command}")
                 continue
             stale += 1
-            fresh = merged(command.expected, shortened(command.expected, actual))
+            fresh = shortened(command.expected, actual)
+            fresh = fresh if args.rewrite else merged(command.expected, fresh)
             print(f"STALE  {command.command}")
             sys.stdout.writelines(difflib.unified_diff([line + "\n" for line in command.expected], [line + "\n" for line in fresh],
                                                        "README", "ran", n=1))
