@@ -36,6 +36,25 @@ def test_rules_lists_every_rule_and_filters_by_category(capsys: pytest.CaptureFi
     assert listed and {r["category"] for r in listed} == {"loss"}
 
 
+def test_rules_text_says_which_command_reports_each_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    from torchdoctor.catalog.reporters import commands_of
+
+    assert cli.main(["rules"]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line.startswith("TD")}
+    for rule in registry.all_rules():
+        assert f" {', '.join(commands_of(rule.code))} " in lines[rule.code], lines[rule.code]
+    assert " lint " in lines["TD000"] and " run " in lines["TD001"] and " dist " in lines["TD718"]
+
+
+@pytest.mark.parametrize("command", ["lint", "check", "rules", "trace"])
+def test_an_unknown_option_gets_the_subcommands_usage(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main([command, "--no-such-option", "x"] if command != "rules" else [command, "--no-such-option"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert err.startswith(f"usage: torchdoctor {command} ") and f"torchdoctor {command}: error: unrecognized arguments: --no-such-option" in err
+
+
 def test_rule_prints_the_doc(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["rule", "td101"]) == 0
     out = capsys.readouterr().out

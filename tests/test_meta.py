@@ -32,6 +32,15 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert install_and_test in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
 
 
+def test_the_readme_first_command_installs_numpy() -> None:
+    """torch imported without NumPy warns "Failed to initialize NumPy" before anything else is
+    printed, and real training programs need it: the first command a reader runs installs it."""
+    opening = (ROOT / "README.md").read_text(encoding="utf-8").split("```bash\n", 1)[1].split("```", 1)[0]
+    install_and_run = opening.strip().splitlines()[0]
+    assert "&& pip install -e '.[examples]' && torchdoctor " in install_and_run
+    assert any(req.startswith("numpy") for req in _pyproject()["project"]["optional-dependencies"]["examples"])
+
+
 def _pyproject() -> dict:
     try:
         import tomllib

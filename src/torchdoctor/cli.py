@@ -14,6 +14,7 @@ import importlib
 import os
 import sys
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import TextIO
@@ -57,15 +58,30 @@ def _common_options() -> argparse.ArgumentParser:
     return common
 
 
+class _Parser(argparse.ArgumentParser):
+    """The top-level parser. Plain argparse reports an option a sub-command does not know with
+    the top level's usage (`torchdoctor [-h] [--version] COMMAND ...`), which lists none of the
+    options that would have been right; this one answers with the sub-command's usage."""
+
+    commands: dict[str, argparse.ArgumentParser]
+
+    def parse_args(self, args: Sequence[str] | None = None, namespace: None = None) -> argparse.Namespace:  # type: ignore[override]
+        parsed, unknown = self.parse_known_args(args, namespace)
+        if unknown:
+            self.commands[parsed.command].error(f"unrecognized arguments: {' '.join(unknown)}")
+        return parsed
+
+
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="torchdoctor",
         description="Find what is wrong with PyTorch training code: where, why, and how to fix it.",
     )
     parser.add_argument("--version", action="version", version=f"torchdoctor {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=argparse.ArgumentParser)
     common = _common_options()
     modules: dict[str, ModuleType] = {}
+    parser.commands = {}
     for name, module_name in COMMANDS.items():
         module = importlib.import_module(module_name)
         modules[name] = module
@@ -74,6 +90,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
             name, help=module.HELP, description=module.HELP, parents=[common] if reports else []
         )
         module.add_arguments(sub)
+        parser.commands[name] = sub
     return parser, modules
 
 
@@ -100,9 +117,13 @@ def finish(report: Report, args: argparse.Namespace, config: config_module.Confi
     it could not read or parse): any of them left after filtering makes the exit status 2.
     """
     report.findings = drop_suppressed(config.apply(report.findings))
+    code = int(report.exit_code(config.fail_on))
+    if report.script_end:  # run, trace: the script's status and torchdoctor's, side by side
+        report.title = report.title.replace(report.script_end, f"{report.script_end} · {report.exit_words(config.fail_on)}", 1)
+        report.meta["torchdoctor_exit_status"] = code
     render(report, args.format, stream, fail_on=config.fail_on, color=args.color)
     outputs.write(report, args.outputs, config.fail_on)
-    return int(report.exit_code(config.fail_on))
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:

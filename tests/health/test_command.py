@@ -69,7 +69,7 @@ def test_skip_and_fail_on(capsys: pytest.CaptureFixture[str]) -> None:
         ({"m.py": "def make(:\n"}, "m.py:make", "SyntaxError: invalid syntax at m.py:1"),
         ({"m.py": "x = 1\0\n"}, "m.py:make", "cannot import m.py: line 1 contains a NUL byte (a binary file, not Python source)"),
         ({"m.py": "x = 1\ns = '\udcff'\n"}, "m.py:make", "cannot import m.py: line 2 is not UTF-8 (byte 0xff)"),
-        ({"m.py": "raise RuntimeError('no data dir')\n"}, "m.py:make", "raised RuntimeError: no data dir at"),
+        ({"m.py": "raise RuntimeError('no data dir')\ndef make():\n    pass\n"}, "m.py:make", "raised RuntimeError: no data dir at"),
         ({"m.py": "def make():\n    raise FileNotFoundError('train.csv')\n"}, "m.py:make", "make() raised FileNotFoundError: train.csv at"),
         ({"m.py": "def make():\n    return [1]\n"}, "m.py:make", "returned a list; it must return a dict"),
         ({"m.py": "def make():\n    return {'model': 1}\n"}, "m.py:make", "without 'data'"),
@@ -91,6 +91,73 @@ def test_bad_targets_exit_2_with_one_line(capsys: pytest.CaptureFixture[str], tm
     assert status == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("torchdoctor: error: ") and message in err, err
     assert "None" not in err
+
+
+LOOP = (
+    "for step in range(3):\n"
+    "    pathlib.Path('trained').write_text('yes')\n"
+    "    model(torch.randn(4, 2)).sum().backward()\n"
+    "    opt.step()\n"
+)
+HEAD = "import pathlib\nimport torch\nmodel = torch.nn.Linear(2, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+MAKE = "def make():\n    return {'model': model, 'data': (torch.randn(4, 2), torch.randn(4, 1)), 'loss_fn': torch.nn.MSELoss()}\n"
+
+
+def _indented(text: str) -> str:
+    return "".join(f"    {line}\n" for line in text.splitlines())
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "message"),
+    [
+        (HEAD + LOOP, "train.py",
+         "train.py has no function 'make' (a TARGET without :FUNCTION names 'make'): name the factory as train.py:FUNCTION"),
+        (HEAD + "def main():\n    pass\n" + LOOP, "train.py:build",
+         "train.py has no function 'build'; it defines main: name the factory as train.py:FUNCTION"),
+        (HEAD + MAKE + LOOP, "train.py:make",
+         "train.py trains when imported: the loop at line 7 calls model(torch.randn(4, 2)).sum().backward() (line 9), "
+         "at the module level; put the training under `if __name__ == \"__main__\":`"),
+        (HEAD + MAKE + "def fit():\n" + _indented(LOOP) + "fit()\n", "train.py:make",
+         "train.py trains when imported: line 12 calls fit(), whose loop at line 8 calls"),
+    ],
+    ids=["no-factory-by-default", "another-name", "module-level-loop", "module-level-call"],
+)
+def test_a_training_script_is_not_imported_when_check_cannot_use_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, target: str, message: str
+) -> None:
+    """Importing a training script runs its training: `check` reads the source first and imports
+    only a file that defines the factory and does not train at its module level."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text(source)
+    status, out, err = run(capsys, target)
+    assert status == 2 and out == "" and err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "trained").exists()
+
+
+def test_a_factory_beside_a_guarded_loop_is_imported(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same script with its loop under `if __name__ == "__main__":`, or with the loop only in
+    a comment or a string, is imported and checked, and no loop runs."""
+    monkeypatch.chdir(tmp_path)
+    guarded = HEAD + MAKE + "if __name__ == '__main__':\n" + _indented(LOOP)
+    quoted = HEAD + MAKE + "# for step in range(3): loss.backward()\nNOTE = '''\n" + LOOP + "'''\n"
+    for source in (guarded, quoted):
+        (tmp_path / "train.py").write_text(source)
+        status, out, err = run(capsys, "train.py:make", "--skip", "overfit")
+        assert status == 0 and "torchdoctor check: 0 errors" in out, (source, out, err)
+        assert not (tmp_path / "trained").exists()
+
+
+def test_a_module_target_without_the_factory_is_not_imported(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "trainpkg").mkdir()
+    (tmp_path / "trainpkg" / "__init__.py").write_text("")
+    (tmp_path / "trainpkg" / "loop.py").write_text(HEAD + "def main():\n    pass\n" + LOOP)
+    status, _, err = run(capsys, "trainpkg.loop:make")
+    assert status == 2 and "trainpkg.loop has no function 'make'" in err and "it defines main" in err, err
+    assert not (tmp_path / "trained").exists()
 
 
 def test_a_dataset_that_raises_is_a_one_line_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

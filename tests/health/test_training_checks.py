@@ -23,6 +23,34 @@ def make():
 """)
     found = by_rule(report, "TD114")
     assert found and found[0].line == 7 and "0.weight" in found[0].message
+    assert "from `model.parameters()`" in found[0].hint  # one group: build it over the whole model
+
+
+def test_a_parameter_left_out_of_deliberate_param_groups_is_named_with_its_group(check_source) -> None:  # type: ignore[no-untyped-def]
+    """Param groups built on purpose: the hint says what to add to which group, not to rebuild
+    the optimizer from `model.parameters()` (which would drop the groups' options)."""
+    report = check_source(HEADER + f"""
+def make():
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 3))
+    optimizer = torch.optim.SGD([{{"params": model[0].parameters()}}, {{"params": [model[2].weight], "lr": 0.01}}], lr=0.1)
+    return {{"model": model, "data": {DATA}, "loss_fn": nn.CrossEntropyLoss(), "optimizer": optimizer}}
+""")
+    (found,) = by_rule(report, "TD114")
+    assert found.line == 7 and "1 trainable parameter(s) are in no optimizer param group and will never be updated: 2.bias" in found.message
+    assert re.fullmatch(r"Add `2\.bias` to one of the optimizer's 2 param groups \(param group 1 holds `2\.weight` of the same module\) "
+                        r"where it is built \(at .*snippet_\d+\.py:7\), or give them their own group .*", found.hint), found.hint
+    assert "model.parameters()" not in found.hint
+
+
+def test_every_parameter_in_some_param_group_is_fine(check_source) -> None:  # type: ignore[no-untyped-def]
+    report = check_source(HEADER + f"""
+def make():
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 3))
+    optimizer = torch.optim.SGD([{{"params": model[0].parameters()}}, {{"params": model[2].parameters(), "lr": 0.01}}], lr=0.1)
+    return {{"model": model, "data": {DATA}, "loss_fn": nn.CrossEntropyLoss(), "optimizer": optimizer}}
+""", skip=("overfit",))
+    assert "TD114" not in codes(report)
+    assert status(report, "optimizer") == "passed"
 
 
 def test_frozen_parameters_in_the_optimizer_without_gradients_are_fine(check_source) -> None:  # type: ignore[no-untyped-def]
@@ -58,6 +86,28 @@ def make():
 
 
 # --- loss ---------------------------------------------------------------------------------
+
+def test_the_loss_check_names_the_users_loss_where_it_was_made_and_what_it_got(check_source) -> None:  # type: ignore[no-untyped-def]
+    """Not "CrossEntropyLoss calls CrossEntropyLoss": the user's object, its line, and the values."""
+    report = check_source(HEADER + f"""
+def make():
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 3))
+    criterion = nn.CrossEntropyLoss()
+    return {{"model": model, "data": {DATA}, "loss_fn": criterion}}
+""", skip=("overfit",))
+    detail = next(c.detail for c in report.checks if c.name == "loss")
+    assert re.fullmatch(r"CrossEntropyLoss \(.*snippet_\d+\.py:7\) gets input \(16, 3\) float32 and targets \(16\) int64 in 0\.\.2", detail), detail
+    report = check_source(HEADER + f"""
+def my_loss(output, target):
+    return F.cross_entropy(output, target) + 0.0 * output.pow(2).mean()
+
+def make():
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 3))
+    return {{"model": model, "data": {DATA}, "loss_fn": my_loss}}
+""", skip=("overfit",))
+    detail = next(c.detail for c in report.checks if c.name == "loss")
+    assert re.fullmatch(r"my_loss \(.*snippet_\d+\.py:5\) calls CrossEntropyLoss on input \(16, 3\) float32 and targets \(16\) int64 in 0\.\.2", detail), detail
+
 
 def test_log_softmax_into_nll_and_soft_targets_are_fine(check_source) -> None:  # type: ignore[no-untyped-def]
     report = check_source(HEADER + """

@@ -49,3 +49,13 @@ def test_lint_does_not_import_torch_and_the_package_stays_importable(project: Pa
             "print(len(r.findings), 'torch' in sys.modules)")
     result = children.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["1", "False"]
+
+
+def test_help_shows_the_functions_signature_and_options() -> None:
+    """`help(torchdoctor.lint)` documents the callable package: its signature and options, not its design."""
+    import pydoc
+
+    shown = pydoc.render_doc(torchdoctor.lint, renderer=pydoc.plaintext)
+    assert "lint(paths: " in shown and "-> 'Report'" in shown
+    assert all(f"`{option}`" in shown for option in ("select", "ignore", "exclude", "config", "respect_gitignore"))
+    assert "How it works" not in shown and "ast.parse" not in shown

@@ -185,6 +185,27 @@ def test_an_abrupt_exit_says_what_is_known_and_what_was_lost(write, tmp_path: Pa
 
 
 @pytest.mark.slow
+def test_the_header_says_the_scripts_status_and_torchdoctors(write, tmp_path: Path) -> None:
+    """A script that exits 0 with an error finding: the header must not read as if torchdoctor exits 0."""
+    script = write("probs.py", (
+        "import torch\nfrom torch import nn\n"
+        "model = nn.Sequential(nn.Linear(4, 8), nn.Softmax(dim=1))\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "x, y = torch.randn(16, 4), torch.randint(0, 8, (16,))\n"
+        "for _ in range(3):\n"
+        "    opt.zero_grad()\n"
+        "    nn.functional.cross_entropy(model(x), y).backward()\n"
+        "    opt.step()\n"))
+    ran = torchdoctor_run(str(script), cwd=tmp_path)
+    header = next(line for line in ran.stderr.splitlines() if line.startswith("torchdoctor run "))
+    assert ran.returncode == 1 and ran.codes == {"TD101"}
+    assert " · script exited 0 · torchdoctor exits 1 (1 error) · 3 optimizer steps · " in header, header
+    assert (ran.report["meta"]["exit_status"], ran.report["meta"]["torchdoctor_exit_status"]) == (0, 1)
+    lenient = torchdoctor_run(str(script), cwd=tmp_path, options=("--fail-on", "never"))
+    assert lenient.returncode == 0 and " · script exited 0 · torchdoctor exits 0 · " in lenient.stderr, lenient.stderr
+
+
+@pytest.mark.slow
 def test_dataloader_workers_stopped_at_exit_lose_nothing_worth_a_note(write, tmp_path: Path) -> None:
     """Spawned persistent workers are stopped with SIGTERM when the script ends, by design: they
     are listed as ended without their summary, but the report says nothing about them."""

@@ -4,6 +4,7 @@ it, compiled code, the op paths, the Chrome trace, and bad input."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from tests.core.test_locate import install_with_pip
 from tests.run.conftest import environment
 from tests.trace.conftest import SCRIPTS, line_of, torchdoctor_trace
 from torchdoctor.report.json_ import schema
@@ -87,6 +89,34 @@ def test_lines_ops_backward_paths_and_chrome_trace(tmp_path: Path) -> None:
     assert any(e["cat"] == "user line" and e["name"] == "mlp.py:17" for e in events)
     assert any(e["args"].get("backward of") == "mlp.py:17" for e in events)
     assert sum(e["cat"] == "step" for e in events) == 4
+
+
+@pytest.mark.slow
+def test_a_library_on_pythonpath_is_not_a_line_of_yours(tmp_path: Path) -> None:
+    """A package installed with `pip install --target` in a folder on PYTHONPATH, and one in a
+    folder named site-packages: their ops belong to the user's line that called them."""
+    install_with_pip(tmp_path / "libs", "jitterpkg")
+    fake = tmp_path / "site-packages" / "fakeaug" / "__init__.py"
+    fake.parent.mkdir(parents=True)
+    fake.write_text("import torch\n\n\ndef scale(x):\n    return torch.tanh(x) * 2\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "train.py").write_text(
+        "import torch\nfrom torch import nn\nimport fakeaug\nimport jitterpkg\n"
+        "model = nn.Linear(16, 2)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for step in range(10):\n"
+        "    x = fakeaug.scale(jitterpkg.jitter(torch.randn(8, 16)))\n"
+        "    loss = model(x).sum()\n    opt.zero_grad()\n    loss.backward()\n    opt.step()\n"
+    )
+    env = environment()
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [env.get("PYTHONPATH"), str(tmp_path / "libs"), str(tmp_path / "site-packages")]))
+    ran = torchdoctor_trace("--stop", "train.py", cwd=project, env=env)
+    assert ran.returncode == 0, ran.stderr
+    files = {line["file"] for line in ran.report["trace"]["lines"]}
+    assert files == {"train.py"}, files
+    called = line_of(ran.report, "fakeaug.scale(")
+    assert called["location"] == "train.py:8"
+    assert {"aten::clamp", "aten::tanh"} <= {op["op"] for op in called["ops"]}, called["ops"]
 
 
 @pytest.mark.slow

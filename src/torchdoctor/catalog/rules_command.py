@@ -33,7 +33,13 @@ def execute(args: argparse.Namespace, _config: None) -> int:
 
 
 def as_text(rules: list[Rule]) -> str:
-    lines = [f"{r.code}  {r.name:<40} {r.category.value:<15} {r.severity.value:<8} {_short(r.summary)}" for r in rules]
+    """One line per rule, with the commands that report it (`lint, run`): a rule only `run` can
+    see is no use to someone who only lints."""
+    lines = [f"{'code':<5}  {'name':<40} {'category':<15} {'severity':<8} {'reported by':<16} what it catches"]
+    lines += [
+        f"{r.code}  {r.name:<40} {r.category.value:<15} {r.severity.value:<8} {', '.join(commands_of(r.code)):<16} {_short(r.summary)}"
+        for r in rules
+    ]
     return "\n".join(lines) + f"\n\n{len(rules)} rules; `torchdoctor rule CODE` prints one rule's doc.\n"
 
 

@@ -1,7 +1,10 @@
 """Which source lines belong to the user: every finding must point at one of them.
 
 A frame is the user's when its file is not part of torch, the standard library, an installed
-package (site-packages) or torchdoctor itself.
+package or torchdoctor itself. An installed package is one under site-packages/dist-packages or
+the interpreter's own folders, and also one found on `PYTHONPATH` or `sys.path` anywhere else
+(`pip install --target DIR`, a shared folder of packages): there, the `*.dist-info/RECORD` of the
+folder the package is imported from lists its files.
 """
 
 from __future__ import annotations
@@ -47,7 +50,40 @@ def is_user_file(filename: str) -> bool:
     path = os.path.realpath(filename)
     if "site-packages" in path.split(os.sep) or "dist-packages" in path.split(os.sep):
         return False
-    return not any(path == root or path.startswith(root + os.sep) for root in _library_roots())
+    if any(path == root or path.startswith(root + os.sep) for root in _library_roots()):
+        return False
+    return not _installed(path)
+
+
+def _installed(path: str) -> bool:
+    """True when a distribution installed in a `sys.path` folder that holds `path` lists the
+    top-level package or module `path` belongs to."""
+    for entry in sys.path:
+        folder = os.path.realpath(entry or os.getcwd())
+        if path.startswith(folder + os.sep):
+            top = path[len(folder) + 1:].split(os.sep, 1)[0]
+            if top.removesuffix(".py") in _distributed(folder):
+                return True
+    return False
+
+
+@functools.lru_cache(maxsize=256)
+def _distributed(folder: str) -> frozenset[str]:
+    """The top-level names the `*.dist-info` folders in `folder` installed (from their RECORD).
+    A source tree has none: an editable install keeps its dist-info in site-packages, and
+    `setup.py develop` writes an egg-info, which is not read here."""
+    names: set[str] = set()
+    try:
+        records = [entry.path for entry in os.scandir(folder) if entry.name.endswith(".dist-info")]
+    except OSError:
+        return frozenset()
+    for record in records:
+        try:
+            with open(os.path.join(record, "RECORD"), encoding="utf-8") as lines:
+                names.update(line.split(",", 1)[0].split("/", 1)[0].removesuffix(".py") for line in lines)
+        except (OSError, UnicodeDecodeError):
+            continue
+    return frozenset(names)
 
 
 def innermost_user_frame(frames: Iterable[tuple[str, int]]) -> tuple[str, int] | None:
@@ -86,6 +122,16 @@ def user_frame(frame: FrameType | None) -> FrameType | None:
     while frame is not None and not is_user_file(frame.f_code.co_filename):
         frame = frame.f_back
     return frame
+
+
+def short_path(filename: str) -> str:
+    """A path for people to read: relative to the working directory below it, else `~/...` below
+    the home folder (a label; `display_path` keeps the file usable by tools)."""
+    shown = display_path(filename)
+    home = os.path.expanduser("~")
+    if os.path.isabs(shown) and home not in ("~", os.sep) and shown.startswith(home + os.sep):
+        return "~" + shown[len(home):]
+    return shown
 
 
 def display_path(filename: str, base: Path | None = None) -> str:

@@ -104,6 +104,9 @@ class Report:
     exit_status: int = ExitStatus.CLEAN
     #: rules that mean the tool could not do its whole job: any of them left after filtering exits 2
     fatal_rules: frozenset[str] = frozenset()
+    #: run, trace: the title's part that says how the script ended ("script exited 0"); the CLI
+    #: adds torchdoctor's own status after it, which the findings can make differ (see `exit_words`)
+    script_end: str = ""
     #: blocks of text the terminal report prints after the findings (a table asked for with a
     #: flag, e.g. `run --memory`); the JSON report carries the same data in `sections`
     appendix: list[str] = field(default_factory=list)
@@ -148,6 +151,22 @@ class Report:
         if self.fails(fail_on):
             return ExitStatus.FINDINGS
         return self.exit_status
+
+    def exit_words(self, fail_on: FailOn | str) -> str:
+        """`torchdoctor exits 1 (1 error)`: the status the CLI gives and why, in words, for a title
+        that already says the script's own (a script that exits 0 with an error finding gets 1)."""
+        code = int(self.exit_code(fail_on))
+        if code == ExitStatus.TOOL_ERROR and any(f.rule in self.fatal_rules for f in self.findings):
+            why = " (torchdoctor could not do its whole job)"
+        elif self.fails(fail_on):
+            reached = [f for f in self.findings if FailOn(fail_on).reached_by(f.severity)]
+            why = " (" + ", ".join(
+                counted(n, s.value) if s is not Severity.INFO else f"{n} info"
+                for s in Severity if (n := sum(f.severity is s for f in reached))
+            ) + ")"
+        else:
+            why = " (the script's status)" if code else ""
+        return f"torchdoctor exits {code}{why}"
 
     def to_dict(self) -> dict[str, Any]:
         """The contract's JSON report (`torchdoctor.report/1`), with extra sections after it."""

@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 from torch import nn
@@ -25,6 +25,7 @@ from torch.utils.data import DataLoader
 from torchdoctor.core.errors import UsageError
 from torchdoctor.core.locate import display_path, innermost_user_frame, traceback_frames
 from torchdoctor.core.wording import article
+from torchdoctor.health import preimport
 from torchdoctor.introspect.sites import Locator, SiteRecorder
 from torchdoctor.lint.source import Unreadable, read_source
 
@@ -45,13 +46,11 @@ def load_factory(target: str) -> tuple[Callable[[], Any], str]:
     """The factory function and a label for messages ("lab.py:make")."""
     spec, name = split_target(target)
     is_file = spec.endswith(".py") or os.sep in spec or "/" in spec
-    module = _import_file(Path(spec)) if is_file else _import_module(spec)
+    module = _import_file(Path(spec), name) if is_file else _import_module(spec, name)
     label = f"{spec}:{name}"
     factory = getattr(module, name, None)
     if factory is None:
-        defined = sorted(n for n, v in vars(module).items() if inspect.isfunction(v) and v.__module__ == module.__name__)
-        hint = f"; it defines {', '.join(defined)}" if defined else ""
-        raise UsageError(f"{spec} has no function {name!r}{hint}: name the factory as {spec}:FUNCTION")
+        _no_factory(spec, name, sorted(n for n, v in vars(module).items() if inspect.isfunction(v) and v.__module__ == module.__name__))
     if not callable(factory):
         raise UsageError(f"{label} is {article(type(factory).__name__)}, not a function: the factory must be callable")
     try:
@@ -63,7 +62,29 @@ def load_factory(target: str) -> tuple[Callable[[], Any], str]:
     return factory, label
 
 
-def _import_file(path: Path) -> Any:
+def _no_factory(spec: str, name: str, defined: list[str]) -> NoReturn:
+    hint = f"; it defines {', '.join(defined)}" if defined else ""
+    default = f" (a TARGET without :FUNCTION names {DEFAULT_FACTORY!r})" if name == DEFAULT_FACTORY else ""
+    raise UsageError(f"{spec} has no function {name!r}{default}{hint}: name the factory as {spec}:FUNCTION")
+
+
+def _before_import(spec: str, text: str, name: str) -> None:
+    """Refuse, from the source alone, a file that does not define the factory or that would train
+    when imported (health/preimport.py): importing it would run the script for nothing."""
+    source = preimport.parse(text)
+    if source is None:
+        return  # the import says what is wrong with it, at its line
+    if not source.binds(name):
+        _no_factory(spec, name, source.functions())
+    training = source.training_on_import()
+    if training is not None:
+        raise UsageError(
+            f"{spec} trains when imported: {training}, at the module level; put the training under "
+            f"`if __name__ == \"__main__\":` so that `check` can import {spec}:{name} without running it (it was not imported)"
+        )
+
+
+def _import_file(path: Path, factory: str) -> Any:
     if not path.exists():
         raise UsageError(f"{path} does not exist: TARGET is path/to/file.py:factory or package.module:factory")
     if not path.is_file():
@@ -78,9 +99,10 @@ def _import_file(path: Path) -> Any:
     if spec is None or spec.loader is None:
         raise UsageError(f"cannot import {path}: not a Python module")
     try:
-        read_source(path)  # a file Python cannot decode is said in words, with its line
+        text = read_source(path)  # a file Python cannot decode is said in words, with its line
     except Unreadable as problem:
         raise UsageError(f"cannot import {path}: {problem.reason}") from None
+    _before_import(str(path), text, factory)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
@@ -95,9 +117,17 @@ def _import_file(path: Path) -> Any:
     return module
 
 
-def _import_module(name: str) -> Any:
+def _import_module(name: str, factory: str) -> Any:
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
+    try:
+        found = importlib.util.find_spec(name)  # imports the parent packages, not the module
+        origin = Path(found.origin) if found is not None and found.origin and found.origin.endswith(".py") else None
+        text = read_source(origin) if origin is not None else None
+    except (Exception, SystemExit):
+        text = None  # the import below says what is wrong
+    if text is not None:
+        _before_import(name, text, factory)
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:

@@ -27,10 +27,15 @@ def lint(
 ) -> Report:
     """Lint files and folders; the findings are in `.findings`, `print(report)` shows them.
 
-    The configuration is read as the command reads it (`[tool.torchdoctor]` in `config`, or in
-    the nearest pyproject.toml above the working directory); `select` / `ignore` take rule
-    codes, code prefixes, names or categories, as on the command line. A missing path raises
-    `torchdoctor.core.errors.UsageError`; a file that cannot be read or parsed is a finding.
+    - `paths`: a file or folder, or several (default: the working directory);
+    - `select` / `ignore`: rule codes, code prefixes, names or categories, as on the command line;
+    - `exclude`: gitignore-style patterns of files not to lint;
+    - `config`: the pyproject.toml whose `[tool.torchdoctor]` to read (default: the nearest one
+      above the working directory, as the command reads it);
+    - `respect_gitignore`: skip what the project's .gitignore files ignore (default: True).
+
+    A missing path raises `torchdoctor.core.errors.UsageError`; a file that cannot be read or
+    parsed is a finding.
     """
     from torchdoctor.lint.runner import Options, lint_paths
 

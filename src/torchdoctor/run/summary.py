@@ -44,8 +44,9 @@ DEFAULT_KILL_HINT = (
 
 
 def build(target: Target, finished: Finished, records: RunRecords, command: str = "run") -> Report:
-    report = Report(command=command, stream="stderr", exit_status=finished.exit_status,
-                    title=_title(target, finished, records, command), fatal_rules=frozenset({INTERNAL_ERROR.code}))
+    end = _end(finished)
+    report = Report(command=command, stream="stderr", exit_status=finished.exit_status, script_end=end,
+                    title=_title(target, end, finished, records, command), fatal_rules=frozenset({INTERNAL_ERROR.code}))
     report.findings = [_displayed(f) for f in records.findings]
     report.notices.extend(_notices(finished, records))
     killed = _killed_finding(finished)
@@ -106,13 +107,16 @@ def _displayed(finding: Finding) -> Finding:
     return replace(finding, file=display_path(finding.file)) if finding.file else finding
 
 
-def _title(target: Target, finished: Finished, records: RunRecords, command: str = "run") -> str:
+def _end(finished: Finished) -> str:
+    """How the script ended, in the title's words (torchdoctor's own status is added after it)."""
     if finished.stopped is not None:
-        end = "stopped by torchdoctor (deadlock)"
-    elif finished.signal is not None:
-        end = f"killed by {_signal_name(finished.signal)}"
-    else:
-        end = f"exit status {finished.exit_status}"
+        return "stopped by torchdoctor (deadlock)"
+    if finished.signal is not None:
+        return f"killed by {_signal_name(finished.signal)}"
+    return f"script exited {finished.exit_status}"
+
+
+def _title(target: Target, end: str, finished: Finished, records: RunRecords, command: str = "run") -> str:
     parts = [f"torchdoctor {command} {target.display()}", end]
     steps, backward = records.total("steps"), records.total("backward")
     if steps:

@@ -30,7 +30,7 @@ import torch
 from torch._C._profiler import _RecordFunctionFast
 from torch.overrides import TorchFunctionMode
 
-from torchdoctor.core.locate import caller_in_user_code, display_path, is_own_file, is_user_file
+from torchdoctor.core.locate import caller_in_user_code, is_own_file, is_user_file, short_path
 from torchdoctor.introspect.dispatcher import keyset_names
 from torchdoctor.run.faults import FAULTS, is_pass_through, passes_through
 from torchdoctor.run.instruments.compiled import traced
@@ -102,7 +102,7 @@ class LineMarks(TorchFunctionMode):
         return self._new_line(file, line)
 
     def _new_line(self, file: str, line: int, suffix: str = "") -> str:
-        name = f"{LINE_PREFIX}{display_path(file)}:{line}{suffix}"
+        name = f"{LINE_PREFIX}{short_path(file)}:{line}{suffix}"
         if name not in self.lines:
             self.lines[name] = LineFacts(file=os.path.abspath(file), line=line, source=linecache.getline(file, line).strip())
         return name

@@ -10,6 +10,7 @@ Where the input came from is read from the autograd graph (`SoftmaxBackward0`,
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 
@@ -17,9 +18,10 @@ from torchdoctor.core.finding import Finding
 from torchdoctor.health.checks import Outcome, shape
 from torchdoctor.health.context import CLASS_LOSSES, CheckContext, TrainPass
 from torchdoctor.health.tracer import LossCall, Producer, producer_of
-from torchdoctor.introspect.sites import Site, where
+from torchdoctor.introspect.sites import Site, definition_site, where
 from torchdoctor.introspect.tensors import tensors_in
 from torchdoctor.rules.dtype.class_target_not_integer import RULE as TARGET_NOT_INTEGER
+from torchdoctor.rules.loss.class_target_out_of_range import NEGATIVE_MESSAGE
 from torchdoctor.rules.loss.class_target_out_of_range import RULE as TARGET_OUT_OF_RANGE
 from torchdoctor.rules.loss.initial_loss_far_from_chance import RULE as FAR_FROM_CHANCE
 from torchdoctor.rules.loss.loss_target_broadcast import RULE as BROADCAST
@@ -61,8 +63,40 @@ def run(ctx: CheckContext) -> Outcome:
         findings += _far_from_chance(ctx, calls, tp)
     if not calls:
         return Outcome(findings, detail=f"{tp.loss_label}: a custom loss (no standard loss function call seen)")
-    used = ", ".join(sorted({PRETTY.get(c.name, c.name) for c in calls}))
-    return Outcome(findings, detail=f"{tp.loss_label} calls {used}")
+    return Outcome(findings, detail=_what_it_got(ctx, tp, calls))
+
+
+def _what_it_got(ctx: CheckContext, tp: TrainPass, calls: list[LossCall]) -> str:
+    """`CrossEntropyLoss (lab.py:48) gets input (32, 10) float32 and targets (32,) int64 in 0..9`:
+    the user's own loss, where they made it, and what it was given; a function of theirs that
+    calls a standard loss is named with the loss it calls (`my_loss (lab.py:12) calls
+    CrossEntropyLoss on ...`)."""
+    own = ctx.subject.loss_fn
+    site = ctx.locate.of(own) if isinstance(own, torch.nn.Module) else definition_site(own)
+    at = f" ({site.shown})" if site is not None else ""
+    said = []
+    for call in calls[:2]:
+        got = f"input {shape(call.input)} {_dtype(call.input)} and targets {_target_words(call.target)}"
+        if tp.loss_label in (call.name, PRETTY.get(call.name)):
+            said.append(f"{tp.loss_label}{at} gets {got}")
+        else:
+            said.append(f"{tp.loss_label}{at} calls {PRETTY.get(call.name, call.name)} on {got}")
+    more = f"; and {len(calls) - 2} more loss call(s)" if len(calls) > 2 else ""
+    return "; ".join(said) + more
+
+
+def _dtype(value: torch.Tensor) -> str:
+    return str(value.dtype).replace("torch.", "")
+
+
+def _target_words(target: Any) -> str:
+    """`(32,) int64 in 0..9` for class targets, `(32, 1) float32` otherwise."""
+    if not isinstance(target, torch.Tensor):
+        return type(target).__name__
+    words = f"{shape(target)} {_dtype(target)}"
+    if target.numel() and not target.is_floating_point() and not target.is_complex() and target.dtype != torch.bool:
+        words += f" in {int(target.min())}..{int(target.max())}"
+    return words
 
 
 def class_target_findings_possible(tp: TrainPass) -> bool:
@@ -138,10 +172,7 @@ def _class_targets(ctx: CheckContext, call: LossCall) -> list[Finding]:
     high, low = int(target.max()), int(bad.min())
     site = ctx.data_site(1)
     if low < 0:
-        message = (
-            f"class targets include {low}, which {loss} does not ignore (ignore_index={ignore}); "
-            f"the model outputs {classes} classes (valid: 0..{classes - 1})"
-        )
+        message = NEGATIVE_MESSAGE.format(low=low, loss=loss, ignore=ignore, num_classes=classes, last=classes - 1)
         return [TARGET_OUT_OF_RANGE.finding(**where(site), message=message,
                                             fields={"max_label": high, "num_classes": classes, "last": classes - 1})]
     return [TARGET_OUT_OF_RANGE.finding(**where(site),

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from collections import Counter
 
+from torch.nn import Parameter
+from torch.optim import Optimizer
+
 from torchdoctor.core.wording import listing
 from torchdoctor.health.checks import Outcome, module_of
 from torchdoctor.health.context import CheckContext
 from torchdoctor.introspect.sites import Site, where
 from torchdoctor.rules.grad_flow.no_trainable_parameters import RULE as NO_TRAINABLE
 from torchdoctor.rules.optimizer.parameter_in_several_groups import RULE as SEVERAL_GROUPS
+from torchdoctor.rules.optimizer.parameter_not_in_optimizer import GROUPS_HINT, SIBLING_GROUP
 from torchdoctor.rules.optimizer.parameter_not_in_optimizer import RULE as NOT_IN_OPTIMIZER
 
 NAME = "optimizer"
@@ -41,6 +45,7 @@ def run(ctx: CheckContext) -> Outcome:
         findings.append(NOT_IN_OPTIMIZER.finding(
             **where(optimizer_site),
             message=NOT_IN_OPTIMIZER.message.format(count=len(names), names=listing(names)) + _why_missing(ctx, names, optimizer_site, in_groups, named),
+            hint=_groups_hint(optimizer, names, named, optimizer_site),
         ))
     by_id = {id(p): n for n, p in named}
     repeated = [by_id.get(key, "a tensor outside the model") for key, count in in_groups.items() if count > 1]
@@ -50,6 +55,23 @@ def run(ctx: CheckContext) -> Outcome:
     covered = sum(1 for _, p in trainable if id(p) in in_groups)
     detail = f"{type(optimizer).__name__}: {covered} of {len(trainable)} trainable parameter tensors in {len(optimizer.param_groups)} param group(s)"
     return Outcome(findings, detail=detail)
+
+
+def _groups_hint(optimizer: Optimizer, names: list[str], named: list[tuple[str, Parameter]], site: Site | None) -> str | None:
+    """For param groups built on purpose, what to add to which group (the rule's own hint,
+    "build it from model.parameters()", would undo them); None keeps the rule's hint."""
+    groups = optimizer.param_groups
+    if len(groups) < 2:
+        return None
+    group_of = {id(p): index for index, group in enumerate(groups) for p in group["params"]}
+    modules = {module_of(name) for name in names}
+    siblings = [(n, group_of[id(p)]) for n, p in named if module_of(n) in modules and id(p) in group_of]
+    indexes = {index for _, index in siblings}
+    suggestion = ""
+    if len(indexes) == 1:
+        suggestion = SIBLING_GROUP.format(index=indexes.pop(), siblings=listing([f"`{n}`" for n, _ in siblings]))
+    return GROUPS_HINT.format(names=listing([f"`{n}`" for n in names]), groups=len(groups), suggestion=suggestion,
+                              at=f" (at {site.shown})" if site is not None else "")
 
 
 def _why_missing(ctx: CheckContext, names: list[str], optimizer_site: Site | None, in_groups: Counter, named) -> str:  # type: ignore[no-untyped-def]

@@ -45,3 +45,10 @@ def make():
 ```
 """,
 )
+
+#: the message for a negative label the loss does not ignore (padding such as -1 without
+#: `ignore_index=-1`)
+NEGATIVE_MESSAGE = (
+    "class targets include {low}, which {loss} does not ignore (ignore_index={ignore}); "
+    "the model outputs {num_classes} classes (valid: 0..{last})"
+)

@@ -49,3 +49,13 @@ def make():
 ```
 """,
 )
+
+#: the hint for an optimizer built from several param groups, on purpose: rebuilding it from
+#: `model.parameters()` would throw the groups' own options away, so name what to add where
+GROUPS_HINT = (
+    "Add {names} to one of the optimizer's {groups} param groups{suggestion} where it is built{at}, "
+    "or give them their own group (`optimizer.add_param_group({{'params': [...]}})`): "
+    "a parameter in no group is never updated."
+)
+#: `suggestion` when the missing parameters' modules have other parameters in one group
+SIBLING_GROUP = " (param group {index} holds {siblings} of the same module)"
