@@ -76,21 +76,30 @@ def grad_off_block(filename: str, line: int) -> int | None:
     """The line of the innermost `with torch.no_grad():` (`inference_mode()`,
     `set_grad_enabled(False)`) block around `line`, or of the `@torch.no_grad()` decorator of
     the function around it; None when autograd is not turned off there in the source."""
+    span = grad_off_span(filename, line)
+    return span[0] if span is not None else None
+
+
+def grad_off_span(filename: str, line: int) -> tuple[int, int, str] | None:
+    """The innermost block around `line` that turns autograd off: its first and last lines and
+    what turns it off, as written (`torch.no_grad()`; `@torch.no_grad()` for a decorated
+    function, whose lines are the block); None when there is none."""
     tree = module_tree(filename)
     if tree is None:
         return None
-    found: int | None = None
+    found: tuple[int, int, str] | None = None
     for node in ast.walk(tree):
         end = getattr(node, "end_lineno", None)
         if end is None or not node.lineno <= line <= end:  # type: ignore[attr-defined]
             continue
-        if isinstance(node, (ast.With, ast.AsyncWith)) and any(_turns_grad_off(item.context_expr) for item in node.items):
-            if found is None or node.lineno > found:
-                found = node.lineno
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                if _turns_grad_off(item.context_expr) and (found is None or node.lineno > found[0]):
+                    found = (node.lineno, end, ast.unparse(item.context_expr))
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for decorator in node.decorator_list:
-                if _turns_grad_off(decorator) and (found is None or decorator.lineno > found):
-                    found = decorator.lineno
+                if _turns_grad_off(decorator) and (found is None or decorator.lineno > found[0]):
+                    found = (decorator.lineno, end, "@" + ast.unparse(decorator))
     return found
 
 
