@@ -262,6 +262,71 @@ def test_backward_without_a_graph_says_why(case: str, reason: str) -> None:
         assert finding.line == line_of("with torch.no_grad():", step)
 
 
+def test_backward_of_a_loss_computed_under_no_grad_names_it_and_the_block() -> None:
+    """The model trained with autograd on before: the validation loss is the one without a graph."""
+    model = nn.Linear(4, 1)
+    x, y = torch.randn(8, 4), torch.randn(8, 1)
+
+    def epoch() -> None:
+        F.mse_loss(model(x), y).backward()
+        with torch.no_grad():
+            out = model(x)
+            val_loss = F.mse_loss(out, y)
+        val_loss.backward()
+
+    finding = explained(epoch)
+    block = line_of("with torch.no_grad():", epoch)
+    assert finding.line == block
+    assert f"`val_loss` was computed under the `torch.no_grad()` block at lines {block}-{block + 2}" in finding.message
+    assert "`val_loss`" in finding.hint and "evaluation loss" in finding.hint
+
+
+def test_backward_of_a_loss_of_a_no_grad_output_names_the_output_and_its_block() -> None:
+    model = nn.Linear(4, 1)
+    x, y = torch.randn(8, 4), torch.randn(8, 1)
+
+    def step() -> None:
+        F.mse_loss(model(x), y).backward()
+        with torch.no_grad():
+            output = model(x)
+        loss = F.mse_loss(output, y)
+        loss.backward()
+
+    finding = explained(step)
+    block = line_of("with torch.no_grad():", step)
+    assert finding.line == block
+    assert f"`loss` is computed from `output`, which was computed under the `torch.no_grad()` block at lines {block}-{block + 1}" in finding.message
+
+
+def test_backward_of_a_loss_rebuilt_from_a_number_names_the_cut() -> None:
+    model = nn.Linear(4, 1)
+    x, y = torch.randn(8, 4), torch.randn(8, 1)
+
+    def step() -> None:
+        F.mse_loss(model(x), y).backward()
+        loss = torch.tensor(F.mse_loss(model(x), y).item())
+        loss.backward()
+
+    finding = explained(step)
+    line = line_of("loss = torch.tensor(", step)
+    assert finding.line == line
+    assert f"`loss` is built at line {line} from `torch.tensor(...)`: the graph was cut there" in finding.message
+
+
+def test_backward_of_a_loss_of_a_detached_output_names_the_cut() -> None:
+    model = nn.Linear(4, 1)
+    x, y = torch.randn(8, 4), torch.randn(8, 1)
+
+    def step() -> None:
+        F.mse_loss(model(x), y).backward()
+        loss = F.mse_loss(model(x).detach(), y)
+        loss.backward()
+
+    finding = explained(step)
+    assert finding.line == line_of("loss = F.mse_loss(model(x).detach(), y)", step)
+    assert "from `.detach()`" in finding.message and "without `.detach()`" in finding.hint
+
+
 def test_backward_inside_a_no_grad_block_points_at_the_block() -> None:
     model = nn.Linear(4, 1)
 

@@ -76,21 +76,30 @@ def grad_off_block(filename: str, line: int) -> int | None:
     """The line of the innermost `with torch.no_grad():` (`inference_mode()`,
     `set_grad_enabled(False)`) block around `line`, or of the `@torch.no_grad()` decorator of
     the function around it; None when autograd is not turned off there in the source."""
+    span = grad_off_span(filename, line)
+    return span[0] if span is not None else None
+
+
+def grad_off_span(filename: str, line: int) -> tuple[int, int, str] | None:
+    """The innermost block around `line` that turns autograd off: its first and last lines and
+    what turns it off, as written (`torch.no_grad()`; `@torch.no_grad()` for a decorated
+    function, whose lines are the block); None when there is none."""
     tree = module_tree(filename)
     if tree is None:
         return None
-    found: int | None = None
+    found: tuple[int, int, str] | None = None
     for node in ast.walk(tree):
         end = getattr(node, "end_lineno", None)
         if end is None or not node.lineno <= line <= end:  # type: ignore[attr-defined]
             continue
-        if isinstance(node, (ast.With, ast.AsyncWith)) and any(_turns_grad_off(item.context_expr) for item in node.items):
-            if found is None or node.lineno > found:
-                found = node.lineno
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                if _turns_grad_off(item.context_expr) and (found is None or node.lineno > found[0]):
+                    found = (node.lineno, end, ast.unparse(item.context_expr))
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for decorator in node.decorator_list:
-                if _turns_grad_off(decorator) and (found is None or decorator.lineno > found):
-                    found = decorator.lineno
+                if _turns_grad_off(decorator) and (found is None or decorator.lineno > found[0]):
+                    found = (decorator.lineno, end, "@" + ast.unparse(decorator))
     return found
 
 
@@ -187,3 +196,64 @@ def _loop_around(scope: ast.AST, line: int, holds: Callable[[ast.For | ast.Async
     loops = [node for node in own_nodes(scope) if isinstance(node, (ast.For, ast.AsyncFor, ast.While))
              and node.lineno <= line <= (node.end_lineno or node.lineno) and holds(node)]
     return max(loops, key=lambda node: node.lineno) if loops else None
+
+
+# ---------------------------------------------------------------- a forward pass after training
+
+
+@functools.lru_cache(maxsize=256)
+def after_training(calls: tuple[tuple[CodeType, int], ...]) -> bool:
+    """Whether a forward pass reached through `calls` (the user's frames, innermost first: code
+    and line) runs after an iteration's training, as a validation does: in the innermost of
+    those frames that runs inside a loop that backpropagates, no backward() follows it in that
+    loop's body; and where that loop backpropagates in its own body (one step per pass), it does
+    not run under an `if` (a sample drawn every few steps is part of the training loop). A
+    forward before the backward() of its pass (pseudo-labels, a target, an action) is not."""
+    for code, line in calls:
+        tree = module_tree(code.co_filename)
+        scope = scope_of(tree, code) if tree is not None else None
+        if tree is None or scope is None:
+            return False
+        loops = sorted((node for node in own_nodes(scope) if isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+                        and node.lineno <= line <= (node.end_lineno or node.lineno)), key=lambda node: -node.lineno)
+        trainers = _backpropagating_functions(tree)
+        for loop in loops:
+            found = [(node.lineno, nested) for node, nested in _walk_loop(loop)
+                     if isinstance(node, ast.Call) and _backpropagates(node, trainers)]
+            if not found:
+                continue
+            if any(lineno >= line for lineno, _ in found):
+                return False
+            direct = any(not nested for _, nested in found)
+            gated = any(isinstance(node, ast.If) and node.lineno <= line <= (node.end_lineno or node.lineno)
+                        for node, _ in _walk_loop(loop))
+            return not (direct and gated)
+    return False
+
+
+@functools.lru_cache(maxsize=64)
+def _backpropagating_functions(tree: ast.Module) -> frozenset[str]:
+    """The functions of the file whose own code calls `.backward()`."""
+    return frozenset(node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and any(isinstance(inner, ast.Call) and _backpropagates(inner, frozenset()) for inner in own_nodes(node)))
+
+
+def _backpropagates(node: ast.Call, trainers: frozenset[str]) -> bool:
+    """`<tensor>.backward(...)`, or a call of one of `trainers` (`train_epoch(...)`, `self.fit(...)`)."""
+    func = node.func
+    if isinstance(func, ast.Attribute):
+        return func.attr == "backward" or (func.attr in trainers and isinstance(func.value, ast.Name) and func.value.id == "self")
+    return isinstance(func, ast.Name) and func.id in trainers
+
+
+def _walk_loop(loop: ast.For | ast.AsyncFor | ast.While) -> Iterator[tuple[ast.AST, bool]]:
+    """The nodes of the loop's body (not of functions defined in it), each with whether a loop
+    nested in this one holds it."""
+    stack: list[tuple[ast.AST, bool]] = [(statement, False) for statement in loop.body]
+    while stack:
+        node, nested = stack.pop()
+        if isinstance(node, _SCOPES):
+            continue
+        yield node, nested
+        inner = nested or isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))

@@ -182,11 +182,13 @@ def config() -> dict[str, Any]:
 def _on_torch_imported(torch: ModuleType) -> None:
     if _STATE is None:
         return
+    from torchdoctor.run import tracebacks
     from torchdoctor.run.crash.explain import explainers
     from torchdoctor.run.detectors import all_detectors
     from torchdoctor.run.session import Session
 
     explainers()  # imported now rather than at exit (see _at_exit)
+    tracebacks.install()  # from now on torchdoctor's frames are in the user's calls
     enabled = _STATE.config.get("enabled")
     extra = tuple(_detector(name) for name in _STATE.config.get("detectors") or ())
     _STATE.session = Session.start(

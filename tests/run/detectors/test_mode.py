@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from tests.lab import LAB
+from tests.run.conftest import torchdoctor_run
 from tests.run.detectors.conftest import line_of, observing, run_lab
 from torchdoctor.run.detectors.mode import (
     DropoutInEval,
@@ -370,6 +372,185 @@ def test_one_no_grad_forward_per_step_is_part_of_training() -> None:
             (-critic(generator(torch.randn(8, 4))).mean()).backward()
             opt_g.step()
     assert observed.codes == set()
+
+
+def dropout_net() -> nn.Module:
+    return nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Dropout(0.3), nn.Linear(8, 1))
+
+
+def full_batch_epochs(model: nn.Module, epochs: int = 3, switch: bool = False) -> None:
+    """The whole data set is one batch: one step per epoch, then one no-grad validation forward."""
+    x, y, x_val, y_val = torch.randn(32, 6), torch.randn(32, 1), torch.randn(16, 6), torch.randn(16, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    for _ in range(epochs):
+        if switch:
+            model.train()
+        optimizer.zero_grad()
+        F.mse_loss(model(x), y).backward()
+        optimizer.step()
+        if switch:
+            model.eval()
+        with torch.no_grad():  # the full-batch validation
+            F.mse_loss(model(x_val), y_val)  # the full-batch validation forward
+
+
+def test_one_full_batch_validation_forward_per_epoch_is_flagged() -> None:
+    with observing(EvaluationInTrainMode) as observed:
+        full_batch_epochs(dropout_net())
+    finding = observed.one("TD133")
+    assert finding.line == line_of(__file__, "with torch.no_grad():  # the full-batch validation")
+    forward = line_of(__file__, "F.mse_loss(model(x_val), y_val)  # the full-batch validation forward")
+    assert f"(called at line {forward})" in finding.message and "one forward pass" in finding.message
+
+
+def test_one_full_batch_validation_forward_in_eval_mode_is_not_flagged() -> None:
+    with observing(EvaluationInTrainMode) as observed:
+        full_batch_epochs(dropout_net(), switch=True)
+    assert observed.codes == set()
+
+
+def test_one_validation_forward_seen_once_is_not_yet_flagged() -> None:
+    """Once is not a habit: a forward after the last step may be a final check on purpose."""
+    with observing(EvaluationInTrainMode) as observed:
+        full_batch_epochs(dropout_net(), epochs=1)
+    assert observed.codes == set()
+
+
+def test_a_full_batch_validation_of_a_model_without_dropout_or_batchnorm_is_not_flagged() -> None:
+    with observing(EvaluationInTrainMode) as observed:
+        full_batch_epochs(nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 1)))
+    assert observed.codes == set()
+
+
+def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
+    for _ in range(4):
+        optimizer.zero_grad()
+        model(torch.randn(8, 6)).pow(2).mean().backward()
+        optimizer.step()
+
+
+def evaluate_in_one_batch(model: nn.Module) -> float:
+    with torch.no_grad():  # evaluate_in_one_batch's block
+        return float(model(torch.randn(64, 6)).pow(2).mean())
+
+
+def test_one_validation_forward_after_each_epoch_of_batches_is_flagged() -> None:
+    """Mini-batches within the epoch, one forward over the whole validation set after them."""
+    model = nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.Linear(8, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with observing(EvaluationInTrainMode) as observed:
+        for _ in range(3):
+            for _ in range(4):
+                optimizer.zero_grad()
+                model(torch.randn(8, 6)).pow(2).mean().backward()
+                optimizer.step()
+            with torch.no_grad():  # after the epoch's batches
+                model(torch.randn(64, 6))
+    finding = observed.one("TD133")
+    assert finding.line == line_of(__file__, "with torch.no_grad():  # after the epoch's batches")
+    assert "running statistics" in finding.message
+
+
+def test_an_evaluation_function_called_after_the_training_function_is_flagged() -> None:
+    model = dropout_net()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with observing(EvaluationInTrainMode) as observed:
+        for _ in range(3):
+            train_epoch(model, optimizer)
+            evaluate_in_one_batch(model)
+    assert observed.one("TD133").line == line_of(__file__, "with torch.no_grad():  # evaluate_in_one_batch's block")
+
+
+def test_targets_from_the_model_itself_before_each_backward_are_part_of_training() -> None:
+    """Pseudo-labels (or a mean-teacher target) from a no-grad forward of the model being trained,
+    in train mode on purpose: a backward() follows it in the same iteration."""
+    model = dropout_net()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with observing(EvaluationInTrainMode) as observed:
+        for _ in range(6):
+            x = torch.randn(8, 6)
+            with torch.no_grad():
+                target = model(x + 0.1 * torch.randn(8, 6))
+            optimizer.zero_grad()
+            F.mse_loss(model(x), target).backward()
+            optimizer.step()
+    assert observed.codes == set()
+
+
+def test_a_sample_drawn_every_few_steps_inside_the_training_loop_is_not_flagged() -> None:
+    """The DCGAN tutorial's `if iters % 500 == 0: with torch.no_grad(): fake = netG(fixed_noise)`:
+    a generator sampled in train mode (its batch-norm uses the batch's statistics) while it trains."""
+    generator = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.Linear(6, 6))
+    optimizer = torch.optim.SGD(generator.parameters(), lr=0.01)
+    fixed = torch.randn(8, 4)
+    with observing(EvaluationInTrainMode) as observed:
+        for step in range(12):
+            optimizer.zero_grad()
+            generator(torch.randn(8, 4)).pow(2).mean().backward()
+            optimizer.step()
+            if step % 4 == 0:
+                with torch.no_grad():
+                    generator(fixed)
+    assert observed.codes == set()
+
+
+def act(policy: nn.Module, state: torch.Tensor) -> int:
+    with torch.no_grad():
+        return int(policy(state).argmax())
+
+
+def test_acting_before_each_update_is_part_of_training() -> None:
+    """A DQN's action from the policy network, one per environment step, before the update."""
+    policy = dropout_net()
+    optimizer = torch.optim.SGD(policy.parameters(), lr=0.01)
+    with observing(EvaluationInTrainMode) as observed:
+        for _ in range(8):
+            state = torch.randn(1, 6)
+            action = act(policy, state)
+            optimizer.zero_grad()
+            (policy(state).sum() * (action + 1)).backward()
+            optimizer.step()
+    assert observed.codes == set()
+
+
+FULL_BATCH_SCRIPT = """\
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+X, y = torch.randn(64, 8), torch.randn(64, 1)
+X_val, y_val = torch.randn(32, 8), torch.randn(32, 1)
+model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Dropout(0.2), nn.Linear(32, 1))
+loss_fn = nn.MSELoss()
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+for epoch in range(20):
+    {train}
+    optimizer.zero_grad()
+    loss = loss_fn(model(X), y)
+    loss.backward()
+    optimizer.step()
+    {evaluate}
+    with torch.no_grad():
+        val_loss = loss_fn(model(X_val), y_val)
+    print(epoch, loss.item(), val_loss.item())
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("switched", [False, True])
+def test_full_batch_validation_under_torchdoctor_run(switched: bool, write) -> None:  # type: ignore[no-untyped-def]
+    """The shape a new user writes: TD133 at the `with` block, and nothing once `model.eval()`
+    and `model.train()` are there."""
+    source = FULL_BATCH_SCRIPT.format(train="model.train()" if switched else "pass",
+                                      evaluate="model.eval()" if switched else "pass")
+    script = write("train.py", source)
+    ran = torchdoctor_run(str(script), cwd=script.parent)
+    assert ran.report["meta"]["exit_status"] == 0
+    if switched:
+        assert ran.codes == set()
+    else:
+        assert ran.codes == {"TD133"}
+        assert ran.finding("TD133")["line"] == line_of(script, "with torch.no_grad():")
 
 
 # --- TD161 ------------------------------------------------------------------------------

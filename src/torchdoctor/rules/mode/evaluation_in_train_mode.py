@@ -11,6 +11,11 @@ def train_mode_effects(dropout: bool, batchnorm: bool) -> str:
     """The `{effects}` of the message: what train mode does in an evaluation ("" for nothing)."""
     return " and ".join(effect for effect, present in ((_DROPOUT_EFFECT, dropout), (_BATCHNORM_EFFECT, batchnorm)) if present)
 
+#: the message for a validation that is one forward pass, after each round of training steps
+ONE_FORWARD = (
+    "{model} is evaluated in train mode (one forward pass under no_grad after each round of optimizer steps): {effects}"
+)
+
 RULE = Rule(
     code="TD133",
     name="evaluation-in-train-mode",
@@ -28,11 +33,13 @@ a file that trains the model (an optimizer over its parameters, a loop with `bac
 validation loop, a prediction after training), and never calls `.eval()` or `.train(...)`
 with an argument anywhere. `torchdoctor run` sees it happen: several no-grad forward passes of
 the trained model with no optimizer step between them while its dropout or batch-norm layers
-are in train mode, at the line of the forward call (in a script that updates its weights by
-hand, without a `torch.optim` optimizer, backward() calls stand for the steps and the models
-they gave gradients for are the trained ones). A no-grad forward inside the training
-step (a GAN's generated batch, pseudo-labels, a target network) is part of training and left
-alone, and so is a model switched with `model.train()` after its last step (Monte Carlo
+are in train mode, or a validation that is one forward pass (the whole validation set as one
+batch): the same line run under no_grad after two different steps, where the source puts it
+after every backward() of the loop that trains; at the line of the forward call (in a script
+that updates its weights by hand, without a `torch.optim` optimizer, backward() calls stand for
+the steps and the models they gave gradients for are the trained ones). A no-grad forward inside the training
+step (a GAN's generated batch, pseudo-labels, a target network, an action, a sample drawn every
+few steps) is part of training and left alone, and so is a model switched with `model.train()` after its last step (Monte Carlo
 dropout, batch-norm recalibration), which says the mode is meant.
 
 ## Why is this bad?

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 import linecache
 import re
 from typing import TYPE_CHECKING, Any
 
-from torchdoctor.introspect.source import grad_off_block
+from torchdoctor.introspect.source import functions_around, grad_off_block, grad_off_span, module_tree, own_nodes
 from torchdoctor.rules.grad_flow.backward_through_freed_graph import RULE as FREED
 from torchdoctor.rules.grad_flow.gradient_is_none import RULE as GRAD_NONE
 from torchdoctor.rules.grad_flow.saved_tensor_modified_in_place import RULE as INPLACE
+from torchdoctor.rules.grad_mode import backward_without_graph as no_graph
 from torchdoctor.rules.grad_mode.backward_without_graph import RULE as NO_GRAPH
 from torchdoctor.rules.grad_mode.leaf_modified_in_place import RULE as LEAF
 from torchdoctor.rules.grad_mode.numpy_of_grad_tensor import RULE as NUMPY
@@ -141,6 +143,9 @@ def numpy_of_grad_tensor(crash: Crash, session: Observed | None) -> Explanation 
 
 
 def _why_no_graph(crash: Crash, session: Observed | None) -> tuple[str, str, Location | None]:
+    named = _named_cause(crash)
+    if named is not None:
+        return named
     torch = torch_module()
     loss = _loss(crash, session)
     if loss is not None and torch is not None and loss.is_inference():
@@ -170,6 +175,89 @@ def _why_no_graph(crash: Crash, session: Observed | None) -> tuple[str, str, Loc
         "Build the loss from the model's output with torch operations only, outside `torch.no_grad()`. Do not set `loss.requires_grad = True`: that silences the error and trains nothing.",
         None,
     )
+
+
+#: attributes and methods whose result has no graph: `x.item()`, `x.detach()`, `x.data`
+_CUTS = frozenset({"item", "numpy", "tolist", "detach", "data"})
+#: functions that make a new tensor, without a graph, from a value
+_REBUILDS = frozenset({"tensor", "as_tensor", "from_numpy"})
+
+
+def _named_cause(crash: Crash) -> tuple[str, str, Location | None] | None:
+    """Why the tensor backward() was called on has no graph, in the source of the function that
+    calls it: its assignment (or that of a name its assignment reads) sits under a block that
+    turns autograd off, or its assignment cuts the graph (`.item()`, `torch.tensor(...)`)."""
+    frame = crash.user_frame()
+    tree = module_tree(frame.file) if frame is not None else None
+    if frame is None or tree is None:
+        return None
+    functions = functions_around(tree, frame.line)
+    nodes = list(own_nodes(functions[-1] if functions else tree))
+    name = next((n for node in nodes if isinstance(node, ast.Call) and node.lineno == frame.line
+                 and (n := _backward_receiver(node)) is not None), None)
+    assigned = _assignment(nodes, name, frame.line) if name is not None else None
+    if name is None or assigned is None:
+        return None
+    span = grad_off_span(frame.file, assigned.lineno)
+    if span is not None:
+        return _under_grad_off(name, span, frame.file)
+    value = assigned.value
+    for source in dict.fromkeys(n.id for n in ast.walk(value) if isinstance(n, ast.Name)) if value is not None else ():
+        made = _assignment(nodes, source, assigned.lineno - 1)
+        span = grad_off_span(frame.file, made.lineno) if made is not None else None
+        if span is not None:
+            return _under_grad_off(name, span, frame.file, source)
+    cut = next((c for n in ast.walk(value) if (c := _cut(n)) is not None), None) if value is not None else None
+    if cut is None:
+        return None
+    fields = {"name": name, "line": assigned.lineno, "cut": cut}
+    return no_graph.CUT.format(**fields), no_graph.CUT_HINT.format(**fields), (frame.file, assigned.lineno)
+
+
+def _backward_receiver(call: ast.Call) -> str | None:
+    """`loss` in `loss.backward()` and in `scaler.scale(loss).backward()`."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr != "backward":
+        return None
+    target = func.value
+    if isinstance(target, ast.Call) and isinstance(target.func, ast.Attribute) and target.func.attr == "scale" and target.args:
+        target = target.args[0]
+    return target.id if isinstance(target, ast.Name) else None
+
+
+def _assignment(nodes: list[ast.AST], name: str, before: int) -> ast.Assign | ast.AnnAssign | ast.AugAssign | None:
+    """The assignment of `name` at or before line `before`, when the function has only one (with
+    several, the source cannot say which one ran)."""
+    found = [node for node in nodes if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+             and any(isinstance(t, ast.Name) and t.id == name
+                     for target in (node.targets if isinstance(node, ast.Assign) else [node.target]) for t in ast.walk(target))]
+    return found[0] if len(found) == 1 and found[0].lineno <= before else None
+
+
+def _under_grad_off(name: str, span: tuple[int, int, str], file: str, source: str | None = None) -> tuple[str, str, Location]:
+    first, last, manager = span
+    lines = f"lines {first}-{last}" if last > first else f"line {first}"
+    if manager.startswith("@"):
+        why = no_graph.UNDER_GRAD_OFF_DECORATOR.format(name=source or name, manager=manager, line=first)
+    elif source is not None:
+        why = no_graph.FROM_GRAD_OFF.format(name=name, source=source, manager=manager, lines=lines)
+    else:
+        why = no_graph.UNDER_GRAD_OFF.format(name=name, manager=manager, lines=lines)
+    return why, no_graph.GRAD_OFF_HINT.format(name=source or name, manager=manager.lstrip("@")), (file, first)
+
+
+def _cut(node: ast.AST) -> str | None:
+    """How `node` leaves the graph, as the message shows it (`.item()`, `torch.tensor(...)`), or None."""
+    if isinstance(node, ast.Attribute) and node.attr == "data":
+        return ".data"
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return None
+    func = node.func
+    if func.attr in _CUTS:
+        return f".{func.attr}()"
+    if func.attr in _REBUILDS and isinstance(func.value, ast.Name) and func.value.id in ("torch", "np", "numpy"):
+        return f"{func.value.id}.{func.attr}(...)"
+    return None
 
 
 def _grad_off_call_site(session: Observed, roots: list[Any]) -> Location | None:

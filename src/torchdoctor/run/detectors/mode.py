@@ -5,7 +5,8 @@ frozen), usually after a validation that called `model.eval()` and nothing switc
 TD130: functional dropout without `training=` still drops activations in eval mode.
 TD132: batch-norm layers whose weights are frozen still update their running statistics.
 TD161: forward passes in eval mode with autograd on, and no backward() afterwards.
-TD133: an evaluation (several no-grad forward passes, no step) of a trained model left in train mode.
+TD133: an evaluation (several no-grad forward passes, no step; or one after each round of
+training steps, again and again) of a trained model left in train mode.
 
 Per step this costs a few attribute reads (the models' `training` flags); the scans over
 modules run on a sparse schedule (`support.due`), and eval-mode forward passes are watched
@@ -17,7 +18,7 @@ from __future__ import annotations
 import sys
 import weakref
 from dataclasses import dataclass, field
-from types import FrameType
+from types import CodeType, FrameType
 from typing import Any
 
 import torch
@@ -26,10 +27,10 @@ from torch.nn.modules.batchnorm import _BatchNorm
 from torch.nn.modules.dropout import _DropoutNd
 
 from torchdoctor.core.locate import caller_in_user_code, is_user_file, user_frame
-from torchdoctor.introspect.source import evaluation_site, module_tree, training_site
+from torchdoctor.introspect.source import after_training, evaluation_site, module_tree, training_site
 from torchdoctor.rules.memory.evaluation_with_grad import RULE as EVAL_WITH_GRAD
+from torchdoctor.rules.mode.evaluation_in_train_mode import ONE_FORWARD, train_mode_effects
 from torchdoctor.rules.mode.evaluation_in_train_mode import RULE as EVAL_IN_TRAIN_MODE
-from torchdoctor.rules.mode.evaluation_in_train_mode import train_mode_effects
 from torchdoctor.rules.mode.frozen_batchnorm_drift import RULE as BATCHNORM_DRIFT
 from torchdoctor.rules.mode.functional_dropout_ignores_eval import RULE as FUNCTIONAL_DROPOUT
 from torchdoctor.rules.mode.training_in_eval_mode import RULE as TRAINING_IN_EVAL
@@ -54,6 +55,8 @@ from torchdoctor.run.outcome import Outcome
 
 #: how many user frames up from a dropout call the module whose forward made it is looked for
 MODULE_FRAMES = 4
+#: user frames read, from a lone no-grad forward outwards, to find the loop that trains
+CALLER_FRAMES = 6
 
 
 def mode_dependent(model: nn.Module) -> list[tuple[str, nn.Module]]:
@@ -227,11 +230,18 @@ class NoGradCalls:
 
     steps: int = -1
     calls: int = 0
+    #: where a forward came first after a step (file, line) -> at how many steps, last time
+    firsts: dict[Location, int] = field(default_factory=dict)
 
 
 class EvaluationInTrainMode(Detector):
     """TD133: a trained model with dropout or batch-norm evaluated (several no-grad forwards
     between two optimizer steps) while in train mode.
+
+    A validation that is one forward pass (the whole validation set as one batch) is told
+    apart from the no-grad forwards that training makes (pseudo-labels, a target, an action, a
+    sample every few steps) by where it runs: the same line, after two different steps, and in
+    the source after every backward() of the loop that trains (`source.after_training`).
 
     One forward pre-hook per trained model (a grad-mode read per call); the models are hooked
     at the steps of the sparse schedule, once they have been stepped. A script with no
@@ -243,6 +253,8 @@ class EvaluationInTrainMode(Detector):
     #: no-grad forwards between two steps that make an evaluation (one per step is a generated
     #: batch, pseudo-labels or a target network, used within training)
     MIN_FORWARDS = 3
+    #: lines remembered per model for lone forwards
+    MAX_FIRSTS = 32
 
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
@@ -296,18 +308,43 @@ class EvaluationInTrainMode(Detector):
         if watch.steps != steps:
             watch.steps, watch.calls = steps, 0
         watch.calls += 1
-        if watch.calls != self.MIN_FORWARDS or self._switched_since_last_step(module, steps):
+        if watch.calls == 1:
+            self._first(module, watch, steps)
+        elif watch.calls == self.MIN_FORWARDS and not self._switched_since_last_step(module, steps):
+            self._report(module, caller_in_user_code(), watch.calls, steps)
+
+    def _first(self, module: nn.Module, watch: NoGradCalls, steps: int) -> None:
+        """The first no-grad forward since a step: an evaluation when the same line ran after an
+        earlier step too, and runs after the training in its loop."""
+        frame = user_frame(sys._getframe(2))
+        if frame is None:
             return
+        call = (frame.f_code.co_filename, frame.f_lineno)
+        before = watch.firsts.get(call)
+        if before is None and len(watch.firsts) >= self.MAX_FIRSTS:
+            return
+        watch.firsts[call] = steps
+        if before is None or before == steps or self._switched_since_last_step(module, steps):
+            return
+        calls: list[tuple[CodeType, int]] = []
+        while frame is not None and len(calls) < CALLER_FRAMES and is_user_file(frame.f_code.co_filename):
+            calls.append((frame.f_code, frame.f_lineno))
+            frame = frame.f_back
+        if after_training(tuple(calls)):
+            self._report(module, call, 1, steps)
+
+    def _report(self, module: nn.Module, call: Location | None, forwards: int, steps: int) -> None:
         effects = _train_mode_effects(module)  # what is in train mode now (`model.module.eval()` in DDP)
         if not effects:
             return
         model = type(unwrapped(module)).__name__
-        call = caller_in_user_code()
         site = _evaluation_site(call)
         if site is not None and call is not None:
             model += f" (called at line {call[1]})"
-        self.ctx.report(EVAL_IN_TRAIN_MODE, at=site or True, key=id(module), fields={"model": model, "effects": effects},
-                        evidence={"forward_passes": watch.calls, "steps": steps})
+        fields = {"model": model, "effects": effects}
+        self.ctx.report(EVAL_IN_TRAIN_MODE, at=site or True, key=id(module), fields=fields,
+                        message=ONE_FORWARD.format(**fields) if forwards == 1 else None,
+                        evidence={"forward_passes": forwards, "steps": steps})
 
     def _switched_since_last_step(self, module: nn.Module, steps: int) -> bool:
         """`model.train()` called after the last optimizer step: train mode is meant here."""
