@@ -411,8 +411,16 @@ class Session:
     def _dispatch(self, event: str, payload: Any = None) -> None:
         if self._replaying:
             return
-        for method in self._by_event[event]:
-            self._call(method, payload) if payload is not None else self._call(method)
+        if self.cost is not None or torch.autograd._profiler_enabled():
+            for method in self._by_event[event]:
+                self._call(method, payload) if payload is not None else self._call(method)
+            return
+        args = () if payload is None else (payload,)
+        for method in self._by_event[event]:  # `_call` inlined: every step pays this loop, for every detector
+            try:
+                method(*args)
+            except Exception as exc:  # noqa: BLE001 - a detector's bug must never stop the training run
+                self._step_aside(method, exc)
 
     def _call(self, method: Callable[..., None], *args: Any) -> None:
         try:
@@ -424,10 +432,12 @@ class Session:
             else:
                 method(*args)
         except Exception as exc:  # noqa: BLE001 - a detector's bug must never stop the training run
-            self._by_event = {  # it steps aside for the rest of the run
-                event: tuple(m for m in methods if m != method) for event, methods in self._by_event.items()
-            }
-            FAULTS.add(f"the detector {type(method.__self__).__name__}.{method.__name__}", exc)  # type: ignore[attr-defined]
+            self._step_aside(method, exc)
+
+    def _step_aside(self, method: Callable[..., None], exc: Exception) -> None:
+        """A detector's method failed: it steps aside for the rest of the run, and the report says so."""
+        self._by_event = {event: tuple(m for m in methods if m != method) for event, methods in self._by_event.items()}
+        FAULTS.add(f"the detector {type(method.__self__).__name__}.{method.__name__}", exc)  # type: ignore[attr-defined]
 
     def _fault(self, fault: Fault) -> None:
         """torchdoctor's own failure (see faults.py): a finding with no user line."""
