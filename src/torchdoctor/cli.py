@@ -72,7 +72,9 @@ class _Parser(argparse.ArgumentParser):
         return parsed
 
 
-def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
+def build_parser(only: str | None = None) -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
+    """The parser of every command; with `only`, that command's module alone is imported (the
+    others are named, without their options): `torchdoctor run` pays for no other command's imports."""
     parser = _Parser(
         prog="torchdoctor",
         description="Find what is wrong with PyTorch training code: where, why, and how to fix it.",
@@ -83,6 +85,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
     modules: dict[str, ModuleType] = {}
     parser.commands = {}
     for name, module_name in COMMANDS.items():
+        if only is not None and name != only:
+            commands.add_parser(name)
+            continue
         module = importlib.import_module(module_name)
         modules[name] = module
         reports = getattr(module, "REPORTS", True)
@@ -92,6 +97,11 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
         module.add_arguments(sub)
         parser.commands[name] = sub
     return parser, modules
+
+
+def _command_in(argv: list[str]) -> str | None:
+    """The command the arguments name (their first, when it is one); None for `--help`, `--version`."""
+    return argv[0] if argv and argv[0] in COMMANDS else None
 
 
 def _split(values: list[str] | None) -> list[str]:
@@ -129,7 +139,7 @@ def finish(report: Report, args: argparse.Namespace, config: config_module.Confi
 def main(argv: list[str] | None = None) -> int:
     command = "this command"
     try:
-        parser, modules = build_parser()
+        parser, modules = build_parser(_command_in(sys.argv[1:] if argv is None else argv))
         args = parser.parse_args(argv)
         command = f"`torchdoctor {args.command}`"
         module = modules[args.command]

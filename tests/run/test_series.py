@@ -14,7 +14,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import torchdoctor
 from tests.run.conftest import torchdoctor_run
-from torchdoctor.run.instruments.series import LAYER_ROWS, MANUAL_AFTER, UPDATE_STRIDE, Table
+from torchdoctor.run.instruments.series import LAYER_ROWS, MANUAL_AFTER, UPDATE_ROWS, UPDATE_STRIDE, Table
 
 
 def column(series: dict, name: str, col: str) -> dict[int, float]:
@@ -233,6 +233,9 @@ def test_long_runs_stay_bounded() -> None:
             optimizer.step()
     heat = watched.report.sections["series"]["grad_norm"]
     assert len(heat["steps"]) <= LAYER_ROWS and heat["stride"] == 4 and heat["steps"][-1] == steps - steps % 4
+    # the update ratio copies every parameter when sampled: its samples thin out fastest
+    ratio = watched.report.sections["series"]["update_ratio"]
+    assert len(ratio["steps"]) <= UPDATE_ROWS and ratio["stride"] == UPDATE_STRIDE * 4
 
 
 @pytest.mark.slow

@@ -18,12 +18,14 @@ entry-point name). See CONTRIBUTING.md, "Plugins".
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
+import sys
 from collections.abc import Iterable
 from importlib.metadata import entry_points
 from types import ModuleType
-from typing import TypeVar
+from typing import Any, TypeVar
 
 #: entry-point group -> the package of the built-in units
 GROUPS: dict[str, str] = {
@@ -46,7 +48,7 @@ class PluginError(RuntimeError):
 def modules(group: str) -> list[ModuleType]:
     """The modules of `group`: the built-in package's, then every plugin's (imported)."""
     found = walk(importlib.import_module(GROUPS[group]))
-    for point in sorted(entry_points(group=group), key=lambda point: point.name):
+    for point in sorted(_entry_points(tuple(sys.path)).select(group=group), key=lambda point: point.name):
         try:
             loaded = point.load()
         except Exception as exc:  # noqa: BLE001 - any failure of a third party's import is its plugin's
@@ -55,6 +57,14 @@ def modules(group: str) -> list[ModuleType]:
             raise PluginError(f"the {group} plugin {point.name!r} names {point.value}, not a module")
         found += walk(loaded)
     return found
+
+
+@functools.lru_cache(maxsize=1)
+def _entry_points(path: tuple[str, ...]) -> Any:  # EntryPoints; SelectableGroups before Python 3.12
+    """Every installed distribution's entry points, read once for the families a process looks up
+    (`run` reads two in every observed process: each read opens every distribution's metadata);
+    read again when `sys.path`, where the distributions are found, changed."""
+    return entry_points()
 
 
 def walk(module: ModuleType) -> list[ModuleType]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import TextIO
 
@@ -12,18 +13,17 @@ FORMATS = ("text", "json", "junit", "sarif", "github", "html")
 
 def render(report: Report, fmt: str, stream: TextIO, *, fail_on: FailOn = FailOn.ERROR, color: bool | None = None) -> None:
     """Write `report` to `stream` in `fmt` (one of FORMATS)."""
-    renderer = _renderers()[fmt]
+    renderer = _renderer(fmt)
     renderer(report, stream, fail_on=fail_on, color=color)
 
 
-def _renderers() -> dict[str, Callable[..., None]]:
-    from torchdoctor.report import github, html, json_, junit, sarif, text
+#: format -> the module whose `write` renders it
+_MODULES = {"text": "text", "json": "json_", "junit": "junit", "sarif": "sarif", "github": "github", "html": "html"}
 
-    return {
-        "text": text.write,
-        "json": json_.write,
-        "junit": junit.write,
-        "sarif": sarif.write,
-        "github": github.write,
-        "html": html.write,
-    }
+
+def _renderer(fmt: str) -> Callable[..., None]:
+    """The one renderer asked for, imported now: the HTML one alone (jinja2, markdown, pygments)
+    costs a tenth of a second, which `torchdoctor run` would pay to print a text report."""
+    module = importlib.import_module(f"torchdoctor.report.{_MODULES[fmt]}")
+    write: Callable[..., None] = module.write
+    return write

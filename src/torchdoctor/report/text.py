@@ -37,7 +37,7 @@ def write(report: Report, stream: TextIO, *, color: bool | None = None, **_: Any
         _flat(report, console)
     else:
         _grouped(report, console)
-    if report.sections:
+    if "trace" in report.sections or "op_paths" in report.sections:  # `torchdoctor trace`'s; run's series are not printed
         from torchdoctor.report import trace
 
         trace.text(report, console)

@@ -25,6 +25,7 @@ from torchdoctor.core.finding import Finding
 from torchdoctor.run.faults import passes_through
 from torchdoctor.run.outcome import Outcome
 from torchdoctor.run.records import CONFIG_FILE, ENV_DIR, ENV_PARENT, ProcessLog, finding_record
+from torchdoctor.run.self_cost import CONFIG_KEY as PROFILE_SELF
 
 
 @dataclass
@@ -193,7 +194,7 @@ def _on_torch_imported(torch: ModuleType) -> None:
     extra = tuple(_detector(name) for name in _STATE.config.get("detectors") or ())
     _STATE.session = Session.start(
         emit=emit, enabled=frozenset(enabled) if enabled is not None else None, record=_record, folder=_STATE.log.folder,
-        detectors=(*all_detectors(), *extra),
+        detectors=(*all_detectors(), *extra), profile_self=bool(_STATE.config.get(PROFILE_SELF)),
     )
     # said now, so that a process that never reaches its exit handlers (os._exit, a signal) is not
     # reported as one that never used torch
@@ -264,5 +265,6 @@ def _process_record(process: ProcessState) -> dict[str, Any]:
         "outcome": process.outcome,
         "seconds": round(time.monotonic() - process.started, 3),
         "stats": session.stats() if session is not None else {},
+        **({"self_cost": session.cost.rows()} if session is not None and session.cost is not None else {}),
         "notes": process.notes,
     }

@@ -29,7 +29,7 @@ from torchdoctor.core.errors import UsageError
 from torchdoctor.core.progress import on_a_terminal
 from torchdoctor.core.report import Report
 from torchdoctor.integrations import tensorboard
-from torchdoctor.run import launcher, ranks, summary
+from torchdoctor.run import launcher, ranks, self_cost, summary
 from torchdoctor.run.nodes.exchange import Exchange
 from torchdoctor.run.nodes.view import on_nodes
 from torchdoctor.run.records import CONFIG_FILE, RunRecords, read_folder
@@ -68,6 +68,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--memory-limit", metavar="SIZE", type=memory_size,
         help="cap each process's memory (RLIMIT_DATA), e.g. 2GiB: a script that needs more runs out, and is explained",
+    )
+    parser.add_argument(
+        "--profile-self", action="store_true",
+        help="time torchdoctor's own detectors and event handlers in the observed processes and print what each "
+        "costs (CPU time per call, during the warm-up and after it); also in the JSON report's `self_cost`",
     )
     parser.add_argument("script", nargs="?", metavar="SCRIPT", help="the Python script to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="arguments for the script")
@@ -110,14 +115,25 @@ def execute(args: argparse.Namespace, config: Config) -> Report:
     if on_a_terminal():  # the script owns the terminal while it runs: one line now, the report at the end
         print(f"torchdoctor: observing {target.display()}; the report follows when it ends", file=sys.stderr, flush=True)
     limit = getattr(args, "memory_limit", None)
-    report, node = observe(target, config, partial(summary.build, target), {"memory_limit": limit} if limit else None,
+    profile = bool(getattr(args, "profile_self", False))
+    settings = {**({"memory_limit": limit} if limit else {}), **({self_cost.CONFIG_KEY: True} if profile else {})}
+    report, node = observe(target, config, partial(_build, target, profile), settings or None,
                            shared_dir=_shared_dir(getattr(args, "shared_dir", None)))
     if node is not None:  # another node than rank 0's: its report goes beside the merged one
         args.outputs = [output.beside(node) for output in getattr(args, "outputs", [])]
     if getattr(args, "memory", False):
         report.appendix.extend(memory_tables(report))
+    if profile:
+        report.appendix.append(self_cost.table(report.sections["self_cost"], int(report.meta.get("steps", 0))))
     if args.tensorboard is not None:
         tensorboard.write(report, args.tensorboard)
+    return report
+
+
+def _build(target: launcher.Target, profile: bool, finished: launcher.Finished, records: RunRecords) -> Report:
+    report = summary.build(target, finished, records)
+    if profile:  # `--profile-self`: what each detector cost, summed over the processes (run/self_cost.py)
+        report.sections["self_cost"] = self_cost.merged(records.processes)
     return report
 
 

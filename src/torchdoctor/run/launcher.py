@@ -26,8 +26,6 @@ from pathlib import Path
 from types import FrameType
 from typing import Protocol
 
-import psutil
-
 from torchdoctor.core.errors import UsageError
 from torchdoctor.lint.source import Unreadable, read_source
 from torchdoctor.run.records import ENV_DIR, ENV_PARENT
@@ -185,6 +183,8 @@ def _stop_tree(process: subprocess.Popen[bytes]) -> None:
 
 def _descendants(root: int) -> list[int]:
     """Every process below `root`, children first (psutil reads the process table on every OS)."""
+    import psutil  # here, not at the top: every observed process imports this module (nodes/final.py)
+
     try:
         return [child.pid for child in psutil.Process(root).children(recursive=True)]
     except psutil.Error:
@@ -193,6 +193,8 @@ def _descendants(root: int) -> list[int]:
 
 def alive(pid: int) -> bool:
     """Whether a process still runs (a zombie, ended but not yet reaped by its parent, does not)."""
+    import psutil
+
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:

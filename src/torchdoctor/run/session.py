@@ -51,11 +51,15 @@ from torchdoctor.run.instruments.trace import OpTrace, Watcher
 from torchdoctor.run.outcome import Outcome
 from torchdoctor.run.patching import Patches
 from torchdoctor.run.replay import strong, untouched, weak
+from torchdoctor.run.self_cost import STEADY, WARMUP, SelfCost
 from torchdoctor.trace.options import OWN
 
 Emit = Callable[[Finding, str], None]
 Record = Callable[[dict[str, Any]], None]
 T = TypeVar("T")
+#: the handlers the instruments call: timed under `--profile-self` as the session's own cost
+_HANDLERS = ("_on_root_call", "_on_module_call", "_on_loss", "_on_loss_end", "_on_backward", "_on_backward_end",
+             "_on_zero_grad", "_on_step", "_on_step_end", "_on_loader_iter", "_on_batch", "_compiled_return")
 
 
 class Session:
@@ -80,8 +84,14 @@ class Session:
         record: Record | None = None,
         folder: Path | None = None,
         series: bool = True,
+        profile_self: bool = False,
     ) -> None:
         self._emit = emit
+        #: `--profile-self`: times every detector call and the session's own handlers (self_cost.py)
+        self.cost = SelfCost(lambda: STEADY if not self.warmup else WARMUP) if profile_self else None
+        if self.cost is not None:  # before the instruments are handed the handlers
+            for name in _HANDLERS:
+                setattr(self, name, self.cost.wrap("session", name.lstrip("_"), getattr(self, name)))
         self._enabled = enabled
         self._record = record
         #: the run folder under `torchdoctor run` (None under `watch()`): for files the runner reads
@@ -136,6 +146,7 @@ class Session:
         record: Record | None = None,
         folder: Path | None = None,
         series: bool = True,
+        profile_self: bool = False,
     ) -> Session:
         """Create the process's session and install it (the previous one, if any, is stopped).
 
@@ -146,7 +157,7 @@ class Session:
             raise RuntimeError(f"observing a run needs torch >= 2.3 (this is torch {torch.__version__})")
         if cls._current is not None:
             cls._current.uninstall()
-        session = cls(emit, enabled, detectors, record=record, folder=folder, series=series)
+        session = cls(emit, enabled, detectors, record=record, folder=folder, series=series, profile_self=profile_self)
         FAULTS.seen.clear()  # a new session reports its own
         FAULTS.listener = session._fault
         session.install()
@@ -400,21 +411,33 @@ class Session:
     def _dispatch(self, event: str, payload: Any = None) -> None:
         if self._replaying:
             return
-        for method in self._by_event[event]:
-            self._call(method, payload) if payload is not None else self._call(method)
+        if self.cost is not None or torch.autograd._profiler_enabled():
+            for method in self._by_event[event]:
+                self._call(method, payload) if payload is not None else self._call(method)
+            return
+        args = () if payload is None else (payload,)
+        for method in self._by_event[event]:  # `_call` inlined: every step pays this loop, for every detector
+            try:
+                method(*args)
+            except Exception as exc:  # noqa: BLE001 - a detector's bug must never stop the training run
+                self._step_aside(method, exc)
 
     def _call(self, method: Callable[..., None], *args: Any) -> None:
         try:
             if torch.autograd._profiler_enabled():  # `trace`: the detectors' torch calls are not the user's time
                 with _RecordFunctionFast(OWN):
                     method(*args)
+            elif self.cost is not None:
+                self.cost.timed(type(method.__self__).__name__, method.__name__, method, *args)  # type: ignore[attr-defined]
             else:
                 method(*args)
         except Exception as exc:  # noqa: BLE001 - a detector's bug must never stop the training run
-            self._by_event = {  # it steps aside for the rest of the run
-                event: tuple(m for m in methods if m != method) for event, methods in self._by_event.items()
-            }
-            FAULTS.add(f"the detector {type(method.__self__).__name__}.{method.__name__}", exc)  # type: ignore[attr-defined]
+            self._step_aside(method, exc)
+
+    def _step_aside(self, method: Callable[..., None], exc: Exception) -> None:
+        """A detector's method failed: it steps aside for the rest of the run, and the report says so."""
+        self._by_event = {event: tuple(m for m in methods if m != method) for event, methods in self._by_event.items()}
+        FAULTS.add(f"the detector {type(method.__self__).__name__}.{method.__name__}", exc)  # type: ignore[attr-defined]
 
     def _fault(self, fault: Fault) -> None:
         """torchdoctor's own failure (see faults.py): a finding with no user line."""

@@ -40,8 +40,11 @@ from torchdoctor.run.outcome import Outcome
 #: rows kept per table before decimating: scalar curves, per-layer tables (heatmaps)
 CURVE_ROWS = 2048
 LAYER_ROWS = 256
-#: the update-to-weight ratio copies the parameters: sampled every 4th step at first
+#: the update-to-weight ratio copies the parameters: sampled every 4th step at first, and kept
+#: to fewer rows, so that its copies (a whole model's worth each) come ever more sparsely: about
+#: UPDATE_ROWS / 2 per doubling of the run, not one per UPDATE_STRIDE steps
 UPDATE_STRIDE = 4
+UPDATE_ROWS = 32
 #: the parts of a step's wall time, in the order they are stacked
 TIME_PARTS = ("data", "forward", "backward", "optimizer", "other")
 #: backward() calls without any optimizer after which each backward() is a step (an optimizer
@@ -138,7 +141,7 @@ class SeriesRecorder(Detector):
         self.lr = self.table("lr", title="learning rate")
         self.grad_norm = self.table("grad_norm", kind="heatmap", capacity=LAYER_ROWS, title="gradient norm per layer")
         self.update_ratio = self.table(
-            "update_ratio", kind="heatmap", capacity=LAYER_ROWS, stride=UPDATE_STRIDE, title="update / weight per layer"
+            "update_ratio", kind="heatmap", capacity=UPDATE_ROWS, stride=UPDATE_STRIDE, title="update / weight per layer"
         )
         self.step_time = self.table("step_time", unit="s", kind="stacked", title="step time")
         #: the optimizer whose steps are the clock, and how many it made
