@@ -2,8 +2,10 @@
 
 Checks register with `@check(rules, on)` (see `torchdoctor.lint.api`); the engine keeps only
 those of enabled rules, builds dispatch tables by node type (and, for calls, by the callee's
-last name), and lints each file with one `ast.parse` and one `Context` walk. Files that do not
-mention torch skip the checks that need torch names (`needs_torch=True`, the default).
+last name), and lints each file with one `ast.parse` and one `Context` walk (a second one
+only when the first learned what the file's own functions are given: parameters.py). Files
+that do not mention torch skip the checks that need torch names (`needs_torch=True`, the
+default).
 """
 
 from __future__ import annotations
@@ -129,8 +131,11 @@ class Engine:
             tree = parse(source.text, source.path)
         text = source.text
         tables = self.torch_tables if ("torch" in text or "lightning" in text) else self.plain_tables
-        given = self._given(source, tree) if _calls_own_functions(tree, text) else None
-        ctx = self._walk(source, tree, tables, given)
+        ctx = self._walk(source, tree, tables)
+        if _calls_own_functions(tree, text):
+            given = self._given(source, tree) if _walk_failed(ctx) else _learned(ctx)
+            if given is not None:  # walk again, knowing what the file's functions are given
+                ctx = self._walk(source, tree, tables, given)
         for func, codes in tables.file_end:
             try:
                 func(tree, ctx)
@@ -148,9 +153,10 @@ class Engine:
         return ctx
 
     def _given(self, source: Source, tree: ast.Module) -> dict[str, dict[str, Kind]] | None:
-        """A first walk with no checks, which only learns what the file's functions are given."""
+        """A walk with no checks, which only learns what the file's functions are given (when
+        the walk with checks stopped short, a walk without them may still get through)."""
         ctx = self._walk(source, tree, Tables())
-        return None if ctx.errors else parameter_kinds(callables(ctx), ctx.arguments) or None
+        return None if ctx.errors else _learned(ctx)
 
     def lint_and_fix(self, source: Source, unsafe: bool = False, rounds: int = 8) -> tuple[FileResult, int]:
         """Lint, apply the fixes allowed, re-lint, until nothing more is fixable.
@@ -177,10 +183,22 @@ class Engine:
         return result, fixed
 
 
+def _learned(ctx: Context) -> dict[str, dict[str, Kind]] | None:
+    """What a walk that knew nothing of parameters learned the file's functions are given. The
+    checks do not change what a walk learns (they read its state, never write it), so the walk
+    with checks serves: most files learn nothing and are walked once."""
+    return parameter_kinds(callables(ctx), ctx.arguments) or None
+
+
+def _walk_failed(ctx: Context) -> bool:
+    """The walk itself stopped (a tree too deep), not only a check."""
+    return any(code == "*" for code, _ in ctx.errors)
+
+
 def _calls_own_functions(tree: ast.Module, text: str) -> bool:
     """Whether a module-level function of the file, with parameters, is called in it (its
     name followed by `(` at least twice: its `def` and a call), or a class of it is built:
-    then a first walk may learn what they are given."""
+    then the walk may learn what they are given."""
     return any((isinstance(node, ast.ClassDef) or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
                 and bool(node.args.args)) and text.count(node.name + "(") >= 2 for node in tree.body)
 
