@@ -36,6 +36,7 @@ class Check:
     names: frozenset[str] | None
     tracks: frozenset[str]
     needs_torch: bool
+    needs_text: frozenset[str] = frozenset()
 
 
 _CHECKS: list[Check] = []
@@ -49,6 +50,7 @@ def check(
     names: Iterable[str] | None = None,
     tracks: Iterable[str] = (),
     needs_torch: bool = True,
+    needs_text: Iterable[str] = (),
 ) -> Callable[[Handler], Handler]:
     """Register `func(node, ctx)` as a detector of `rules` (rule objects: a code is never spelled here).
 
@@ -59,6 +61,9 @@ def check(
     `softmax`. `tracks`: method names to record as `Event`s in every scope (for FILE_END
     checks that reason about the order of calls). `needs_torch=False` when the check can fire
     in a file that never mentions torch (it matches by variable names, not imports).
+    `needs_text`: the check cannot report in a file whose text contains none of these strings
+    (`backward` for a check that reports at a backward() call), and is not called there; give
+    it only when every check of the rule that feeds the reporting one says the same.
     """
     code_tuple = tuple(rule.code for rule in ((rules,) if isinstance(rules, Rule) else rules))
 
@@ -66,7 +71,7 @@ def check(
         if names is not None and on is not ast.Call:
             raise ValueError(f"{func.__name__}: names= only applies to on=ast.Call")
         _CHECKS.append(Check(func, code_tuple, on, frozenset(names) if names is not None else None,
-                             frozenset(tracks), needs_torch))
+                             frozenset(tracks), needs_torch, frozenset(needs_text)))
         return func
 
     return register
@@ -90,12 +95,15 @@ class Tables:
     tracked: frozenset[str] = frozenset()
 
 
-def _tables(checks: Iterable[Check]) -> Tables:
+def _tables(checks: Iterable[Check], tracked: frozenset[str] | None = None) -> Tables:
+    """Dispatch tables of `checks`; the calls they record as events are `tracked` (by default
+    those `checks` track: a check left out of a file by `needs_text` still decides what is
+    recorded, so the other checks see the same events in every file)."""
     tables = Tables()
-    tracked: set[str] = set()
+    tracks: set[str] = set()
     for item in checks:
         entry = (item.func, item.codes)
-        tracked |= item.tracks
+        tracks |= item.tracks
         if item.on == FILE_END:
             tables.file_end.append(entry)
         elif item.on is ast.Call and item.names is not None:
@@ -103,7 +111,7 @@ def _tables(checks: Iterable[Check]) -> Tables:
                 tables.call_handlers.setdefault(name, []).append(entry)
         else:
             tables.handlers.setdefault(item.on, []).append(entry)  # type: ignore[arg-type]
-    tables.tracked = frozenset(tracked)
+    tables.tracked = frozenset(tracks) if tracked is None else tracked
     return tables
 
 
@@ -121,16 +129,30 @@ class Engine:
 
     def __init__(self, enabled: Iterable[str]) -> None:
         self.enabled = frozenset(enabled)
-        active = [c for c in all_checks() if self.enabled.intersection(c.codes)]
-        self.torch_tables = _tables(active)
-        self.plain_tables = _tables(c for c in active if not c.needs_torch)
+        self._active = [c for c in all_checks() if self.enabled.intersection(c.codes)]
+        self._needs_text = frozenset(t for c in self._active for t in c.needs_text)
+        self._tracked = {torch: frozenset(t for c in self._active if torch or not c.needs_torch for t in c.tracks)
+                         for torch in (True, False)}
+        self._tables: dict[tuple[bool, frozenset[str]], Tables] = {}
+
+    def tables(self, text: str) -> Tables:
+        """The checks for a file with this text: those that need torch only if it mentions
+        torch, those with `needs_text` only if it contains one of their strings."""
+        torch = "torch" in text or "lightning" in text
+        present = frozenset(t for t in self._needs_text if t in text)
+        tables = self._tables.get((torch, present))
+        if tables is None:
+            chosen = (c for c in self._active if (torch or not c.needs_torch)
+                      and (not c.needs_text or not c.needs_text.isdisjoint(present)))
+            tables = self._tables[torch, present] = _tables(chosen, self._tracked[torch])
+        return tables
 
     def lint(self, source: Source, tree: ast.Module | None = None) -> FileResult:
         """Lint parsed source (parsing it first when `tree` is None; SyntaxError propagates)."""
         if tree is None:
             tree = parse(source.text, source.path)
         text = source.text
-        tables = self.torch_tables if ("torch" in text or "lightning" in text) else self.plain_tables
+        tables = self.tables(text)
         ctx = self._walk(source, tree, tables)
         if _calls_own_functions(tree, text):
             given = self._given(source, tree) if _walk_failed(ctx) else _learned(ctx)

@@ -23,6 +23,8 @@ from torchdoctor.lint.steps import grad_mode_block, optimized_models
 from torchdoctor.rules.grad_mode.backward_without_graph import RULE as BACKWARD_WITHOUT_GRAPH
 from torchdoctor.rules.grad_mode.trained_model_called_under_no_grad import RULE as TRAINED_UNDER_NO_GRAD
 
+#: both rules report at a `backward()` call: a file that never spells one is not read for them
+_AT_BACKWARD = ("backward",)
 #: calls that keep a model's output what it is (no graph is added by reshaping)
 _KEEPS = frozenset({"view", "reshape", "flatten", "squeeze", "unsqueeze", "contiguous", "permute", "transpose", "float"})
 #: tensors made without a graph: targets such as dcgan's `label = torch.full(...)`
@@ -51,7 +53,7 @@ def _state(ctx: Context) -> dict[str, tuple[ast.Call, str]]:
     return ctx.memo.setdefault("TD416", {}).setdefault(id(ctx.scope), {})
 
 
-@check((BACKWARD_WITHOUT_GRAPH, TRAINED_UNDER_NO_GRAD), ast.Assign)
+@check((BACKWARD_WITHOUT_GRAPH, TRAINED_UNDER_NO_GRAD), ast.Assign, needs_text=_AT_BACKWARD)
 def no_grad_value_bound(node: ast.Assign, ctx: Context) -> None:
     names = _state(ctx)
     for target in node.targets:  # `output.requires_grad = True`: it gets a graph from here on
@@ -125,7 +127,8 @@ def _constant(node: ast.expr, ctx: Context) -> bool:
     return isinstance(node, ast.Call) and ctx.qualified(node.func) in _CONSTANTS
 
 
-@check((BACKWARD_WITHOUT_GRAPH, TRAINED_UNDER_NO_GRAD), ast.Call, names=("backward", "requires_grad_"))
+@check((BACKWARD_WITHOUT_GRAPH, TRAINED_UNDER_NO_GRAD), ast.Call, names=("backward", "requires_grad_"),
+       needs_text=_AT_BACKWARD)
 def backward_of_no_grad_value(node: ast.Call, ctx: Context) -> None:
     if ctx.grad_disabled or not isinstance(node.func, ast.Attribute):
         return
