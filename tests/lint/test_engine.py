@@ -190,3 +190,55 @@ def test_overlapping_fixes_wait_for_the_next_round() -> None:
     third = Fix("c", (Edit(1, 5, 1, 5, "!"),))
     text, applied = apply_fixes(source, [second, first, third])
     assert (text, applied) == ("Xde!f\n", 2)
+
+
+def test_a_check_that_needs_text_reads_only_files_that_contain_it() -> None:
+    seen: list[str] = []
+    check = Check(lambda node, ctx: seen.append(ctx.source.path), ("TD101",), ast.Assign, None, frozenset(), False,
+                  frozenset({"backward"}))
+    engine._CHECKS.append(check)
+    try:
+        linter = Engine({"TD101"})
+        linter.lint(Source("model.py", "import torch\nx = torch.zeros(1)\n"))
+        linter.lint(Source("train.py", "import torch\nx = torch.zeros(1)\nx.sum().backward()\n"))
+    finally:
+        engine._CHECKS.remove(check)
+    assert seen == ["train.py"]
+
+
+def test_a_file_left_out_of_a_check_records_the_same_events() -> None:
+    """The events a check tracks are recorded in every file, so the checks that still run see
+    the same order of calls whether the others run or not."""
+    source = "import torch\ndef f(opt):\n    opt.zero_grad()\n    opt.step()\n"
+    events = []
+    for needs in (frozenset(), frozenset({"backward"})):
+        check = Check(lambda node, ctx: None, ("TD101",), FILE_END, None, frozenset({"zero_grad", "step"}), False, needs)
+        engine._CHECKS.append(check)
+        try:
+            linter = Engine({"TD101"})
+            ctx = linter._walk(Source("f.py", source), ast.parse(source), linter.tables(source))
+        finally:
+            engine._CHECKS.remove(check)
+        events.append([e.name for s in ctx.scopes for e in s.events])
+    assert events[0] == events[1] == ["zero_grad", "step"]
+
+
+def test_a_library_file_that_learns_what_its_functions_are_given_is_walked_again() -> None:
+    """A file with no training words is walked with its checks first; when that walk learns
+    what its functions are given (a model here), it is walked again knowing it, and the checks
+    see the parameter's kind."""
+    source = ("import torch.nn as nn\n"
+              "def run(net, x):\n    return net(x)\n"
+              "model = nn.Linear(2, 2)\nrun(model, 1)\n")
+    kinds: list[object] = []
+
+    def parameter_kind(node: ast.Return, ctx: Context) -> None:
+        kinds.append(ctx.kind(ast.Name(id="net", ctx=ast.Load())))
+
+    check = Check(parameter_kind, ("TD101",), ast.Return, None, frozenset(), False)
+    engine._CHECKS.append(check)
+    try:
+        Engine({"TD101"}).lint(Source("lib.py", source))
+    finally:
+        engine._CHECKS.remove(check)
+    assert kinds[0] is None and getattr(kinds[-1], "tag", None) == "model"

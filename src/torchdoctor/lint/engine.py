@@ -2,8 +2,9 @@
 
 Checks register with `@check(rules, on)` (see `torchdoctor.lint.api`); the engine keeps only
 those of enabled rules, builds dispatch tables by node type (and, for calls, by the callee's
-last name), and lints each file with one `ast.parse` and one `Context` walk (a second one
-only when the first learned what the file's own functions are given: parameters.py). Files
+last name), and lints each file with one `ast.parse` and one `Context` walk with checks
+(and one more, without them or after them, in a file that calls its own functions with
+objects it learns about: parameters.py). Files
 that do not mention torch skip the checks that need torch names (`needs_torch=True`, the
 default).
 """
@@ -153,10 +154,14 @@ class Engine:
             tree = parse(source.text, source.path)
         text = source.text
         tables = self.tables(text)
-        ctx = self._walk(source, tree, tables)
-        if _calls_own_functions(tree, text):
+        if not _calls_own_functions(tree, text):
+            ctx = self._walk(source, tree, tables)
+        elif any(word in text for word in _TRAINS):  # likely to learn: learn first, then walk once with checks
+            ctx = self._walk(source, tree, tables, self._given(source, tree))
+        else:  # likely to learn nothing: walk with checks, and again only when it learned something
+            ctx = self._walk(source, tree, tables)
             given = self._given(source, tree) if _walk_failed(ctx) else _learned(ctx)
-            if given is not None:  # walk again, knowing what the file's functions are given
+            if given is not None:
                 ctx = self._walk(source, tree, tables, given)
         for func, codes in tables.file_end:
             try:
@@ -205,10 +210,16 @@ class Engine:
         return result, fixed
 
 
+#: words of a training script, whose functions are usually given a model, a loader or an
+#: optimizer (a model or library file's functions seldom are: 8 of diffusers' 568 that call
+#: their own functions learn anything)
+_TRAINS = ("optim", "DataLoader", "backward")
+
+
 def _learned(ctx: Context) -> dict[str, dict[str, Kind]] | None:
     """What a walk that knew nothing of parameters learned the file's functions are given. The
-    checks do not change what a walk learns (they read its state, never write it), so the walk
-    with checks serves: most files learn nothing and are walked once."""
+    checks do not change what a walk learns (they read its state, never write it), so a walk
+    with checks serves as well as one without."""
     return parameter_kinds(callables(ctx), ctx.arguments) or None
 
 
