@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import TextIO
 
@@ -12,18 +13,14 @@ FORMATS = ("text", "json", "junit", "sarif", "github", "html")
 
 def render(report: Report, fmt: str, stream: TextIO, *, fail_on: FailOn = FailOn.ERROR, color: bool | None = None) -> None:
     """Write `report` to `stream` in `fmt` (one of FORMATS)."""
-    renderer = _renderers()[fmt]
+    renderer = _renderer(fmt)
     renderer(report, stream, fail_on=fail_on, color=color)
 
 
-def _renderers() -> dict[str, Callable[..., None]]:
-    from torchdoctor.report import github, html, json_, junit, sarif, text
-
-    return {
-        "text": text.write,
-        "json": json_.write,
-        "junit": junit.write,
-        "sarif": sarif.write,
-        "github": github.write,
-        "html": html.write,
-    }
+def _renderer(fmt: str) -> Callable[..., None]:
+    """The writer of `fmt`, importing its module only (the HTML one pulls in jinja2 and the
+    charts: a JSON report of `lint` need not pay for them)."""
+    if fmt not in FORMATS:
+        raise KeyError(fmt)
+    module = importlib.import_module(f"torchdoctor.report.{'json_' if fmt == 'json' else fmt}")
+    return module.write
