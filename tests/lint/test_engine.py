@@ -242,3 +242,20 @@ def test_a_library_file_that_learns_what_its_functions_are_given_is_walked_again
     finally:
         engine._CHECKS.remove(check)
     assert kinds[0] is None and getattr(kinds[-1], "tag", None) == "model"
+
+
+def test_td416_reads_no_values_where_autograd_is_on_and_nothing_is_held(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TD416 follows a value only from a model call under no_grad(): an assignment with autograd
+    on, in a scope holding no such value, is passed over without reading what it binds; the
+    rule still reports the loss made from a no-grad output (both sides)."""
+    read: list[int] = []
+    kind = Context.kind
+    monkeypatch.setattr(Context, "kind", lambda self, node: read.append(node.lineno) or kind(self, node))
+    header = "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 1)\nloss_fn = nn.MSELoss()\n"
+    plain = header + "def step(x, y):\n    out = model(x)\n    loss = loss_fn(out, y)\n    loss.backward()\n"
+    linter = Engine({"TD416"})
+    assert linter.lint(Source("plain.py", plain)).findings == []
+    assert read == []
+    no_grad = header + ("def step(x, y):\n    with torch.no_grad():\n        out = model(x)\n"
+                        "    loss = loss_fn(out, y)\n    loss.backward()\n")
+    assert [f.rule for f in linter.lint(Source("no_grad.py", no_grad)).findings] == ["TD416"]
