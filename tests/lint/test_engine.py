@@ -259,3 +259,15 @@ def test_td416_reads_no_values_where_autograd_is_on_and_nothing_is_held(monkeypa
     no_grad = header + ("def step(x, y):\n    with torch.no_grad():\n        out = model(x)\n"
                         "    loss = loss_fn(out, y)\n    loss.backward()\n")
     assert [f.rule for f in linter.lint(Source("no_grad.py", no_grad)).findings] == ["TD416"]
+
+
+def test_td411_reads_only_files_that_spell_a_float64_conversion() -> None:
+    """A float64 conversion (`.double()`, `torch.float64`, `torch.DoubleTensor`, or the import of
+    one under another name) spells one of the words: a file with none is not read for TD411; a
+    conversion through an imported alias is still reported."""
+    linter = Engine({"TD411"})
+    header = "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 1)\n"
+    plain = linter.tables(header + "def step(x):\n    return model(x.float())\n")
+    assert not plain.handlers and not plain.call_handlers and not plain.file_end
+    aliased = header + "from torch import DoubleTensor as D\ndef step(x):\n    return model(x.type(D))\n"
+    assert [f.rule for f in linter.lint(Source("aliased.py", aliased)).findings] == ["TD411"]

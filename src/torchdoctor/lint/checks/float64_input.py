@@ -26,6 +26,9 @@ _KEEPS = frozenset({"to", "cuda", "cpu", "view", "reshape", "flatten", "unsqueez
 _FLOAT64_TEXT = re.compile(r"[\"'](?:torch\.)?(?:float64|double)[\"']")
 #: a forward() that converts its input on its own
 _CONVERTS = frozenset({"float", "to", "type", "type_as", "half", "bfloat16"})
+#: a float64 conversion spells one of these (`.double()`, `torch.float64`, `torch.DoubleTensor`,
+#: or the import that names them): a file without any is not read for the rule
+_SPELLED = ("double", "Double", "float64")
 
 
 def _conversion(value: ast.expr, ctx: Context) -> ast.Call | None:
@@ -42,7 +45,7 @@ def _conversion(value: ast.expr, ctx: Context) -> ast.Call | None:
     return None
 
 
-@check(DTYPE_MISMATCH, ast.Assign)
+@check(DTYPE_MISMATCH, ast.Assign, needs_text=_SPELLED)
 def float64_bound(node: ast.Assign, ctx: Context) -> None:
     """Which names of this function hold a float64 conversion now (rebinding forgets it)."""
     bound = ctx.memo.setdefault("TD411-bound", {}).setdefault(id(ctx.scope), {})
@@ -55,7 +58,7 @@ def float64_bound(node: ast.Assign, ctx: Context) -> None:
                 bound.pop(target.id, None)
 
 
-@check(DTYPE_MISMATCH, ast.Call)
+@check(DTYPE_MISMATCH, ast.Call, needs_text=_SPELLED)
 def float64_into_model(node: ast.Call, ctx: Context) -> None:
     _float64_model(node, ctx)
     if not node.args or isinstance(node.args[0], ast.Starred):
@@ -71,7 +74,7 @@ def float64_into_model(node: ast.Call, ctx: Context) -> None:
         ctx.memo.setdefault("TD411-calls", []).append((made, node, kind.node))
 
 
-@check(DTYPE_MISMATCH, FILE_END)
+@check(DTYPE_MISMATCH, FILE_END, needs_text=_SPELLED)
 def report_float64_inputs(tree: ast.Module, ctx: Context) -> None:
     calls = ctx.memo.get("TD411-calls", [])
     if not calls or ctx.memo.get("TD411-float64-model") or _FLOAT64_TEXT.search(ctx.source.text):
