@@ -271,3 +271,25 @@ def test_td411_reads_only_files_that_spell_a_float64_conversion() -> None:
     assert not plain.handlers and not plain.call_handlers and not plain.file_end
     aliased = header + "from torch import DoubleTensor as D\ndef step(x):\n    return model(x.type(D))\n"
     assert [f.rule for f in linter.lint(Source("aliased.py", aliased)).findings] == ["TD411"]
+
+
+def test_td111_follows_no_function_calls_in_a_file_that_resets_no_gradients(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every case of TD111's file-end check starts at a `zero_grad()`: a file with none is not
+    followed into its functions; a reset between backward() and step() is still reported."""
+    from torchdoctor.lint.checks import training_step
+
+    followed: list[int] = []
+    reached = training_step.reached
+    monkeypatch.setattr(training_step, "reached", lambda events, ctx: followed.append(1) or reached(events, ctx))
+    linter = Engine({"TD111"})
+    body = ("import torch\nmodel = torch.nn.Linear(2, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "def helper(x):\n    return model(x).sum()\n"
+            "def train(x):\n    loss = helper(x)\n    loss.backward()\n{reset}    opt.step()\n")
+    for name, reset, rules in (("none.py", "", []), ("reset.py", "    opt.zero_grad()\n", ["TD111"])):
+        text = body.format(reset=reset)
+        tree = ast.parse(text)
+        ctx = linter._walk(Source(name, text), tree, linter.tables(text))
+        followed.clear()
+        training_step.zero_grad_before_step(tree, ctx)
+        assert [f.rule for f in ctx.findings] == rules
+        assert bool(followed) == bool(rules)

@@ -164,6 +164,12 @@ def callees(event: Event, ctx: Context) -> list[Scope]:
     return ctx.scopes_named(receiver)
 
 
+def resets_gradients(ctx: Context) -> bool:
+    """Some function of the file (or its module level) calls `zero_grad()`: the events `reached`
+    follows are all the file's, so without one no reset is reached from anywhere."""
+    return any(event.name == "zero_grad" for scope in ctx.scopes for event in scope.events)
+
+
 def reached(events: list[Event], ctx: Context, depth: int = 3) -> Iterator[tuple[Event, Event]]:
     """Each event, and every event of the same-file functions it calls (to `depth` levels),
     as `(event, the call in `events` that led to it)`. Receivers of callee events are renamed

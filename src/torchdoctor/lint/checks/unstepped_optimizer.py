@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 from torchdoctor.lint.api import Context, Event, looks_like_optimizer
 from torchdoctor.lint.index import TreeIndex, tree_index
-from torchdoctor.lint.steps import is_backward, parameters_owner, reached, stepped_optimizer
+from torchdoctor.lint.steps import is_backward, parameters_owner, reached, resets_gradients, stepped_optimizer
 
 #: what may be done with an optimizer without stepping it
 _HARMLESS = frozenset({"zero_grad", "param_groups", "state_dict", "load_state_dict", "add_param_group", "defaults",
@@ -29,7 +29,7 @@ def never_stepped(tree: ast.Module, ctx: Context) -> Iterator[tuple[str, str, as
     never stepped while some backward() runs: after the last backward() between the reset of its
     gradients and the next reset or step of another optimizer. A file that resets no gradients
     with `zero_grad()` has no such place, and its tree is not walked."""
-    if not any(event.name == "zero_grad" for scope in ctx.scopes for event in scope.events):
+    if not resets_gradients(ctx):
         return
     index = tree_index(tree, ctx)
     bound: dict[str, list[ast.Assign]] = {}
