@@ -293,3 +293,21 @@ def test_td111_follows_no_function_calls_in_a_file_that_resets_no_gradients(monk
         training_step.zero_grad_before_step(tree, ctx)
         assert [f.rule for f in ctx.findings] == rules
         assert bool(followed) == bool(rules)
+
+
+def test_td167_reads_the_names_of_an_if_only_when_its_text_names_a_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TD167 remembers an `if` testing the torch version (or `hasattr(torch, ...)`): a test whose
+    text spells no such word is not walked; the old API under a version test stays silent and
+    the same call under another test is reported."""
+    from torchdoctor.lint.checks import api_usage
+
+    walked: list[ast.AST] = []
+    walk = ast.walk
+    monkeypatch.setattr(api_usage.ast, "walk", lambda node: walked.append(node) or walk(node))
+    linter = Engine({"TD167"})
+    body = "import torch\n{test}\n    scaler = torch.cuda.amp.GradScaler()\nelse:\n    scaler = None\n"
+    plain = body.format(test="if torch.cuda.is_available():")
+    assert [f.rule for f in linter.lint(Source("plain.py", plain)).findings] == ["TD167"]
+    assert not any(isinstance(node, ast.expr) and ast.unparse(node) == "torch.cuda.is_available()" for node in walked)
+    versioned = body.format(test="if torch.__version__ < '2.4':")
+    assert linter.lint(Source("versioned.py", versioned)).findings == []
