@@ -4,6 +4,14 @@ Usage:
     python bench/lint_bench.py [CORPUS_ROOT] [--corpora nanoGPT examples diffusers/src ...]
                                [--torchfix /path/to/venv/bin/torchfix] [--torchfix-results FILE.json]
                                [--repeat 3] [--big-file-mb 5]
+    python bench/lint_bench.py --check [--target 2.0] [--repeat 2]
+
+`--check` (CI runs it: .ci/run) lints a fixed generated corpus of training scripts
+(`generated_corpus`: the same files on every machine, about 100k lines) and a bare read and
+`ast.parse` of it, each in its own process, and exits 1 when lint's CPU time is more than
+`--target` times the parse's (best of `--repeat` runs each). CPU time, not wall time, so a
+loaded machine does not fail it; the corpus is large enough that starting Python and importing
+torchdoctor (in both processes) is a small part of either.
 
 For every corpus (a folder of Python files) it runs, each in its own process:
 - `parse`: read and `ast.parse` every file lint would lint (the floor for a Python linter);
@@ -207,6 +215,171 @@ def table(rows: list[dict[str, object]]) -> str:
     return "\n".join(out)
 
 
+#: one generated training script: a model, a dataset, a training and an evaluation function,
+#: and the script that builds and runs them (`{i}` and the other fields vary from file to file)
+SCRIPT = '''"""Generated training script {i}: a {layers}-layer {net} on random data."""
+
+import argparse
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset
+
+
+class {net}(nn.Module):
+    def __init__(self, features: int = {width}, classes: int = {classes}, dropout: float = 0.{drop}):
+        super().__init__()
+        self.embed = nn.Linear(features, {hidden})
+        self.blocks = nn.ModuleList([nn.Sequential(nn.Linear({hidden}, {hidden}), nn.GELU(), nn.Dropout(dropout))
+                                     for _ in range({layers})])
+        self.norm = nn.LayerNorm({hidden})
+        self.head = nn.Linear({hidden}, classes)
+
+    def forward(self, x):
+        h = self.embed(x)
+        for block in self.blocks:
+            h = h + block(h)
+        h = self.norm(h)
+        return self.head(h)
+
+
+class RandomSet{i}(Dataset):
+    def __init__(self, size: int, features: int = {width}, classes: int = {classes}, seed: int = {i}):
+        generator = torch.Generator().manual_seed(seed)
+        self.x = torch.randn(size, features, generator=generator)
+        self.y = torch.randint(0, classes, (size,), generator=generator)
+
+    def __len__(self):
+        return len(self.x)
+
+    def __getitem__(self, index):
+        return self.x[index], self.y[index]
+
+
+def accuracy(logits, labels):
+    predictions = logits.argmax(dim=-1)
+    return (predictions == labels).float().mean().item()
+
+
+def train_epoch(model, loader, optimizer, device, clip: float = {clip}.0):
+    model.train()
+    total, batches = 0.0, 0
+    for inputs, labels in loader:
+        inputs, labels = inputs.to(device), labels.to(device)
+        optimizer.zero_grad()
+        logits = model(inputs)
+        loss = F.cross_entropy(logits, labels)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        optimizer.step()
+        total += loss.item()
+        batches += 1
+    return total / max(batches, 1)
+
+
+@torch.no_grad()
+def evaluate(model, loader, device):
+    model.eval()
+    correct, seen = 0.0, 0
+    for inputs, labels in loader:
+        inputs, labels = inputs.to(device), labels.to(device)
+        logits = model(inputs)
+        correct += accuracy(logits, labels) * len(labels)
+        seen += len(labels)
+    return correct / max(seen, 1)
+
+
+def warmup_cosine(step: int, warmup: int = {warmup}, total: int = {total}) -> float:
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = (step - warmup) / max(total - warmup, 1)
+    return 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--epochs", type=int, default={epochs})
+    parser.add_argument("--batch-size", type=int, default={batch})
+    parser.add_argument("--lr", type=float, default={lr})
+    args = parser.parse_args(argv)
+    torch.manual_seed({i})
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = {net}().to(device)
+    optimizer = torch.optim.{optimizer}(model.parameters(), lr=args.lr, weight_decay=0.01)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine)
+    train_loader = DataLoader(RandomSet{i}({size}), batch_size=args.batch_size, shuffle=True)
+    val_loader = DataLoader(RandomSet{i}({size} // 4, seed={i} + 1), batch_size=args.batch_size)
+    best = 0.0
+    for epoch in range(args.epochs):
+        loss = train_epoch(model, train_loader, optimizer, device)
+        scheduler.step()
+        score = evaluate(model, val_loader, device)
+        if score > best:
+            best = score
+            torch.save({{"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch}},
+                       "checkpoint_{i}.pt")
+        print(f"epoch {{epoch}}: loss {{loss:.4f}}, accuracy {{score:.3f}}")
+    return best
+
+
+if __name__ == "__main__":
+    main()
+'''
+#: files of the generated corpus (about 120 lines each)
+CORPUS_FILES = 800
+#: lint CPU / parse CPU that --check allows by default (issue 26)
+TARGET = 2.0
+
+
+def generated_corpus(folder: Path, files: int = CORPUS_FILES) -> list[Path]:
+    """Write the fixed corpus of `--check` into `folder`: `files` training scripts, the same
+    bytes on every run and machine (the fields are drawn from a seeded generator)."""
+    import random
+
+    draw = random.Random(26)
+    paths = []
+    for i in range(files):
+        fields = {
+            "i": i, "net": f"{draw.choice(['Mlp', 'Residual', 'Tower', 'Classifier'])}Net{i}",
+            "layers": draw.randint(2, 8), "width": draw.choice([16, 32, 64, 128]),
+            "hidden": draw.choice([64, 128, 256, 512]), "classes": draw.randint(2, 100), "drop": draw.randint(0, 5),
+            "clip": draw.randint(1, 5), "warmup": draw.choice([10, 100, 500]), "total": draw.choice([1000, 5000]),
+            "epochs": draw.randint(1, 30), "batch": draw.choice([16, 32, 64, 128]),
+            "lr": draw.choice(["1e-3", "3e-4", "0.01", "0.1"]), "size": draw.choice([256, 1024, 4096]),
+            "optimizer": draw.choice(["AdamW", "Adam", "SGD", "RMSprop"]),
+        }
+        path = folder / f"train_{i:04d}.py"
+        path.write_text(SCRIPT.format(**fields))
+        paths.append(path)
+    return paths
+
+
+def check(target: float, repeat: int, files: int = CORPUS_FILES) -> int:
+    """Lint the generated corpus and parse it, `repeat` times each, interleaved; 0 when the
+    best lint CPU time is at most `target` times the best parse CPU time, else 1."""
+    python = sys.executable
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "corpus"
+        folder.mkdir()
+        generated_corpus(folder, files)
+        parses, lints = [], []
+        for _ in range(repeat):
+            parses.append(measure([python, "-c", PARSE_FLOOR, str(folder)]))
+            lints.append(measure([python, "-m", "torchdoctor", "lint", "--format", "json", "--fail-on", "never",
+                                  str(folder)]))
+    parse, lint = best(parses), best(lints)
+    if lint["exit"] != 0 or parse["exit"] != 0:
+        print(f"lint bench: lint exited {lint['exit']}, parse {parse['exit']}", file=sys.stderr)
+        return 1
+    ratio = float(lint["cpu_s"]) / max(float(parse["cpu_s"]), 1e-6)  # type: ignore[arg-type]
+    verdict = "ok" if ratio <= target else "too slow"
+    print(f"lint bench: {files} generated files: lint {lint['cpu_s']:.2f} CPU s, parse {parse['cpu_s']:.2f} CPU s: "
+          f"{ratio:.2f}x the parse (target {target:g}x): {verdict}")
+    return 0 if ratio <= target else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root", nargs="?", default="/work/corpus", type=Path, help="folder holding the corpora")
@@ -217,7 +390,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="runs of parse and lint per corpus (the fastest counts)")
     parser.add_argument("--big-file-mb", type=float, default=5.0,
                         help="size of the generated one-file case (many findings vs none); 0 skips it")
+    parser.add_argument("--check", action="store_true",
+                        help="lint a fixed generated corpus; exit 1 when lint/parse CPU exceeds --target")
+    parser.add_argument("--target", type=float, default=TARGET, help="the lint/parse CPU ratio --check allows")
+    parser.add_argument("--files", type=int, default=CORPUS_FILES, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.check:
+        return check(args.target, args.repeat if "--repeat" in (argv or sys.argv) else 2, args.files)
     previous: dict[str, dict[str, object]] = {}
     if args.torchfix_results:
         for row in json.loads(args.torchfix_results.read_text())["rows"]:

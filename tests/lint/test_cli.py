@@ -319,6 +319,18 @@ def test_lint_does_not_import_torch(project: Path) -> None:
     assert result.stdout.strip().endswith("False")
 
 
+def test_lint_imports_pathspec_only_to_read_patterns(project: Path) -> None:
+    """Outside a repository, with no excludes, there is no pattern to match: lint's start-up
+    does not pay for pathspec's import; a `.gitignore` in the folder walked needs it."""
+    write(project / "src" / "bad.py", BAD)
+    code = "import sys; from torchdoctor import cli; cli.main(['lint', 'src']); print('pathspec' in sys.modules)"
+    result = children.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=project)
+    assert result.stdout.strip().endswith("False"), result.stdout + result.stderr
+    write(project / "src" / ".gitignore", "generated/\n")
+    result = children.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=project)
+    assert result.stdout.strip().endswith("True"), result.stdout + result.stderr
+
+
 def test_a_folder_without_python_files_says_it_linted_none(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write(project / "docs" / "notes.txt", "not python\n")
     status, out, err = run(["docs"], capsys)

@@ -190,3 +190,124 @@ def test_overlapping_fixes_wait_for_the_next_round() -> None:
     third = Fix("c", (Edit(1, 5, 1, 5, "!"),))
     text, applied = apply_fixes(source, [second, first, third])
     assert (text, applied) == ("Xde!f\n", 2)
+
+
+def test_a_check_that_needs_text_reads_only_files_that_contain_it() -> None:
+    seen: list[str] = []
+    check = Check(lambda node, ctx: seen.append(ctx.source.path), ("TD101",), ast.Assign, None, frozenset(), False,
+                  frozenset({"backward"}))
+    engine._CHECKS.append(check)
+    try:
+        linter = Engine({"TD101"})
+        linter.lint(Source("model.py", "import torch\nx = torch.zeros(1)\n"))
+        linter.lint(Source("train.py", "import torch\nx = torch.zeros(1)\nx.sum().backward()\n"))
+    finally:
+        engine._CHECKS.remove(check)
+    assert seen == ["train.py"]
+
+
+def test_a_file_left_out_of_a_check_records_the_same_events() -> None:
+    """The events a check tracks are recorded in every file, so the checks that still run see
+    the same order of calls whether the others run or not."""
+    source = "import torch\ndef f(opt):\n    opt.zero_grad()\n    opt.step()\n"
+    events = []
+    for needs in (frozenset(), frozenset({"backward"})):
+        check = Check(lambda node, ctx: None, ("TD101",), FILE_END, None, frozenset({"zero_grad", "step"}), False, needs)
+        engine._CHECKS.append(check)
+        try:
+            linter = Engine({"TD101"})
+            ctx = linter._walk(Source("f.py", source), ast.parse(source), linter.tables(source))
+        finally:
+            engine._CHECKS.remove(check)
+        events.append([e.name for s in ctx.scopes for e in s.events])
+    assert events[0] == events[1] == ["zero_grad", "step"]
+
+
+def test_a_library_file_that_learns_what_its_functions_are_given_is_walked_again() -> None:
+    """A file with no training words is walked with its checks first; when that walk learns
+    what its functions are given (a model here), it is walked again knowing it, and the checks
+    see the parameter's kind."""
+    source = ("import torch.nn as nn\n"
+              "def run(net, x):\n    return net(x)\n"
+              "model = nn.Linear(2, 2)\nrun(model, 1)\n")
+    kinds: list[object] = []
+
+    def parameter_kind(node: ast.Return, ctx: Context) -> None:
+        kinds.append(ctx.kind(ast.Name(id="net", ctx=ast.Load())))
+
+    check = Check(parameter_kind, ("TD101",), ast.Return, None, frozenset(), False)
+    engine._CHECKS.append(check)
+    try:
+        Engine({"TD101"}).lint(Source("lib.py", source))
+    finally:
+        engine._CHECKS.remove(check)
+    assert kinds[0] is None and getattr(kinds[-1], "tag", None) == "model"
+
+
+def test_td416_reads_no_values_where_autograd_is_on_and_nothing_is_held(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TD416 follows a value only from a model call under no_grad(): an assignment with autograd
+    on, in a scope holding no such value, is passed over without reading what it binds; the
+    rule still reports the loss made from a no-grad output (both sides)."""
+    read: list[int] = []
+    kind = Context.kind
+    monkeypatch.setattr(Context, "kind", lambda self, node: read.append(node.lineno) or kind(self, node))
+    header = "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 1)\nloss_fn = nn.MSELoss()\n"
+    plain = header + "def step(x, y):\n    out = model(x)\n    loss = loss_fn(out, y)\n    loss.backward()\n"
+    linter = Engine({"TD416"})
+    assert linter.lint(Source("plain.py", plain)).findings == []
+    assert read == []
+    no_grad = header + ("def step(x, y):\n    with torch.no_grad():\n        out = model(x)\n"
+                        "    loss = loss_fn(out, y)\n    loss.backward()\n")
+    assert [f.rule for f in linter.lint(Source("no_grad.py", no_grad)).findings] == ["TD416"]
+
+
+def test_td411_reads_only_files_that_spell_a_float64_conversion() -> None:
+    """A float64 conversion (`.double()`, `torch.float64`, `torch.DoubleTensor`, or the import of
+    one under another name) spells one of the words: a file with none is not read for TD411; a
+    conversion through an imported alias is still reported."""
+    linter = Engine({"TD411"})
+    header = "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 1)\n"
+    plain = linter.tables(header + "def step(x):\n    return model(x.float())\n")
+    assert not plain.handlers and not plain.call_handlers and not plain.file_end
+    aliased = header + "from torch import DoubleTensor as D\ndef step(x):\n    return model(x.type(D))\n"
+    assert [f.rule for f in linter.lint(Source("aliased.py", aliased)).findings] == ["TD411"]
+
+
+def test_td111_follows_no_function_calls_in_a_file_that_resets_no_gradients(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every case of TD111's file-end check starts at a `zero_grad()`: a file with none is not
+    followed into its functions; a reset between backward() and step() is still reported."""
+    from torchdoctor.lint.checks import training_step
+
+    followed: list[int] = []
+    reached = training_step.reached
+    monkeypatch.setattr(training_step, "reached", lambda events, ctx: followed.append(1) or reached(events, ctx))
+    linter = Engine({"TD111"})
+    body = ("import torch\nmodel = torch.nn.Linear(2, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "def helper(x):\n    return model(x).sum()\n"
+            "def train(x):\n    loss = helper(x)\n    loss.backward()\n{reset}    opt.step()\n")
+    for name, reset, rules in (("none.py", "", []), ("reset.py", "    opt.zero_grad()\n", ["TD111"])):
+        text = body.format(reset=reset)
+        tree = ast.parse(text)
+        ctx = linter._walk(Source(name, text), tree, linter.tables(text))
+        followed.clear()
+        training_step.zero_grad_before_step(tree, ctx)
+        assert [f.rule for f in ctx.findings] == rules
+        assert bool(followed) == bool(rules)
+
+
+def test_td167_reads_the_names_of_an_if_only_when_its_text_names_a_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TD167 remembers an `if` testing the torch version (or `hasattr(torch, ...)`): a test whose
+    text spells no such word is not walked; the old API under a version test stays silent and
+    the same call under another test is reported."""
+    from torchdoctor.lint.checks import api_usage
+
+    walked: list[ast.AST] = []
+    walk = ast.walk
+    monkeypatch.setattr(api_usage.ast, "walk", lambda node: walked.append(node) or walk(node))
+    linter = Engine({"TD167"})
+    body = "import torch\n{test}\n    scaler = torch.cuda.amp.GradScaler()\nelse:\n    scaler = None\n"
+    plain = body.format(test="if torch.cuda.is_available():")
+    assert [f.rule for f in linter.lint(Source("plain.py", plain)).findings] == ["TD167"]
+    assert not any(isinstance(node, ast.expr) and ast.unparse(node) == "torch.cuda.is_available()" for node in walked)
+    versioned = body.format(test="if torch.__version__ < '2.4':")
+    assert linter.lint(Source("versioned.py", versioned)).findings == []

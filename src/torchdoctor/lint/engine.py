@@ -2,8 +2,11 @@
 
 Checks register with `@check(rules, on)` (see `torchdoctor.lint.api`); the engine keeps only
 those of enabled rules, builds dispatch tables by node type (and, for calls, by the callee's
-last name), and lints each file with one `ast.parse` and one `Context` walk. Files that do not
-mention torch skip the checks that need torch names (`needs_torch=True`, the default).
+last name), and lints each file with one `ast.parse` and one `Context` walk with checks
+(and one more, without them or after them, in a file that calls its own functions with
+objects it learns about: parameters.py). Files
+that do not mention torch skip the checks that need torch names (`needs_torch=True`, the
+default).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ class Check:
     names: frozenset[str] | None
     tracks: frozenset[str]
     needs_torch: bool
+    needs_text: frozenset[str] = frozenset()
 
 
 _CHECKS: list[Check] = []
@@ -47,6 +51,7 @@ def check(
     names: Iterable[str] | None = None,
     tracks: Iterable[str] = (),
     needs_torch: bool = True,
+    needs_text: Iterable[str] = (),
 ) -> Callable[[Handler], Handler]:
     """Register `func(node, ctx)` as a detector of `rules` (rule objects: a code is never spelled here).
 
@@ -57,6 +62,9 @@ def check(
     `softmax`. `tracks`: method names to record as `Event`s in every scope (for FILE_END
     checks that reason about the order of calls). `needs_torch=False` when the check can fire
     in a file that never mentions torch (it matches by variable names, not imports).
+    `needs_text`: the check cannot report in a file whose text contains none of these strings
+    (`backward` for a check that reports at a backward() call), and is not called there; give
+    it only when every check of the rule that feeds the reporting one says the same.
     """
     code_tuple = tuple(rule.code for rule in ((rules,) if isinstance(rules, Rule) else rules))
 
@@ -64,7 +72,7 @@ def check(
         if names is not None and on is not ast.Call:
             raise ValueError(f"{func.__name__}: names= only applies to on=ast.Call")
         _CHECKS.append(Check(func, code_tuple, on, frozenset(names) if names is not None else None,
-                             frozenset(tracks), needs_torch))
+                             frozenset(tracks), needs_torch, frozenset(needs_text)))
         return func
 
     return register
@@ -88,12 +96,15 @@ class Tables:
     tracked: frozenset[str] = frozenset()
 
 
-def _tables(checks: Iterable[Check]) -> Tables:
+def _tables(checks: Iterable[Check], tracked: frozenset[str] | None = None) -> Tables:
+    """Dispatch tables of `checks`; the calls they record as events are `tracked` (by default
+    those `checks` track: a check left out of a file by `needs_text` still decides what is
+    recorded, so the other checks see the same events in every file)."""
     tables = Tables()
-    tracked: set[str] = set()
+    tracks: set[str] = set()
     for item in checks:
         entry = (item.func, item.codes)
-        tracked |= item.tracks
+        tracks |= item.tracks
         if item.on == FILE_END:
             tables.file_end.append(entry)
         elif item.on is ast.Call and item.names is not None:
@@ -101,7 +112,7 @@ def _tables(checks: Iterable[Check]) -> Tables:
                 tables.call_handlers.setdefault(name, []).append(entry)
         else:
             tables.handlers.setdefault(item.on, []).append(entry)  # type: ignore[arg-type]
-    tables.tracked = frozenset(tracked)
+    tables.tracked = frozenset(tracks) if tracked is None else tracked
     return tables
 
 
@@ -119,18 +130,39 @@ class Engine:
 
     def __init__(self, enabled: Iterable[str]) -> None:
         self.enabled = frozenset(enabled)
-        active = [c for c in all_checks() if self.enabled.intersection(c.codes)]
-        self.torch_tables = _tables(active)
-        self.plain_tables = _tables(c for c in active if not c.needs_torch)
+        self._active = [c for c in all_checks() if self.enabled.intersection(c.codes)]
+        self._needs_text = frozenset(t for c in self._active for t in c.needs_text)
+        self._tracked = {torch: frozenset(t for c in self._active if torch or not c.needs_torch for t in c.tracks)
+                         for torch in (True, False)}
+        self._tables: dict[tuple[bool, frozenset[str]], Tables] = {}
+
+    def tables(self, text: str) -> Tables:
+        """The checks for a file with this text: those that need torch only if it mentions
+        torch, those with `needs_text` only if it contains one of their strings."""
+        torch = "torch" in text or "lightning" in text
+        present = frozenset(t for t in self._needs_text if t in text)
+        tables = self._tables.get((torch, present))
+        if tables is None:
+            chosen = (c for c in self._active if (torch or not c.needs_torch)
+                      and (not c.needs_text or not c.needs_text.isdisjoint(present)))
+            tables = self._tables[torch, present] = _tables(chosen, self._tracked[torch])
+        return tables
 
     def lint(self, source: Source, tree: ast.Module | None = None) -> FileResult:
         """Lint parsed source (parsing it first when `tree` is None; SyntaxError propagates)."""
         if tree is None:
             tree = parse(source.text, source.path)
         text = source.text
-        tables = self.torch_tables if ("torch" in text or "lightning" in text) else self.plain_tables
-        given = self._given(source, tree) if _calls_own_functions(tree, text) else None
-        ctx = self._walk(source, tree, tables, given)
+        tables = self.tables(text)
+        if not _calls_own_functions(tree, text):
+            ctx = self._walk(source, tree, tables)
+        elif any(word in text for word in _TRAINS):  # likely to learn: learn first, then walk once with checks
+            ctx = self._walk(source, tree, tables, self._given(source, tree))
+        else:  # likely to learn nothing: walk with checks, and again only when it learned something
+            ctx = self._walk(source, tree, tables)
+            given = self._given(source, tree) if _walk_failed(ctx) else _learned(ctx)
+            if given is not None:
+                ctx = self._walk(source, tree, tables, given)
         for func, codes in tables.file_end:
             try:
                 func(tree, ctx)
@@ -148,9 +180,10 @@ class Engine:
         return ctx
 
     def _given(self, source: Source, tree: ast.Module) -> dict[str, dict[str, Kind]] | None:
-        """A first walk with no checks, which only learns what the file's functions are given."""
+        """A walk with no checks, which only learns what the file's functions are given (when
+        the walk with checks stopped short, a walk without them may still get through)."""
         ctx = self._walk(source, tree, Tables())
-        return None if ctx.errors else parameter_kinds(callables(ctx), ctx.arguments) or None
+        return None if ctx.errors else _learned(ctx)
 
     def lint_and_fix(self, source: Source, unsafe: bool = False, rounds: int = 8) -> tuple[FileResult, int]:
         """Lint, apply the fixes allowed, re-lint, until nothing more is fixable.
@@ -177,10 +210,28 @@ class Engine:
         return result, fixed
 
 
+#: words of a training script, whose functions are usually given a model, a loader or an
+#: optimizer (a model or library file's functions seldom are: 8 of diffusers' 568 that call
+#: their own functions learn anything)
+_TRAINS = ("optim", "DataLoader", "backward")
+
+
+def _learned(ctx: Context) -> dict[str, dict[str, Kind]] | None:
+    """What a walk that knew nothing of parameters learned the file's functions are given. The
+    checks do not change what a walk learns (they read its state, never write it), so a walk
+    with checks serves as well as one without."""
+    return parameter_kinds(callables(ctx), ctx.arguments) or None
+
+
+def _walk_failed(ctx: Context) -> bool:
+    """The walk itself stopped (a tree too deep), not only a check."""
+    return any(code == "*" for code, _ in ctx.errors)
+
+
 def _calls_own_functions(tree: ast.Module, text: str) -> bool:
     """Whether a module-level function of the file, with parameters, is called in it (its
     name followed by `(` at least twice: its `def` and a call), or a class of it is built:
-    then a first walk may learn what they are given."""
+    then the walk may learn what they are given."""
     return any((isinstance(node, ast.ClassDef) or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
                 and bool(node.args.args)) and text.count(node.name + "(") >= 2 for node in tree.body)
 

@@ -16,8 +16,10 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pathspec
+if TYPE_CHECKING:
+    import pathspec
 
 #: folders never linted inside a walk (matched by the folder's own name, wherever it lies)
 DEFAULT_EXCLUDE = frozenset({
@@ -51,11 +53,14 @@ class Skipped:
 class Patterns:
     """Gitignore-style patterns relative to `base` (git's own rules, through pathspec):
     `*`, `**`, `?`, `[...]`, `/` anchors, a trailing `/` for folders only, `!` to re-include.
-    The last matching pattern wins."""
+    The last matching pattern wins. pathspec is imported only here: most lint runs (a file,
+    a folder outside a repository) read no patterns and need not pay for its import."""
 
     def __init__(self, patterns: Iterable[str], base: Path) -> None:
+        import pathspec
+
         self.base = base
-        self.spec = pathspec.GitIgnoreSpec.from_lines(patterns)
+        self.spec: pathspec.GitIgnoreSpec = pathspec.GitIgnoreSpec.from_lines(patterns)
 
     def __bool__(self) -> bool:
         return bool(self.spec.patterns)

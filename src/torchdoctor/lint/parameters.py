@@ -2,7 +2,7 @@
 
 `def train(model, loader, optimizer): ...` called as `train(net, train_loader, opt)` after
 `net = Net()`: inside `train`, `model` is that model; so is `self.model = model` in the
-`__init__` of a `Trainer(net, ...)`. A first walk records the kinds of the
+`__init__` of a `Trainer(net, ...)`. The walk records the kinds of the
 arguments of every call of a function by name (`Context.arguments`); a parameter takes a kind
 when every call of the file gives it one, all the same (a function called with a model here and
 with something else there learns nothing). Only objects are passed on (models, optimizers,

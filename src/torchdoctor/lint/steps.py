@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 from torchdoctor.lint.context import Context
 from torchdoctor.lint.flow import looks_like_optimizer
+from torchdoctor.lint.index import tree_index
 from torchdoctor.lint.model import Event, Scope
 from torchdoctor.lint.names import dotted, keyword
 
@@ -90,8 +91,10 @@ def optimized_models(tree: ast.Module, ctx: Context) -> dict[str, ast.Call]:
     if models is not None:
         return models
     models = ctx.memo["optimized_models"] = {}
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call) or not (ctx.qualified(node.func) or "").startswith("torch.optim."):
+    if "optim" not in ctx.source.text:  # no `torch.optim` name can be spelled without it
+        return models
+    for node in tree_index(tree, ctx).of(ast.Call):
+        if not (ctx.qualified(node.func) or "").startswith("torch.optim."):
             continue
         given = [*node.args[:1], *(k.value for k in node.keywords if k.arg == "params")]
         for inner in (n for value in given for n in ast.walk(value)):
@@ -159,6 +162,12 @@ def callees(event: Event, ctx: Context) -> list[Scope]:
         owner = event.scope.cls if event.scope is not None else None
         return ctx.scopes_named(receiver[5:], owner) if owner is not None else []
     return ctx.scopes_named(receiver)
+
+
+def resets_gradients(ctx: Context) -> bool:
+    """Some function of the file (or its module level) calls `zero_grad()`: the events `reached`
+    follows are all the file's, so without one no reset is reached from anywhere."""
+    return any(event.name == "zero_grad" for scope in ctx.scopes for event in scope.events)
 
 
 def reached(events: list[Event], ctx: Context, depth: int = 3) -> Iterator[tuple[Event, Event]]:

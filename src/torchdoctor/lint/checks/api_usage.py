@@ -80,6 +80,9 @@ def remember_version_branches(node: ast.If, ctx: Context) -> None:
         uses = ctx.memo["TD167-file"] = _AMP_WORD.search(ctx.source.text) is not None
     if not uses:
         return  # no torch.cuda.amp / torch.cpu.amp in the file: no fallback to remember
+    test = ctx.text(node.test)
+    if _VERSION_WORDS.search(test) is None and "hasattr" not in test:
+        return  # the words looked for below are spelled in the test's text
     for item in ast.walk(node.test):
         if isinstance(item, ast.Name):
             word = item.id

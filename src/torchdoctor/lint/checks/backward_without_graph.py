@@ -23,6 +23,8 @@ from torchdoctor.lint.steps import grad_mode_block, optimized_models
 from torchdoctor.rules.grad_mode.backward_without_graph import RULE as BACKWARD_WITHOUT_GRAPH
 from torchdoctor.rules.grad_mode.trained_model_called_under_no_grad import RULE as TRAINED_UNDER_NO_GRAD
 
+#: both rules report at a `backward()` call: a file that never spells one is not read for them
+_AT_BACKWARD = ("backward",)
 #: calls that keep a model's output what it is (no graph is added by reshaping)
 _KEEPS = frozenset({"view", "reshape", "flatten", "squeeze", "unsqueeze", "contiguous", "permute", "transpose", "float"})
 #: tensors made without a graph: targets such as dcgan's `label = torch.full(...)`
@@ -51,21 +53,23 @@ def _state(ctx: Context) -> dict[str, tuple[ast.Call, str]]:
     return ctx.memo.setdefault("TD416", {}).setdefault(id(ctx.scope), {})
 
 
-@check((BACKWARD_WITHOUT_GRAPH, TRAINED_UNDER_NO_GRAD), ast.Assign)
+@check((BACKWARD_WITHOUT_GRAPH, TRAINED_UNDER_NO_GRAD), ast.Assign, needs_text=_AT_BACKWARD)
 def no_grad_value_bound(node: ast.Assign, ctx: Context) -> None:
     names = _state(ctx)
+    sums = ctx.memo.setdefault("TD124-sums", {}).setdefault(id(ctx.scope), {})
+    if not names and not sums and not ctx.grad_disabled:
+        return  # autograd on and nothing held in this scope: no binding here can start or end one
     for target in node.targets:  # `output.requires_grad = True`: it gets a graph from here on
         if isinstance(target, ast.Attribute) and target.attr == "requires_grad" and isinstance(target.value, ast.Name):
             names.pop(target.value.id, None)
     targets = [n.id for t in node.targets if not isinstance(t, ast.Attribute) for n in ast.walk(t) if isinstance(n, ast.Name)]
-    made = _model_call(node.value, ctx)
-    if made is not None and ctx.grad_disabled and not ctx.scope.grad_disabled:
+    made = _model_call(node.value, ctx) if ctx.grad_disabled and not ctx.scope.grad_disabled else None
+    if made is not None:
         for name in targets:
             names[name] = (made, "output")
         return
     loss = _loss_of(node.value, names, ctx) if not ctx.grad_disabled else None
     term = _constant_term(node.value, names) if loss is None and not ctx.grad_disabled else None
-    sums = ctx.memo.setdefault("TD124-sums", {}).setdefault(id(ctx.scope), {})
     for name in targets:
         sums.pop(name, None)
         if loss is not None:
@@ -125,7 +129,8 @@ def _constant(node: ast.expr, ctx: Context) -> bool:
     return isinstance(node, ast.Call) and ctx.qualified(node.func) in _CONSTANTS
 
 
-@check((BACKWARD_WITHOUT_GRAPH, TRAINED_UNDER_NO_GRAD), ast.Call, names=("backward", "requires_grad_"))
+@check((BACKWARD_WITHOUT_GRAPH, TRAINED_UNDER_NO_GRAD), ast.Call, names=("backward", "requires_grad_"),
+       needs_text=_AT_BACKWARD)
 def backward_of_no_grad_value(node: ast.Call, ctx: Context) -> None:
     if ctx.grad_disabled or not isinstance(node.func, ast.Attribute):
         return

@@ -28,6 +28,9 @@ _FLOAT64_TEXT = re.compile(r"[\"'](?:torch\.)?(?:float64|double)[\"']")
 _FLOAT64_STRINGS = frozenset({"float64", "double", "torch.float64", "torch.double"})
 #: a forward() that converts its input on its own
 _CONVERTS = frozenset({"float", "to", "type", "type_as", "half", "bfloat16"})
+#: a float64 conversion spells one of these (`.double()`, `torch.float64`, `torch.DoubleTensor`,
+#: or the import that names them): a file without any is not read for the rule
+_SPELLED = ("double", "Double", "float64")
 
 
 def _conversion(value: ast.expr, ctx: Context) -> ast.Call | None:
@@ -44,7 +47,7 @@ def _conversion(value: ast.expr, ctx: Context) -> ast.Call | None:
     return None
 
 
-@check(DTYPE_MISMATCH, ast.Assign)
+@check(DTYPE_MISMATCH, ast.Assign, needs_text=_SPELLED)
 def float64_bound(node: ast.Assign, ctx: Context) -> None:
     """Which names of this function hold a float64 conversion now (rebinding forgets it)."""
     bound = ctx.memo.setdefault("TD411-bound", {}).setdefault(id(ctx.scope), {})
@@ -57,7 +60,7 @@ def float64_bound(node: ast.Assign, ctx: Context) -> None:
                 bound.pop(target.id, None)
 
 
-@check(DTYPE_MISMATCH, ast.Call)
+@check(DTYPE_MISMATCH, ast.Call, needs_text=_SPELLED)
 def float64_into_model(node: ast.Call, ctx: Context) -> None:
     _float64_model(node, ctx)
     if not node.args or isinstance(node.args[0], ast.Starred):
@@ -77,7 +80,7 @@ def _float64_string(tree: ast.Module) -> bool:
     return any(n.__class__ is ast.Constant and n.value in _FLOAT64_STRINGS for n in ast.walk(tree))
 
 
-@check(DTYPE_MISMATCH, FILE_END)
+@check(DTYPE_MISMATCH, FILE_END, needs_text=_SPELLED)
 def report_float64_inputs(tree: ast.Module, ctx: Context) -> None:
     calls = ctx.memo.get("TD411-calls", [])
     if not calls or ctx.memo.get("TD411-float64-model") or (_FLOAT64_TEXT.search(ctx.source.text) and _float64_string(tree)):

@@ -17,6 +17,7 @@ import re
 
 from torchdoctor.lint.api import FILE_END, ClassInfo, Context, Kind, Scope, argument, check, dotted, literal, terminal
 from torchdoctor.lint.flow import held_out_loader, loop_iterable
+from torchdoctor.lint.index import tree_index
 from torchdoctor.lint.names import spells
 from torchdoctor.lint.steps import TRACKED, loop_events, reached, stepped_optimizer
 from torchdoctor.rules.data.training_loader_without_shuffle import RULE as TRAINING_LOADER_WITHOUT_SHUFFLE
@@ -57,7 +58,7 @@ def dataloader_dataset(node: ast.Call, ctx: Context) -> None:
 @check(TRAINING_LOADER_WITHOUT_SHUFFLE, FILE_END, tracks=TRACKED)
 def report_training_loader_without_shuffle(tree: ast.Module, ctx: Context) -> None:
     loops = ctx.memo.get(TRAINING_LOADER_WITHOUT_SHUFFLE.code, [])
-    if not loops or _reorders_data(tree):
+    if not loops or _reorders_data(tree, ctx):
         return
     datasets: dict[int, Kind | None] = ctx.memo.get("TD143-datasets", {})
     reported: set[int] = set()
@@ -188,11 +189,13 @@ def _map_style(dataset: Kind | None, ctx: Context) -> bool:
         ctx.qualified(dataset.node.func) or "").startswith("torchvision.datasets.")
 
 
-def _reorders_data(tree: ast.Module) -> bool:
-    """The file puts samples in a random order itself, or sorts them by length on purpose."""
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
+def _reorders_data(tree: ast.Module, ctx: Context) -> bool:
+    """The file puts samples in a random order itself, or sorts them by length on purpose (the
+    calls are looked for only when the text names one of them)."""
+    text = ctx.source.text
+    if "sort" not in text and not any(name in text for name in _REORDERS):
+        return False
+    for node in tree_index(tree, ctx).of(ast.Call):
         name = terminal(node.func)
         if name in _REORDERS:
             return True

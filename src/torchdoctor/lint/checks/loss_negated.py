@@ -62,22 +62,24 @@ class Term(NamedTuple):
 
 
 Terms = tuple[Term, ...]
+#: the rule reports a backward() of a negated loss: a file that never spells one is not read for it
+_AT_BACKWARD = ("backward",)
 
 
-@check(LOSS_NEGATED, ast.Assign)
+@check(LOSS_NEGATED, ast.Assign, needs_text=_AT_BACKWARD)
 def assigned(node: ast.Assign, ctx: Context) -> None:
     terms = _terms(node.value, ctx)
     for target in node.targets:
         _bind(target, terms, ctx)
 
 
-@check(LOSS_NEGATED, ast.AnnAssign)
+@check(LOSS_NEGATED, ast.AnnAssign, needs_text=_AT_BACKWARD)
 def annotated(node: ast.AnnAssign, ctx: Context) -> None:
     if node.value is not None:
         _bind(node.target, _terms(node.value, ctx), ctx)
 
 
-@check(LOSS_NEGATED, ast.AugAssign)
+@check(LOSS_NEGATED, ast.AugAssign, needs_text=_AT_BACKWARD)
 def augmented(node: ast.AugAssign, ctx: Context) -> None:
     if isinstance(node.target, ast.Name):
         value = ast.BinOp(left=node.target, op=node.op, right=node.value)
@@ -85,14 +87,14 @@ def augmented(node: ast.AugAssign, ctx: Context) -> None:
         _bind(node.target, _terms(value, ctx), ctx)
 
 
-@check(LOSS_NEGATED, ast.Return)
+@check(LOSS_NEGATED, ast.Return, needs_text=_AT_BACKWARD)
 def returned(node: ast.Return, ctx: Context) -> None:
     if node.value is not None and ctx.function is not None:
         returns = ctx.memo.setdefault("TD176-returns", {})
         returns[id(ctx.scope)] = returns.get(id(ctx.scope), ()) + _terms(node.value, ctx)
 
 
-@check(LOSS_NEGATED, ast.Call, names={"backward", "manual_backward"})
+@check(LOSS_NEGATED, ast.Call, names={"backward", "manual_backward"}, needs_text=_AT_BACKWARD)
 def backpropagated(node: ast.Call, ctx: Context) -> None:
     """`loss.backward()`, `accelerator.backward(loss)`: remember a backward of a negated loss."""
     terms: Terms = ()
@@ -104,7 +106,7 @@ def backpropagated(node: ast.Call, ctx: Context) -> None:
         ctx.memo.setdefault("TD176-backwards", []).append((ctx.scope, node, terms))
 
 
-@check(LOSS_NEGATED, FILE_END, tracks=TRACKED)
+@check(LOSS_NEGATED, FILE_END, tracks=TRACKED, needs_text=_AT_BACKWARD)
 def negated_loss_stepped(tree: ast.Module, ctx: Context) -> None:
     reported: set[int] = set()
     for scope, node, terms in ctx.memo.get("TD176-backwards", ()):

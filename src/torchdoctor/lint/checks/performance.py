@@ -58,6 +58,8 @@ def _held_out_with_grad(tree: ast.Module, ctx: Context) -> None:
     `train=False`, or named `test_loader`, `val_set`, ...) that runs a model an optimizer of the
     file trains, with autograd on, and neither backpropagates nor asks for gradients."""
     held_out: set[int] = ctx.memo.get("TD161-held-out", set())
+    if not held_out:
+        return
     reported: set[int] = ctx.memo.get("TD161-reported", set())
     trained = optimized_models(tree, ctx)
     for scope in ctx.scopes:

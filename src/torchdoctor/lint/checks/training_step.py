@@ -32,6 +32,7 @@ from torchdoctor.lint.steps import (
     parameters_owner,
     passed_to_a_call,
     reached,
+    resets_gradients,
     scale_call,
     stepped_optimizer,
 )
@@ -215,6 +216,8 @@ def zero_grad_before_step(tree: ast.Module, ctx: Context) -> None:
     """A step whose last gradient event is a reset. With a backward() before the reset, the reset
     is out of place (TD112); with one after the step, the step is; with none in the pass at all,
     the backward() is missing (TD170, for a step outside any loop or among other optimizers')."""
+    if not resets_gradients(ctx):
+        return  # every case starts at a reset
     for scope in ctx.scopes:
         events = scope.events
         everything = list(reached(events, ctx))

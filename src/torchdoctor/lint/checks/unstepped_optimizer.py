@@ -16,7 +16,8 @@ import ast
 from collections.abc import Iterator
 
 from torchdoctor.lint.api import Context, Event, looks_like_optimizer
-from torchdoctor.lint.steps import is_backward, parameters_owner, reached, stepped_optimizer
+from torchdoctor.lint.index import TreeIndex, tree_index
+from torchdoctor.lint.steps import is_backward, parameters_owner, reached, resets_gradients, stepped_optimizer
 
 #: what may be done with an optimizer without stepping it
 _HARMLESS = frozenset({"zero_grad", "param_groups", "state_dict", "load_state_dict", "add_param_group", "defaults",
@@ -26,27 +27,29 @@ _HARMLESS = frozenset({"zero_grad", "param_groups", "state_dict", "load_state_di
 def never_stepped(tree: ast.Module, ctx: Context) -> Iterator[tuple[str, str, ast.AST]]:
     """(optimizer name, model name, where its step belongs) for each optimizer of the file that is
     never stepped while some backward() runs: after the last backward() between the reset of its
-    gradients and the next reset or step of another optimizer."""
-    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    gradients and the next reset or step of another optimizer. A file that resets no gradients
+    with `zero_grad()` has no such place, and its tree is not walked."""
+    if not resets_gradients(ctx):
+        return
+    index = tree_index(tree, ctx)
     bound: dict[str, list[ast.Assign]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for name in (n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)):
-                bound.setdefault(name, []).append(node)  # type: ignore[arg-type]
+    for node in index.of_any(ast.Assign, ast.AnnAssign, ast.AugAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
+        for name in (n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)):
+            bound.setdefault(name, []).append(node)  # type: ignore[arg-type]
     for name, assignments in bound.items():
         if len(assignments) != 1 or not isinstance(assignments[0], ast.Assign):
             continue
         value = assignments[0].value
-        if not _optimizer_constructor(value, ctx) or not _only_harmless_uses(name, assignments[0], tree, parents, ctx):
+        if not _optimizer_constructor(value, ctx) or not _only_harmless_uses(name, assignments[0], index, ctx):
             continue
         model = _model_of(value)  # type: ignore[arg-type]
         where = _step_site(name, model, ctx)
         if where is not None:
             yield name, f"`{model}`" if model else "the model", where.node
-    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and not n.bases):
+    for cls in (n for n in index.of(ast.ClassDef) if not n.bases):
         for attribute in _optimizer_attributes(cls, ctx):
-            if _only_harmless_attribute_uses(attribute, tree, parents, ctx):
+            if _only_harmless_attribute_uses(attribute, index, ctx):
                 where = _step_site(f"self.{attribute}", None, ctx)
                 if where is not None:
                     yield f"self.{attribute}", "the model", where.node
@@ -64,10 +67,10 @@ def _optimizer_attributes(cls: ast.ClassDef, ctx: Context) -> list[str]:
     return [name for name, times in bound.items() if times == 1 and looks_like_optimizer(f"self.{name}")]
 
 
-def _only_harmless_attribute_uses(attribute: str, tree: ast.Module, parents: dict[int, ast.AST], ctx: Context) -> bool:
+def _only_harmless_attribute_uses(attribute: str, index: TreeIndex, ctx: Context) -> bool:
     """Every read of `.{attribute}` in the file only resets it or reads its state."""
-    return all(_harmless(node, parents, ctx) for node in ast.walk(tree)
-               if isinstance(node, ast.Attribute) and node.attr == attribute and not isinstance(node.ctx, ast.Store))
+    return all(_harmless(node, index.parents, ctx) for node in index.of(ast.Attribute)
+               if node.attr == attribute and not isinstance(node.ctx, ast.Store))
 
 
 def _optimizer_constructor(value: ast.expr, ctx: Context) -> bool:
@@ -78,10 +81,9 @@ def _optimizer_constructor(value: ast.expr, ctx: Context) -> bool:
     return head == "torch.optim" and last[:1].isupper()
 
 
-def _only_harmless_uses(name: str, assignment: ast.Assign, tree: ast.Module, parents: dict[int, ast.AST],
-                        ctx: Context) -> bool:
-    return all(_harmless(node, parents, ctx) for node in ast.walk(tree)
-               if isinstance(node, ast.Name) and node.id == name and all(node is not t for t in assignment.targets))
+def _only_harmless_uses(name: str, assignment: ast.Assign, index: TreeIndex, ctx: Context) -> bool:
+    return all(_harmless(node, index.parents, ctx) for node in index.of(ast.Name)
+               if node.id == name and all(node is not t for t in assignment.targets))
 
 
 def _harmless(node: ast.expr, parents: dict[int, ast.AST], ctx: Context) -> bool:
