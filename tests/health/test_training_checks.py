@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.health.conftest import by_rule, codes, status
 
 HEADER = "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n"
@@ -511,3 +513,44 @@ def make():
 """)
     found = by_rule(report, "TD145")
     assert found and "after one step" in found[0].message and "SGD.step()" in found[0].message and found[0].line == 7
+
+
+@pytest.mark.parametrize("call", [
+    "F.dropout(x, p=0.1,  # only while training\n                      inplace=False)",
+    "F.dropout(x, p=0.1, inplace=bool('training' == ''))",
+])
+def test_a_comment_or_string_that_says_training_is_not_the_training_argument(check_source, call) -> None:  # type: ignore[no-untyped-def]
+    """`training=` is read off the call's code: a comment or a string inside the call that
+    mentions training passes nothing, and the dropout still drops in eval mode."""
+    report = check_source(HEADER + """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x):
+        x = CALL
+        return self.fc(x)
+
+def make():
+    return {"model": Net(), "data": (torch.randn(16, 8), torch.arange(16) % 3), "loss_fn": nn.CrossEntropyLoss()}
+""".replace("CALL", call))
+    assert "TD130" in codes(report)
+
+
+def test_a_training_flag_passed_by_position_is_the_training_argument(check_source) -> None:  # type: ignore[no-untyped-def]
+    report = check_source(HEADER + """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x):
+        x = F.dropout(x, 0.1,  # the flag below
+                      self.training)
+        return self.fc(x)
+
+def make():
+    return {"model": Net(), "data": (torch.randn(16, 8), torch.arange(16) % 3), "loss_fn": nn.CrossEntropyLoss()}
+""")
+    assert "TD130" not in codes(report)

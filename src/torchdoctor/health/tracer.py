@@ -15,6 +15,7 @@ import contextlib
 import linecache
 import os
 import sys
+import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import FrameType
@@ -235,18 +236,24 @@ def _immediate_caller(frame: FrameType | None, func: Any) -> FrameType | None:
 
 
 def _mentions_training(site: Site) -> bool:
-    """Whether the call written at `site` (and the lines of its arguments) passes training=."""
-    text = "".join(linecache.getline(site.file, site.line + offset) for offset in range(4))
-    depth, end = 0, len(text)
-    for index, char in enumerate(text):
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth <= 0:
-                end = index
-                break
-    return "training" in text[:end]
+    """Whether the call written at `site` (and the lines of its arguments) passes training=,
+    by keyword or by a name (`self.training`): read off the call's tokens, so a comment or a
+    string that says "training" passes nothing."""
+    lines = iter([linecache.getline(site.file, site.line + offset) for offset in range(4)] + [""])
+    depth = 0
+    try:
+        for token in tokenize.generate_tokens(lambda: next(lines)):
+            if token.type == tokenize.OP and token.string in "([{":
+                depth += 1
+            elif token.type == tokenize.OP and token.string in ")]}":
+                depth -= 1
+                if depth <= 0:
+                    return False
+            elif token.type == tokenize.NAME and depth > 0 and "training" in token.string:
+                return True
+    except (tokenize.TokenError, SyntaxError):  # the call goes on past the lines read
+        pass
+    return False
 
 
 @contextlib.contextmanager
