@@ -41,9 +41,11 @@ CAUSES: dict[str, tuple[str, str]] = {
     "other": ("a guard fails ({values})",
               "run with `TORCH_LOGS=recompiles` to see each failed guard, and keep what it checks the same across calls"),
 }
-#: where a cause's value changes: the assignment found in the source, or the call that recompiled
+#: where a cause's value changes: the assignment found in the source, else the call that
+#: recompiled, else the line of the compiled code that reads it (dynamo's record of the guard)
 CHANGED_AT = "changed at {place}"
 CALLED_AT = "at the call at {place}"
+READ_AT = "read at {place}"
 #: how many of the recompilations a cause made, when there are several causes
 CAUSE_COUNT = "{count} of the {total} recompilations"
 
@@ -63,10 +65,10 @@ calls, a Python number or string that is different every call, a module attribut
 `forward` changes (`self.calls += 1`), an input whose `requires_grad` or dtype flips, grad
 mode or autocast switched around the call. When the recompilations have several causes, each
 is named with its own fix, its share of the recompilations and the line where its value
-changes (an assignment to the attribute or global, else the call that recompiled). One recompilation after the first call is normal (dynamo then marks
-a changing shape dynamic by itself) and is not reported; two or more of the same function
-are, and so is reaching dynamo's recompile limit, after which the function silently runs
-without compilation.
+changes (an assignment to the attribute or global, else the call that recompiled). One
+recompilation after the first call is normal (dynamo then marks a changing shape dynamic by
+itself) and is not reported; two or more of the same function are, and so is reaching
+dynamo's recompile limit, after which the function silently runs without compilation.
 
 ## Why is this bad?
 Every recompilation costs seconds to minutes, and once the limit (8 by default) is reached

@@ -26,7 +26,7 @@ from torchdoctor.introspect.tensors import tensors_in
 from torchdoctor.rules.compile.compile_cost import RULE as COST
 from torchdoctor.rules.compile.graph_break import RULE as GRAPH_BREAK
 from torchdoctor.rules.compile.output_diverges import RULE as DIVERGES
-from torchdoctor.rules.compile.recompiles import CALLED_AT, CAUSE_COUNT, CHANGED_AT
+from torchdoctor.rules.compile.recompiles import CALLED_AT, CAUSE_COUNT, CHANGED_AT, READ_AT
 from torchdoctor.rules.compile.recompiles import CAUSES as RECOMPILE_CAUSES
 from torchdoctor.rules.compile.recompiles import RULE as RECOMPILES
 from torchdoctor.run.detector import Detector
@@ -156,7 +156,7 @@ class CompileDoctor(Detector):
             recompiles = frame.compilations - 1
             if recompiles < REPORTED_RECOMPILES and not frame.gave_up:
                 continue
-            sites = self._sites.sites if self._sites is not None else {}
+            sites = self._sites.found() if self._sites is not None else {}
             why, fix, line = plain_recompile(list(zip(frame.compile_ids, frame.reasons)), sites)
             limit = ("; it reached dynamo's recompile limit and now runs without compilation" if frame.gave_up else "")
             self.ctx.report(
@@ -209,14 +209,16 @@ def _frames(metrics: list[Any]) -> list[Frame]:
     """dynamo's compilation records, by compiled function, in order. A record's compile id is
     "frame/attempt" ("0/3"); the attempt that hits the recompile limit names no code."""
     frames: dict[str, Frame] = {}
+    found: list[Frame] = []
     for metric in metrics:
         key = str(metric.compile_id or "").split("/")[0]
         filename, line, name = metric.co_filename, metric.co_firstlineno, metric.co_name
         frame = frames.get(key)
-        if frame is None:
+        if frame is None or (name is not None and str(metric.compile_id).endswith("/0")):  # a new frame (or dynamo was reset)
             if name is None:
                 continue
             frame = frames[key] = Frame(name, (filename, line) if filename and line and is_user_file(filename) else None)
+            found.append(frame)
         if "recompile limit" in str(metric.fail_reason or "") or "cache_size_limit" in str(metric.fail_reason or ""):
             frame.gave_up = True  # this attempt compiled nothing
             continue
@@ -225,7 +227,7 @@ def _frames(metrics: list[Any]) -> list[Frame]:
         if metric.recompile_reason:
             frame.reasons.append(str(metric.recompile_reason))
             frame.compile_ids.append(str(metric.compile_id or ""))
-    return list(frames.values())
+    return found
 
 
 def _user_line(stack: list[Any]) -> Location | None:
@@ -451,7 +453,8 @@ def plain_recompile(reasons: list[tuple[str, str]], sites: dict[str, Location | 
         fields = {"subject": cause.subject, "values": cause.values_text}
         changed = changed_at(cause)
         location = changed or cause.called_at or cause.read_at
-        where = (CHANGED_AT if changed else CALLED_AT).format(place=place(location)) if location else ""
+        said_at = CHANGED_AT if changed else CALLED_AT if cause.called_at else READ_AT
+        where = said_at.format(place=place(location)) if location else ""
         share = CAUSE_COUNT.format(count=cause.count, total=total) if len(causes) > 1 else ""
         whys.append(what.format(**fields) + (f", {where}" if where else "") + (f" ({share})" if share else ""))
         fixes.append(fix.format(**fields))

@@ -167,7 +167,20 @@ class CompileSites:
 
         self._attached = True
         callback_handler.register_start_callback(self._started)
-        self._patches.hold(_Removal(lambda: callback_handler.remove_start_callback(self._started)))
+        self._patches.hold(_Removal(self._detach))
+
+    def found(self) -> dict[str, tuple[str, int] | None]:
+        """The call sites by compile id; none after a `torch._dynamo.reset()`, which drops the
+        callback and starts the compile ids over (the sites kept could be another frame's)."""
+        return self.sites if self._registered() else {}
+
+    def _registered(self) -> bool:
+        callback = sys.modules.get("torch._dynamo.callback")
+        return self._attached and callback is not None and self._started in callback.callback_handler.start_callbacks
+
+    def _detach(self) -> None:
+        if self._registered():
+            sys.modules["torch._dynamo.callback"].callback_handler.remove_start_callback(self._started)
 
     def _started(self, args: Any) -> None:
         if len(self.sites) < KEPT_SITES:
