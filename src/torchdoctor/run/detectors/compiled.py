@@ -322,6 +322,8 @@ def guard_cause(guard: str) -> tuple[str, str, str | None, str | None, str]:
         old, new = match["old"], match["new"]
         if kind == "device":  # DispatchKeySet(CPU, BackendSelect, ...): the first key is the device's
             old, new = (value.split("(")[-1].split(",")[0].rstrip(")") if value else value for value in (old, new))
+        if what.endswith("device index"):  # several GPUs: dynamo's own words
+            old, new = guard.split("mismatch", 1)[-1].strip(" .") or None, None
         if kind == "requires_grad" and old is not None and new is None:
             old, new = ("False", "True") if old in ("0", "False") else ("True", "False")
         return kind, match["name"], old, new, ""
