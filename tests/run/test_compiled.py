@@ -141,6 +141,9 @@ def test_a_changing_batch_and_a_counter_attribute_are_two_causes_each_with_its_f
     assert "(1) Dynamo compiles every new value of `self.calls`" in found.hint and "register_buffer" in found.hint
     assert "(2) Compile with `dynamic=True`" in found.hint and "mark_dynamic(x, dim)" in found.hint
     assert found.line == counter  # at the main cause's line
+    causes = (found.evidence or {})["causes"]
+    assert [(c["kind"], c["subject"], c["recompilations"], c["line"]) for c in causes] == [
+        ("attribute", "self.calls", 3, counter), ("size", "x", 1, call)]
 
 
 def test_a_counter_attribute_alone_is_one_cause_as_before() -> None:

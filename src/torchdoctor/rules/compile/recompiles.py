@@ -48,6 +48,10 @@ CALLED_AT = "at the call at {place}"
 READ_AT = "read at {place}"
 #: how many of the recompilations a cause made, when there are several causes
 CAUSE_COUNT = "{count} of the {total} recompilations"
+#: the `why` of a function recompiled for several causes, each numbered as its fix in the hint
+SEVERAL_CAUSES = "{number} causes: {causes}"
+#: the `limit` of a function that reached dynamo's recompile limit
+LIMIT = "; it reached dynamo's recompile limit and now runs without compilation"
 
 RULE = Rule(
     code="TD481",

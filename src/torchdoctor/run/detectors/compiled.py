@@ -26,8 +26,9 @@ from torchdoctor.introspect.tensors import tensors_in
 from torchdoctor.rules.compile.compile_cost import RULE as COST
 from torchdoctor.rules.compile.graph_break import RULE as GRAPH_BREAK
 from torchdoctor.rules.compile.output_diverges import RULE as DIVERGES
-from torchdoctor.rules.compile.recompiles import CALLED_AT, CAUSE_COUNT, CHANGED_AT, READ_AT
+from torchdoctor.rules.compile.recompiles import CALLED_AT, CAUSE_COUNT, CHANGED_AT, READ_AT, SEVERAL_CAUSES
 from torchdoctor.rules.compile.recompiles import CAUSES as RECOMPILE_CAUSES
+from torchdoctor.rules.compile.recompiles import LIMIT as RECOMPILE_LIMIT
 from torchdoctor.rules.compile.recompiles import RULE as RECOMPILES
 from torchdoctor.run.detector import Detector
 from torchdoctor.run.detectors.support import place
@@ -157,12 +158,12 @@ class CompileDoctor(Detector):
             if recompiles < REPORTED_RECOMPILES and not frame.gave_up:
                 continue
             sites = self._sites.found() if self._sites is not None else {}
-            why, fix, line = plain_recompile(list(zip(frame.compile_ids, frame.reasons)), sites)
-            limit = ("; it reached dynamo's recompile limit and now runs without compilation" if frame.gave_up else "")
+            why, fix, line, causes = plain_recompile(list(zip(frame.compile_ids, frame.reasons)), sites)
             self.ctx.report(
                 RECOMPILES, at=line or frame.location or self._model_line() or True, key=frame.name,
-                fields={"function": frame.name, "count": frame.compilations, "why": why, "limit": limit,
-                        "remedy": fix}, evidence={"reasons": frame.reasons[:8]},
+                fields={"function": frame.name, "count": frame.compilations, "why": why,
+                        "limit": RECOMPILE_LIMIT if frame.gave_up else "", "remedy": fix},
+                evidence={"reasons": frame.reasons[:8], "causes": causes},
             )
 
     def _cost(self, frames: list[Frame]) -> None:
@@ -439,16 +440,18 @@ def _leaves(target: ast.expr) -> list[ast.expr]:
     return [target]
 
 
-def plain_recompile(reasons: list[tuple[str, str]], sites: dict[str, Location | None] | None = None) -> tuple[str, str, Location | None]:
-    """(why the guards failed, in plain words; the fixes; the line of the main cause), from
-    dynamo's (compile id, recompile reason) records. Several causes are numbered alike in both."""
+def plain_recompile(reasons: list[tuple[str, str]], sites: dict[str, Location | None] | None = None) -> tuple[str, str, Location | None, list[dict[str, Any]]]:
+    """(why the guards failed, in plain words; the fixes; the line of the main cause; the causes
+    as data), from dynamo's (compile id, recompile reason) records. Several causes are numbered
+    alike in the words and in the fixes."""
     causes = recompile_causes(reasons, sites)
     if not causes:
         what, fix = RECOMPILE_CAUSES["other"]
-        return what.format(subject="", values="its guards failed"), _sentence(fix), None
+        return what.format(subject="", values="its guards failed"), _sentence(fix), None, []
     whys: list[str] = []
     fixes: list[str] = []
     places: list[Location | None] = []
+    data: list[dict[str, Any]] = []
     total = sum(cause.count for cause in causes)
     for cause in causes:
         what, fix = RECOMPILE_CAUSES[cause.kind]
@@ -461,11 +464,13 @@ def plain_recompile(reasons: list[tuple[str, str]], sites: dict[str, Location | 
         whys.append(what.format(**fields) + (f", {where}" if where else "") + (f" ({share})" if share else ""))
         fixes.append(fix.format(**fields))
         places.append(location)
+        data.append({"kind": cause.kind, "subject": cause.subject, "values": cause.values_text, "recompilations": cause.count,
+                     "file": location[0] if location else None, "line": location[1] if location else None})
     if len(causes) == 1:
-        return whys[0], _sentence(fixes[0]), places[0]
-    why = f"{len(causes)} causes: " + "; ".join(f"({n}) {text}" for n, text in enumerate(whys, 1))
+        return whys[0], _sentence(fixes[0]), places[0], data
+    why = SEVERAL_CAUSES.format(number=len(causes), causes="; ".join(f"({n}) {text}" for n, text in enumerate(whys, 1)))
     remedy = " ".join(f"({n}) {_sentence(text)}" for n, text in enumerate(fixes, 1))
-    return why, remedy, places[0]
+    return why, remedy, places[0], data
 
 
 def _sentence(text: str) -> str:
