@@ -41,7 +41,7 @@ from torchdoctor.run.events import (
 from torchdoctor.run.faults import FAULTS, Fault, debugging
 from torchdoctor.run.instruments import functional
 from torchdoctor.run.instruments.autograd import BackwardWatch, GradTracker
-from torchdoctor.run.instruments.compiled import CompileBoundary, eager
+from torchdoctor.run.instruments.compiled import CompileBoundary, CompileSites, eager
 from torchdoctor.run.instruments.data import LoaderIndex
 from torchdoctor.run.instruments.loader_sites import LoaderSites
 from torchdoctor.run.instruments.modules import ModuleIndex
@@ -175,13 +175,19 @@ class Session:
         functional.install(patches, self._on_loss, self._on_loss_end if self._has("on_loss_end") else None)
         self.loaders.install(patches, self._on_loader_iter, self._on_batch if self._has("on_batch") else None)
         self.loaders.site_of = self.instrument(LoaderSites).of
-        CompileBoundary(self._outside, self.modules.compiled_call, self._compiled_return).install(patches)
+        CompileBoundary(self._outside, self.modules.compiled_call, self._compiled_return, self._dynamo_loaded).install(patches)
         if self._has("on_module_call"):
             self.modules.on_call = self._on_module_call
         self.modules.start()
         for detector in self.detectors:
             if overridden(detector, "install"):
                 self._call(detector.install)
+
+    def _dynamo_loaded(self) -> None:
+        """torch._dynamo was imported: the compile instruments a detector asked for attach."""
+        sites = self.installed(CompileSites)
+        if sites is not None:
+            sites.attach()
 
     def uninstall(self) -> None:
         self._end_trace()

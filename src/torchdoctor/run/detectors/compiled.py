@@ -8,6 +8,8 @@ first calls after compilation (`session.replay`: forked RNG, copies of the buffe
 
 from __future__ import annotations
 
+import ast
+import linecache
 import re
 import sys
 import time
@@ -19,14 +21,19 @@ from torch import nn
 from torch.nn.modules.dropout import _DropoutNd
 
 from torchdoctor.core.locate import is_user_file
+from torchdoctor.core.wording import listing
 from torchdoctor.introspect.tensors import tensors_in
 from torchdoctor.rules.compile.compile_cost import RULE as COST
 from torchdoctor.rules.compile.graph_break import RULE as GRAPH_BREAK
 from torchdoctor.rules.compile.output_diverges import RULE as DIVERGES
+from torchdoctor.rules.compile.recompiles import CALLED_AT, CAUSE_COUNT, CHANGED_AT, READ_AT, SEVERAL_CAUSES
+from torchdoctor.rules.compile.recompiles import CAUSES as RECOMPILE_CAUSES
+from torchdoctor.rules.compile.recompiles import LIMIT as RECOMPILE_LIMIT
 from torchdoctor.rules.compile.recompiles import RULE as RECOMPILES
 from torchdoctor.run.detector import Detector
+from torchdoctor.run.detectors.support import place
 from torchdoctor.run.events import CompiledCall, Location
-from torchdoctor.run.instruments.compiled import eager
+from torchdoctor.run.instruments.compiled import CompileSites, eager
 from torchdoctor.run.outcome import Outcome
 
 #: how much of an output's scale rounding and kernel reordering explain, by dtype
@@ -35,6 +42,8 @@ TOLERANCE = {torch.float64: 1e-6, torch.float32: 1e-3, torch.float16: 5e-2, torc
 COMPARED_CALL = 2
 #: recompilations of one function that are reported (one is dynamo marking a shape dynamic)
 REPORTED_RECOMPILES = 2
+#: values of a guarded value shown in a finding (the first ones; the rest are counted)
+SHOWN_VALUES = 4
 
 
 @dataclass
@@ -54,6 +63,7 @@ class Frame:
     location: Location | None
     compilations: int = 0
     reasons: list[str] = field(default_factory=list)
+    compile_ids: list[str] = field(default_factory=list)  # of the compilations the reasons led to
     gave_up: bool = False
     seconds: float = 0.0
 
@@ -68,6 +78,10 @@ class CompileDoctor(Detector):
         self._compared: set[int] = set()
         self._compilations = -1  # dynamo's compilations so far, at the last compiled call
         self._before = _records()  # dynamo's records are the process's: only newer ones are this session's
+        self._sites: CompileSites | None = None
+
+    def install(self) -> None:
+        self._sites = self.ctx.instrument(CompileSites)  # the calls that compiled, for TD481
 
     def _new(self, records: list[Any]) -> list[Any]:
         return [record for record in records if id(record) not in self._before]
@@ -143,12 +157,13 @@ class CompileDoctor(Detector):
             recompiles = frame.compilations - 1
             if recompiles < REPORTED_RECOMPILES and not frame.gave_up:
                 continue
-            why, fix = plain_recompile(frame.reasons)
-            limit = ("; it reached dynamo's recompile limit and now runs without compilation" if frame.gave_up else "")
+            sites = self._sites.found() if self._sites is not None else {}
+            why, fix, line, causes = plain_recompile(list(zip(frame.compile_ids, frame.reasons)), sites)
             self.ctx.report(
-                RECOMPILES, at=frame.location or self._model_line() or True, key=frame.name,
-                fields={"function": frame.name, "count": frame.compilations, "why": why, "limit": limit,
-                        "remedy": fix}, evidence={"reasons": frame.reasons[:8]},
+                RECOMPILES, at=line or frame.location or self._model_line() or True, key=frame.name,
+                fields={"function": frame.name, "count": frame.compilations, "why": why,
+                        "limit": RECOMPILE_LIMIT if frame.gave_up else "", "remedy": fix},
+                evidence={"reasons": frame.reasons[:8], "causes": causes},
             )
 
     def _cost(self, frames: list[Frame]) -> None:
@@ -195,14 +210,16 @@ def _frames(metrics: list[Any]) -> list[Frame]:
     """dynamo's compilation records, by compiled function, in order. A record's compile id is
     "frame/attempt" ("0/3"); the attempt that hits the recompile limit names no code."""
     frames: dict[str, Frame] = {}
+    found: list[Frame] = []
     for metric in metrics:
         key = str(metric.compile_id or "").split("/")[0]
         filename, line, name = metric.co_filename, metric.co_firstlineno, metric.co_name
         frame = frames.get(key)
-        if frame is None:
+        if frame is None or (name is not None and str(metric.compile_id).endswith("/0")):  # a new frame (or dynamo was reset)
             if name is None:
                 continue
             frame = frames[key] = Frame(name, (filename, line) if filename and line and is_user_file(filename) else None)
+            found.append(frame)
         if "recompile limit" in str(metric.fail_reason or "") or "cache_size_limit" in str(metric.fail_reason or ""):
             frame.gave_up = True  # this attempt compiled nothing
             continue
@@ -210,7 +227,8 @@ def _frames(metrics: list[Any]) -> list[Frame]:
         frame.seconds += float(metric.entire_frame_compile_time_s or 0.0)
         if metric.recompile_reason:
             frame.reasons.append(str(metric.recompile_reason))
-    return list(frames.values())
+            frame.compile_ids.append(str(metric.compile_id or ""))
+    return found
 
 
 def _user_line(stack: list[Any]) -> Location | None:
@@ -247,23 +265,214 @@ def plain_break(reason: str) -> tuple[str, str]:
 
 
 _GUARD = re.compile(r"^\s*\d+/\d+:\s*(?P<guard>.*?)(?:\s{2,}#.*)?$", re.M)
+_STACK = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)', re.M)
+_MISMATCH = re.compile(r"tensor '(?P<name>[^']+)' (?P<what>size|stride) mismatch at index (?P<dim>\d+)\. expected (?P<old>\S+), actual (?P<new>\S+)")
+_PROPERTY = re.compile(r"tensor '(?P<name>[^']+)' (?P<what>rank|dtype|requires_grad|dispatch key set|.*device index) mismatch\.?"
+                       r"(?: expected (?:requires_grad=)?(?P<old>\w+(?:\([^)]*\))?)(?:, actual (?P<new>\w+(?:\([^)]*\))?))?)?", re.I)
+_EQUALS = re.compile(r"^(?P<lhs>.+?) == (?P<rhs>.+)$")
+_SYMBOLIC = re.compile(r"(?P<name>[\w.\[\]']+)\.(?:size|stride)\(\)\[\d+\]")
+_NUMBER = re.compile(r"^-?\d+(?:\.\d*)?(?:e[-+]?\d+)?$")
+#: dynamo's names of a frame's locals and globals in older guard texts: L['x'], G['name']
+_SCOPE = re.compile(r"\b[LG]\['(?P<name>\w+)'\]")
+#: tensor properties: the cause's kind
+_PROPERTIES = {"rank": "rank", "dtype": "dtype", "requires_grad": "requires_grad", "dispatch key set": "device"}
+#: kinds whose value is a tensor's property (its values are shown old -> new)
+_TENSOR_KINDS = ("size", "stride", "rank", "dtype", "device", "requires_grad")
 
 
-def plain_recompile(reasons: list[str]) -> tuple[str, str]:
-    """(why the guard failed, in plain words; the fix), from dynamo's recompile reasons."""
-    guards = [match["guard"].strip() for reason in reasons for match in _GUARD.finditer(reason)] or [r.splitlines()[0] for r in reasons if r]
-    text = " ".join(guards)
-    shown = "; ".join(dict.fromkeys(guards[:3]))
-    if "size mismatch" in text or "stride mismatch" in text:
-        return (f"the input's shape changes between calls ({shown})",
-                "Compile with `dynamic=True`, or mark the changing dimension with `torch._dynamo.mark_dynamic(x, dim)`; for a short last batch, `drop_last=True`.")
-    if "requires_grad" in text:
-        return (f"an input's requires_grad changes between calls ({shown})", "Give the compiled function inputs with the same requires_grad every call (detach the ones that need no gradient).")
-    if "grad_mode" in text or "GRAD_MODE" in text:
-        return (f"autograd is turned on and off between calls ({shown})", "Compile the training and the evaluation calls as separate functions, or keep `torch.no_grad()` outside the compiled code.")
-    if "training" in text:
-        return (f"the model switches between train() and eval() ({shown})", "Compile one copy for training and one for evaluation, or evaluate eagerly.")
-    if "==" in text or "___check_obj_id" in text or "ID_MATCH" in text:
-        return (f"a Python value it reads is different on each call ({shown}): every new value is a new compilation",
-                "Pass a changing number as a tensor (`torch.tensor(value)`), keep strings and other Python objects the same across calls, or move them out of the compiled function.")
-    return (shown or "its guards failed", "Run with `TORCH_LOGS=recompiles` to see each failed guard, and keep what it checks the same across calls.")
+@dataclass
+class Cause:
+    """One kind of failed guard of a compiled function: what it guards, the values seen, how
+    many recompilations it made, and where its value is read, changed and passed."""
+
+    kind: str
+    subject: str
+    values: dict[str, list[str]] = field(default_factory=dict)  # dim (or "") -> values seen, in order
+    count: int = 0
+    read_at: Location | None = None  # the line dynamo read the value at (its guard's user stack)
+    called_at: Location | None = None  # the user's call that recompiled (CompileSites)
+    global_name: bool = False  # a module global (G['name']), not a local
+
+    def add(self, old: str | None, new: str | None = None, dim: str = "") -> None:
+        seen = self.values.setdefault(dim, [])
+        for value in (old, new):
+            if value is not None and value not in seen:
+                seen.append(value)
+
+    @property
+    def values_text(self) -> str:
+        def told(shown: list[str]) -> str:
+            if self.kind in _TENSOR_KINDS:
+                return " → ".join(shown if len(shown) <= SHOWN_VALUES else [*shown[:SHOWN_VALUES - 1], "...", shown[-1]])
+            return listing(shown, SHOWN_VALUES)
+
+        parts = [(f"dim {dim}: " if dim else "") + told(shown) for dim, shown in self.values.items() if shown]
+        return "; ".join(parts) or "a different object"
+
+
+def guard_cause(guard: str) -> tuple[str, str, str | None, str | None, str]:
+    """(kind, subject, old value, new value, dim) of one failed guard's text, as torch 2.x
+    writes it (`tensor 'x' size mismatch at index 0. expected 2, actual 3`, `self.calls == 1`,
+    `GLOBAL_STATE changed: grad_mode`, `2 <= x.size()[0] <= 4`)."""
+    guard = _SCOPE.sub(lambda m: m["name"], guard.strip())
+    if (match := _MISMATCH.search(guard)) is not None:
+        return match["what"], match["name"], match["old"], match["new"], match["dim"]
+    if (match := _PROPERTY.search(guard)) is not None:
+        what = match["what"].lower()
+        kind = _PROPERTIES.get(what, "device")
+        old, new = match["old"], match["new"]
+        if kind == "device":  # DispatchKeySet(CPU, BackendSelect, ...): the first key is the device's
+            old, new = (value.split("(")[-1].split(",")[0].rstrip(")") if value else value for value in (old, new))
+        if what.endswith("device index"):  # several GPUs: dynamo's own words
+            old, new = guard.split("mismatch", 1)[-1].strip(" .") or None, None
+        if kind == "requires_grad" and old is not None and new is None:
+            old, new = ("False", "True") if old in ("0", "False") else ("True", "False")
+        return kind, match["name"], old, new, ""
+    if guard.startswith("GLOBAL_STATE changed"):
+        return "global_state", "", guard.partition(":")[2].strip().replace("_", " ") or None, None, ""
+    if (match := _SYMBOLIC.search(guard)) is not None:
+        return "size", match["name"], guard, None, ""
+    if (match := _EQUALS.match(guard)) is not None:
+        lhs, rhs = match["lhs"].strip(), match["rhs"].strip()
+        if lhs.endswith(".training") and rhs in ("True", "False"):
+            return "training", lhs, rhs, None, ""
+        if re.fullmatch(r"[\w.]+(?:\[[^\]]*\])*\.\w+", lhs):
+            return "attribute", lhs, rhs, None, ""
+        if re.fullmatch(r"\w+", lhs) and _NUMBER.match(rhs):
+            return "number", lhs, rhs, None, ""
+        return "value", lhs, rhs, None, ""
+    if "___check_obj_id" in guard or "ID_MATCH" in guard or "___check_type_id" in guard:
+        inner = re.search(r"\((?P<subject>[^,()]+)", guard)
+        return "value", inner["subject"].strip() if inner else guard, None, None, ""
+    return "other", "", guard, None, ""
+
+
+def recompile_causes(reasons: list[tuple[str, str]], sites: dict[str, Location | None] | None = None) -> list[Cause]:
+    """The causes of a function's recompilations, most recompilations first, from dynamo's
+    (compile id, recompile reason) records; `sites` are the user's calls that compiled."""
+    causes: dict[tuple[str, str], Cause] = {}
+    for compile_id, reason in reasons:
+        guards = [match["guard"].strip() for match in _GUARD.finditer(reason)] or [reason.splitlines()[0]]
+        stack = [(m["file"], int(m["line"])) for m in _STACK.finditer(reason) if is_user_file(m["file"])]
+        counted: set[tuple[str, str]] = set()
+        for guard in guards:
+            if not guard:
+                continue
+            kind, subject, old, new, dim = guard_cause(guard)
+            original = _SCOPE.search(guard)
+            cause = causes.get((kind, subject))
+            if cause is None:
+                cause = causes[(kind, subject)] = Cause(kind, subject, global_name=bool(original and guard.lstrip().startswith("G[")))
+            cause.add(old, new, dim)
+            if (kind, subject) not in counted:
+                counted.add((kind, subject))
+                cause.count += 1
+                cause.read_at = cause.read_at or (stack[-1] if stack else None)
+                cause.called_at = cause.called_at or (sites or {}).get(compile_id)
+    return sorted(causes.values(), key=lambda cause: -cause.count)
+
+
+def changed_at(cause: Cause) -> Location | None:
+    """The one line of the user's source that changes the guarded value: an assignment to the
+    attribute (not in `__init__`) or to the global, in the files the value is read and passed
+    in; the line that reads it when it assigns it too (`self.calls += 1`), else one in the class
+    that reads it. None when there is none, or more than one."""
+    if cause.kind == "attribute":
+        name, attribute = cause.subject.rsplit(".", 1)[-1], True
+    elif cause.global_name and re.fullmatch(r"\w+", cause.subject):
+        name, attribute = cause.subject, False
+    else:
+        return None
+    files = dict.fromkeys(place[0] for place in (cause.read_at, cause.called_at) if place is not None)
+    found = {site: owner for filename in files for site, owner in _assignments(filename, name, attribute).items()}
+    if cause.read_at in found:
+        return cause.read_at
+    reader = next((owner for site, owner in _assignments(cause.read_at[0], "", True, cause.read_at[1]).items()), None) if cause.read_at else None
+    for sites in ([site for site, owner in found.items() if reader and owner == reader], list(found)):
+        if len(sites) == 1:
+            return sites[0]
+    return None
+
+
+def _assignments(filename: str, name: str, attribute: bool, at: int | None = None) -> dict[Location, str | None]:
+    """Lines of `filename` that assign `<anything>.name` (outside `__init__`) or, for a global,
+    `name` at module level inside a loop or in a function that declares it `global`; each with
+    the class it lies in. With `at`, the line `at` instead, whatever it does."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(filename)))
+    except (SyntaxError, ValueError):
+        return {}
+    found: dict[Location, str | None] = {}
+
+    def targets(node: ast.AST) -> list[ast.expr]:
+        if isinstance(node, ast.Assign):
+            return [leaf for target in node.targets for leaf in _leaves(target)]
+        if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            return [node.target]
+        return []
+
+    def visit(node: ast.AST, function: ast.AST | None, owner: str | None, loop: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            line = getattr(child, "lineno", 0)
+            if at is not None:
+                if line == at and isinstance(child, ast.stmt):
+                    found[(filename, line)] = owner
+            for target in targets(child) if at is None else ():
+                if attribute and isinstance(target, ast.Attribute) and target.attr == name:
+                    if not (isinstance(function, ast.FunctionDef) and function.name == "__init__"):
+                        found[(filename, line)] = owner
+                elif not attribute and isinstance(target, ast.Name) and target.id == name:
+                    declared = function is not None and any(
+                        isinstance(n, ast.Global) and name in n.names for n in ast.walk(function))
+                    if declared or (function is None and loop):
+                        found[(filename, line)] = owner
+            inner = child if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) else function
+            klass = child.name if isinstance(child, ast.ClassDef) else owner
+            visit(child, inner, klass, (loop or isinstance(child, (ast.For, ast.While))) and inner is function)
+
+    visit(tree, None, None, False)
+    return found
+
+
+def _leaves(target: ast.expr) -> list[ast.expr]:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [leaf for element in target.elts for leaf in _leaves(element)]
+    return [target]
+
+
+def plain_recompile(reasons: list[tuple[str, str]], sites: dict[str, Location | None] | None = None) -> tuple[str, str, Location | None, list[dict[str, Any]]]:
+    """(why the guards failed, in plain words; the fixes; the line of the main cause; the causes
+    as data), from dynamo's (compile id, recompile reason) records. Several causes are numbered
+    alike in the words and in the fixes."""
+    causes = recompile_causes(reasons, sites)
+    if not causes:
+        what, fix = RECOMPILE_CAUSES["other"]
+        return what.format(subject="", values="its guards failed"), _sentence(fix), None, []
+    whys: list[str] = []
+    fixes: list[str] = []
+    places: list[Location | None] = []
+    data: list[dict[str, Any]] = []
+    total = sum(cause.count for cause in causes)
+    for cause in causes:
+        what, fix = RECOMPILE_CAUSES[cause.kind]
+        fields = {"subject": cause.subject, "values": cause.values_text}
+        changed = changed_at(cause)
+        location = changed or cause.called_at or cause.read_at
+        said_at = CHANGED_AT if changed else CALLED_AT if cause.called_at else READ_AT
+        where = said_at.format(place=place(location)) if location else ""
+        share = CAUSE_COUNT.format(count=cause.count, total=total) if len(causes) > 1 else ""
+        whys.append(what.format(**fields) + (f", {where}" if where else "") + (f" ({share})" if share else ""))
+        fixes.append(fix.format(**fields))
+        places.append(location)
+        data.append({"kind": cause.kind, "subject": cause.subject, "values": cause.values_text, "recompilations": cause.count,
+                     "file": location[0] if location else None, "line": location[1] if location else None})
+    if len(causes) == 1:
+        return whys[0], _sentence(fixes[0]), places[0], data
+    why = SEVERAL_CAUSES.format(number=len(causes), causes="; ".join(f"({n}) {text}" for n, text in enumerate(whys, 1)))
+    remedy = " ".join(f"({n}) {_sentence(text)}" for n, text in enumerate(fixes, 1))
+    return why, remedy, places[0], data
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
+

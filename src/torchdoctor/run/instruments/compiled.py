@@ -28,6 +28,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.run.faults import own_codes, passes_through
 from torchdoctor.run.patching import Patches
 
@@ -54,10 +55,11 @@ def eager(module: nn.Module) -> nn.Module:
 class CompileBoundary:
     """Sets torchdoctor aside while compiled code runs (see the module's doc)."""
 
-    def __init__(self, outside: Outside, before: Before, after: After) -> None:
+    def __init__(self, outside: Outside, before: Before, after: After, loaded: Callable[[], None] | None = None) -> None:
         self._outside = outside
         self._before = before
         self._after = after
+        self._loaded = loaded  # told once torch._dynamo is imported (the user's first compile)
         self._patches: Patches | None = None
         self._module_patched = False
         self._skipped: set[CodeType] = set()
@@ -117,6 +119,8 @@ class CompileBoundary:
         self._module_patched = True
         from torch._dynamo.eval_frame import OptimizedModule
 
+        if self._loaded is not None:
+            self._loaded()
         original = OptimizedModule.__call__
         outside, before, after = self._outside, self._before, self._after
 
@@ -134,3 +138,55 @@ class CompileBoundary:
         functools.update_wrapper(__call__, original)
         self._boundary_codes.add(__call__.__code__)
         self._patches.set(OptimizedModule, "__call__", __call__)
+
+
+#: compilations whose call site is kept (a run that recompiles more has its cause by then)
+KEPT_SITES = 512
+
+
+class CompileSites:
+    """The user's line that led to each compilation (the call that compiled), by dynamo's
+    compile id ("0/3"). A start callback in dynamo's own callback handler, which dynamo runs
+    when it starts compiling a frame: nothing runs on a call that compiles nothing, and dynamo
+    reads nothing of it (its guards, graphs and counters are the same). Attached once dynamo is
+    imported (`attach`, from the compile boundary); an on-demand instrument (`ctx.instrument`)."""
+
+    def __init__(self) -> None:
+        self.sites: dict[str, tuple[str, int] | None] = {}
+        self._patches: Patches | None = None
+        self._attached = False
+
+    def install(self, patches: Patches) -> None:
+        self._patches = patches
+        self.attach()
+
+    def attach(self) -> None:
+        if self._attached or self._patches is None or "torch._dynamo.callback" not in sys.modules:
+            return
+        from torch._dynamo.callback import callback_handler
+
+        self._attached = True
+        callback_handler.register_start_callback(self._started)
+        self._patches.hold(_Removal(self._detach))
+
+    def found(self) -> dict[str, tuple[str, int] | None]:
+        """The call sites by compile id; none after a `torch._dynamo.reset()`, which drops the
+        callback and starts the compile ids over (the sites kept could be another frame's)."""
+        return self.sites if self._registered() else {}
+
+    def _registered(self) -> bool:
+        callback = sys.modules.get("torch._dynamo.callback")
+        return self._attached and callback is not None and self._started in callback.callback_handler.start_callbacks
+
+    def _detach(self) -> None:
+        if self._registered():
+            sys.modules["torch._dynamo.callback"].callback_handler.remove_start_callback(self._started)
+
+    def _started(self, args: Any) -> None:
+        if len(self.sites) < KEPT_SITES:
+            self.sites[str(args.compile_id)] = caller_in_user_code(2)
+
+
+class _Removal:
+    def __init__(self, remove: Callable[[], None]) -> None:
+        self.remove = remove
