@@ -11,7 +11,7 @@ are rebuilt from a bare git mirror of its repository:
     #    sessions the `fetch` tool leaves them at /work/.mirror/<owner>+<name>/repo):
     git clone --mirror https://github.com/facebookresearch/detr /work/.mirror/facebookresearch+detr/repo
     # 2. rebuild, lint and score:
-    python bench/realbugs.py [--mirrors /work/.mirror] [--half dev|test|both] [--json] [--split]
+    python bench/realbugs.py [--mirrors /work/.mirror] [--half dev|test|both] [--json | --markdown] [--split]
 
 The repository decides the half: `half(repo)` hashes its lower-cased name (sha256, first byte
 even: development, odd: test), so a repository's cases never straddle the halves and the split
@@ -384,6 +384,29 @@ def print_half(name: str, results: list[Result]) -> None:
             print(f"  {r.case.ident}: {', '.join(rules)}{' (new)' if r.new_after else ''}")
 
 
+def markdown(results: list[Result], chosen: tuple[str, ...]) -> str:
+    """The tables of docs/realbugs.md: figures per half, the development half's kinds, the cases out of reach."""
+    out = ["| half | repositories | cases | rebuilt | in reach (lint / run) | detected | located | "
+           "detected, all cases | silent-after | new-after |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for which in chosen:
+        s = summary([r for r in results if r.case.half == which])
+        out.append(f"| {which} | {s['repositories']} | {s['cases']} | {s['rebuilt']} | {s['in_reach']} "
+                   f"({s['in_reach_lint']} / {s['in_reach_run']}) | {pct(s['detected'], s['in_reach'])} | "
+                   f"{pct(s['located'], s['in_reach'])} | {pct(s['detected_all'], s['rebuilt'])} | "
+                   f"{pct(s['silent_after'], s['rebuilt'])} | {s['new_after']} |")
+    if "dev" in chosen:
+        out += ["", "| kind (development half) | cases | in reach | detected | located |", "|---|---:|---:|---:|---:|"]
+        for kind, row in by_kind([r for r in results if r.case.half == "dev"]).items():
+            out.append(f"| {kind} | {row['cases']} | {row['in_reach']} | {row['detected']} | {row['located']} |")
+    out += ["", "| repository | fixing commit | file | kind | why no tool can see it |", "|---|---|---|---|---|"]
+    for r in sorted(results, key=lambda r: (r.case.repo.lower(), r.case.kind)):
+        if r.case.reach == "none":
+            c = r.case
+            out.append(f"| {c.repo} | {c.fixed[:10]} | {c.path} | {c.kind} | "
+                       f"{c.reach_why.removeprefix('none: ').replace('|', '/')} |")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--mirrors", type=Path, default=DEFAULT_MIRRORS,
@@ -392,6 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--half", choices=("dev", "test", "both"), default="both")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--split", action="store_true", help="only print which repository is in which half")
+    parser.add_argument("--markdown", action="store_true", help="print the tables of docs/realbugs.md")
     args = parser.parse_args(argv)
     try:
         cases = load_cases(args.cases)
@@ -399,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"realbugs: {error}", file=sys.stderr)
         return 2
     halves = split(cases)
-    if not args.json:
+    if not (args.json or args.markdown):
         for which in ("dev", "test"):
             counts = collections.Counter(c.repo for c in cases if c.half == which)
             listed = ", ".join(f"{repo} ({counts[repo]})" for repo in halves[which])
@@ -410,6 +434,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     chosen = ("dev", "test") if args.half == "both" else (args.half,)
     results = evaluate([c for c in cases if c.half in chosen], args.mirrors)
+    if args.markdown:
+        print(markdown(results, chosen))
+        return 0
     if args.json:
         out = {
             "split": halves,
