@@ -193,9 +193,10 @@ def split(cases: list[Case]) -> dict[str, list[str]]:
 # --- rebuilding ---------------------------------------------------------------------------------------
 
 def git_dir(mirrors: Path, repo: str) -> Path | None:
-    """The bare git directory of `repo` under `mirrors` (<owner>+<name>/repo, or <owner>+<name>)."""
+    """The git directory of `repo` under `mirrors`: <owner>+<name>/repo (bare, or a clone's repo/.git),
+    or <owner>+<name> itself."""
     base = mirrors / repo.replace("/", "+")
-    for candidate in (base / "repo", base):
+    for candidate in (base / "repo", base / "repo" / ".git", base, base / ".git"):
         if (candidate / "HEAD").is_file() and (candidate / "objects").is_dir():
             return candidate
     return None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -157,3 +158,25 @@ def test_a_case_whose_mirror_is_absent_is_counted_not_rebuilt(tmp_path: Path) ->
     results = realbugs.evaluate(cases, tmp_path / "no-mirrors")
     assert not results[0].rebuilt and "no mirror" in results[0].why_not
     assert realbugs.summary(results)["not_rebuilt"] == 1
+
+
+def test_a_case_is_rebuilt_from_a_local_clone_and_scored_end_to_end(tmp_path: Path) -> None:
+    # a non-bare clone at <mirrors>/<owner>+<name>/repo (.git inside) is found as well as a bare mirror
+    clone = tmp_path / "mirrors" / "someone+project" / "repo"
+    (clone / "pkg").mkdir(parents=True)
+    git = ["git", "-C", str(clone), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(clone)], check=True)
+    source = clone / "pkg" / "train.py"
+    shas = []
+    for body in ("    return F.cross_entropy(F.softmax(x, dim=1), y)\n", "    return F.cross_entropy(x, y)\n"):
+        source.write_text("import torch.nn.functional as F\n\n\ndef loss(x, y):\n" + body)
+        subprocess.run([*git, "add", "-A"], check=True)
+        subprocess.run([*git, "commit", "-qm", "c"], check=True)
+        shas.append(subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip())
+    cases_dir = tmp_path / "cases"
+    cases_dir.mkdir()
+    write_case_file(cases_dir, cases=[case_record(buggy=shas[0], fixed=shas[1], path="pkg/train.py",
+                                                  buggy_lines=[5], fixed_lines=[5])])
+    results = realbugs.evaluate(realbugs.load_cases(cases_dir), tmp_path / "mirrors")
+    assert results[0].rebuilt and results[0].detected and results[0].located and results[0].silent_after
+    assert results[0].new_rules == ["TD101"]
