@@ -132,3 +132,42 @@ def test_lab_program_and_its_fixed_twin():
     assert run_lab("52_adam_learning_rate_too_large.py", (StepSize,)).one("TD495").line == line_of(
         run_lab.__globals__["LAB"] / "52_adam_learning_rate_too_large.py", "torch.optim.Adam(")
     assert run_lab("52_adam_learning_rate_too_large.py", (StepSize,), fixed=True).codes == set()
+
+
+def full_batch(inputs: int, lr: float, steps: int) -> object:
+    """A wide linear classifier on one fixed, separable batch: Adam's first steps are larger
+    than the weights' initial size (1.3x at 1,024 inputs and lr=0.03), and the loss falls at once."""
+    torch.manual_seed(0)
+    x = torch.randn(512, inputs)
+    y = (x @ torch.randn(inputs, 3)).argmax(1)
+    model = nn.Linear(inputs, 3)
+    with observing(StepSize) as seen:
+        optimizer = torch.optim.Adam(model.parameters(), lr=lr)  # the full-batch optimizer's line
+        for _ in range(steps):
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+    return seen
+
+
+@pytest.mark.parametrize("lr", [0.03, 0.3])
+def test_large_steps_on_a_loss_that_falls_are_silent(lr):
+    assert full_batch(1024, lr, steps=10).codes == set()
+
+
+def test_the_finding_says_what_the_loss_did():
+    finding = found(torch.optim.Adam, lr=0.1).one("TD495")
+    assert "the loss did not fall" in finding.message and "at the first step" in finding.message
+
+
+def test_a_loss_that_turns_non_finite_is_the_evidence():
+    finding = found(torch.optim.SGD, lr=50.0, steps=8).one("TD495")
+    assert "non-finite" in finding.message
+
+
+def test_a_run_that_stops_after_the_measured_steps_has_no_evidence_and_is_silent():
+    assert found(torch.optim.Adam, lr=0.1, steps=3).codes == set()
+
+
+def test_a_run_shorter_than_the_evidence_window_is_judged_at_its_end():
+    assert found(torch.optim.Adam, lr=0.1, steps=4).codes == {"TD495"}

@@ -9,7 +9,7 @@ RULE = Rule(
     category=Category.OPTIMIZER,
     severity=Severity.WARNING,
     proof="run",
-    message="the first {steps} steps of this {optimizer} moved the weights by {ratio} times their initial size each, on average (the median over {matrices} weight matrices; {lr}): a step as large as the weights themselves throws away what the previous steps learned",
+    message="the first {steps} steps of this {optimizer} moved the weights by {ratio} times their initial size each, on average (the median over {matrices} weight matrices; {lr}), and {loss}: a step as large as the weights themselves throws away what the previous steps learned",
     hint="Lower the learning rate until a step changes the weights by a small fraction of their size (about 1e-3 to 1e-2 per step is usual); for Adam-like optimizers each step moves every weight by about the learning rate, so it must be well below the weights' own scale.",
     doc="""
 ## What it does
@@ -17,7 +17,10 @@ Under `torchdoctor run`, measures how far each of the first 3 steps of an optimi
 the weight matrices it trains (parameters of two or more dimensions, of at least 64 elements,
 that did not start at zero), relative to their size before the first step. It flags an
 optimizer whose steps (the median over the matrices, averaged over the 3 steps) move the
-weights by more than their own initial size, and points at the line that builds it.
+weights by more than their own initial size while the loss shows the harm (the losses of the
+next 3 steps are non-finite, or not below the first step's loss on average), and points at
+the line that builds it. Large steps on a loss that falls (an easy full-batch problem that
+Adam at 0.03 solves in a few steps) are not reported.
 
 ## Why is this bad?
 A learning rate far too large shows no error and often no NaN: the loss jumps, then settles
@@ -32,7 +35,8 @@ numbers, so it does not depend on the data, the model's size or the machine's lo
 
 Optimizers whose steps are not gradient steps of a known size (LBFGS and other `step(closure)`
 optimizers, optimizers defined outside `torch.optim`) are not judged; nor are weights that
-start at zero (they have no size to compare with).
+start at zero (they have no size to compare with), nor runs that compute no loss after the 3
+measured steps.
 
 ## Example
 ```python
