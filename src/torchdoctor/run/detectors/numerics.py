@@ -16,6 +16,11 @@ them (the weights are still finite): the forward pass and the loss are replayed 
 autograd's anomaly mode recording each node's forward line, and the backward pass under the
 same dispatch mode names the forward op whose gradient is not finite. This costs what
 `detect_anomaly` costs, once.
+
+The code between a model's output and the loss (a loss function, a loss module, a lambda, a
+custom autograd.Function) is not in that replay: during the warm-up steps it is traced for the
+ops whose gradient is infinite at a point, and those of a step whose gradients turn out
+non-finite are re-run alone on their inputs to name the one that made them (singular.py).
 """
 
 from __future__ import annotations
