@@ -79,6 +79,7 @@ def load(path: Path) -> ModuleType:
 
 
 def watched(path: Path) -> torchdoctor.Report:
+    torch._dynamo.reset()  # each program as in a fresh process: nothing compiled by the one before
     module = load(path)
     # a bug that needs more steps to show says so (STEPS_TO_SHOW), or is listed in STEPS
     steps = max(6, getattr(module, "STEPS_TO_SHOW", 0), STEPS.get(path.stem, 0))

@@ -150,3 +150,34 @@ def test_a_gradient_past_the_first_steps_says_where_it_looked() -> None:
         train(late, eps=0.0, steps=8)
     finding = observed.one("TD145")
     assert "at step 6" in finding.message and "replayed, does not make them" in finding.message
+
+
+class Prototypes(nn.Module):
+    """Distances to prototypes copied from the batch: the model's own sqrt at 0."""
+
+    def __init__(self, samples: torch.Tensor) -> None:
+        super().__init__()
+        self.prototypes, self.head = nn.Parameter(samples.clone()), nn.Linear(len(samples), 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(-torch.sqrt(((x[:, None] - self.prototypes[None]) ** 2).sum(-1)))  # model sqrt
+
+
+def test_an_op_whose_gradient_reaches_no_parameter_is_not_blamed() -> None:
+    """The loss code's sqrt at 0 sends its NaN to the input only; the model's sqrt poisons the
+    parameters: the finding is the model's."""
+    torch.manual_seed(0)
+    x, y = torch.randn(16, 8), torch.randint(0, 4, (16,))
+    model = Prototypes(x[:4])
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with observing(NonFiniteLoss) as observed:
+        for _ in range(2):
+            optimizer.zero_grad()
+            out = model(x)
+            probe = x.clone().requires_grad_(True)
+            penalty = (probe - x).pow(2).sum(-1).sqrt().mean()  # input-only sqrt at 0
+            loss = F.cross_entropy(out, y) + penalty
+            loss.backward()
+            optimizer.step()
+    finding = observed.one("TD145")
+    assert finding.line == line_of(HERE, "# model sqrt")

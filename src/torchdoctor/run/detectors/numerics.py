@@ -26,6 +26,7 @@ non-finite are re-run alone on their inputs to name the one that made them (sing
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 import weakref
 from typing import Any
@@ -64,6 +65,9 @@ class NonFiniteLoss(Detector):
         self._singular = SingularCalls()
         #: a model's forward was replayed to look for the op (and did not find it)
         self._replayed = False
+        #: torch.compile was called before this session began (a `watch()` block): functions it
+        #: compiled run without the session's compile boundary, and dynamo would trace a trace
+        self._compiled_before = _compiled_before()
 
     def on_loss(self, event: LossCall) -> None:
         if not self._done:
@@ -85,7 +89,8 @@ class NonFiniteLoss(Detector):
 
     def on_step_end(self, event: Step) -> None:
         self._closure_step = None
-        self._singular.clear()
+        if self._singular.kept or self._singular.pending:
+            self._singular.clear()
 
     def on_warmup_end(self) -> None:
         self._singular.clear()
@@ -103,7 +108,7 @@ class NonFiniteLoss(Detector):
     def on_module_call(self, event: ModuleCall) -> None:
         if event.root and not self._done and event.grad_enabled:
             self._capture(event.module, event.args, event.kwargs, event.output)
-            if _on_cpu_with_grad(event.output):  # warm-up: trace what is made of the output until backward()
+            if _on_cpu_with_grad(event.output) and not self._compiled_before:  # warm-up: trace what is made of the output until backward()
                 self.ctx.trace_next_step(self._singular, now=True)
 
     def on_backward(self, event: Backward) -> None:
@@ -204,7 +209,7 @@ class NonFiniteLoss(Detector):
         names = names_text([self.ctx.modules.param_name(p) or f"parameter {tuple(p.shape)}" for p in bad])
         what = f"the gradients of {names} at step {step} (the loss is finite)"
         evidence = {"step": step}
-        origin = self._singular.culprit()
+        origin = self._singular.culprit(bad)
         if origin is not None:
             self._report_singular(origin, what, evidence)
             return
@@ -333,6 +338,13 @@ class _AsyncCheck:
     def poll(self) -> bool:
         """True when an earlier loss turned out non-finite."""
         return self._event is not None and self._event.query() and not bool(self._flag)
+
+
+def _compiled_before() -> bool:
+    """torch.compile has been called in this process (dynamo keeps each compile's backend)."""
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+    backends = getattr(eval_frame, "cached_backends", None)
+    return isinstance(backends, dict) and any(backend is not None for backend in list(backends.values()))
 
 
 def _on_cpu_with_grad(output: Any) -> bool:

@@ -77,6 +77,8 @@ class Call:
     versions: tuple[int, ...]  # of its tensor inputs: an input changed in place since is not re-run
     node: Any = None  # its result's grad_fn, held until the backward() that decides (never after)
     in_function: bool = False  # called with autograd off: only a custom Function's forward counts
+    function: str | None = None  # that custom Function's name
+    reaches: set[int] | None = None  # ids of the parameters its gradient flows to (None: not known)
 
     def tensors(self) -> list[torch.Tensor]:
         return [value for value in (*self.args, *self.kwargs.values()) if isinstance(value, torch.Tensor)]
@@ -110,7 +112,6 @@ class SingularCalls:
     def __init__(self) -> None:
         self.pending: list[Call] = []  # seen since the last backward() began
         self.kept: list[Call] = []  # in a graph that a backward() of this step ran through
-        self.functions_in_graph: dict[int, type] = {}
 
     # -- the trace ---------------------------------------------------------------------------
 
@@ -137,43 +138,70 @@ class SingularCalls:
 
     def decide(self, roots: Iterable[Any]) -> None:
         """A backward() starts from `roots`: keep the pending calls whose result is in its graph
-        (or, called with autograd off, that ran in the forward of a custom Function in it)."""
+        (or, called with autograd off, that ran in the forward of a custom Function in it), with
+        the parameters their gradient flows to."""
         if not self.pending:
             return
         pending, self.pending = self.pending, []
         wanted = {id(call.node) for call in pending if call.node is not None}
-        found: set[int] = set()
-        functions: dict[int, type] = {}
+        found: dict[int, Any] = {}
+        functions: dict[int, list[Any]] = {}  # id(Function class) -> its nodes in the graph
+        classes: list[type] = []
         for node in graph_nodes(roots, _MAX_NODES):
             if id(node) in wanted:
-                found.add(id(node))
+                found[id(node)] = node
             forward_cls = getattr(node, "_forward_cls", None)
             if isinstance(forward_cls, type):
-                functions[id(forward_cls)] = forward_cls
+                if id(forward_cls) not in functions:
+                    classes.append(forward_cls)
+                functions.setdefault(id(forward_cls), []).append(node)
+        budget = [_MAX_NODES]
         for call in pending:
-            if call.node is not None and id(call.node) in found:
-                call.node = None  # the graph's decision is made: hold none of it
+            node, call.node = call.node, None  # the graph's decision is made: hold none of it
+            if node is not None and id(node) in found:
+                call.reaches = _leaves_below([node], budget)
                 self.kept.append(call)
-            elif call.in_function and _forward_of(call.location, functions.values()) is not None:
-                self.kept.append(call)
-        self.functions_in_graph.update(functions)
+            elif call.in_function:
+                owner = _forward_of(call.location, classes)
+                if owner is not None:
+                    call.function = owner.__name__
+                    call.reaches = _leaves_below(functions[id(owner)], budget)
+                    self.kept.append(call)
 
     def clear(self) -> None:
         self.pending, self.kept = [], []
-        self.functions_in_graph = {}
 
     # -- after the step's gradients turned out non-finite --------------------------------------
 
-    def culprit(self) -> Origin | None:
-        """The last kept call (in forward order) whose own gradient is not finite on its inputs."""
+    def culprit(self, bad: Iterable[torch.Tensor]) -> Origin | None:
+        """The last kept call (in forward order) whose gradient flows to one of the parameters
+        `bad` and is not finite on the inputs it was given."""
+        wanted = {id(p) for p in bad}
         for call in reversed(self.kept):
+            if call.reaches is not None and not call.reaches & wanted:
+                continue
             origin = _origin(call)
             if origin is not None:
-                if call.in_function:
-                    owner = _forward_of(call.location, self.functions_in_graph.values())
-                    origin.function = owner.__name__ if owner is not None else None
+                origin.function = call.function
                 return origin
         return None
+
+
+def _leaves_below(nodes: list[Any], budget: list[int]) -> set[int] | None:
+    """The ids of the leaf tensors (parameters) whose gradient accumulators are below `nodes`;
+    None when the walk would pass the budget of nodes left for this backward (then: unknown)."""
+    leaves: set[int] = set()
+    walked = 0
+    for node in graph_nodes(nodes, budget[0] + 1):
+        walked += 1
+        variable = getattr(node, "variable", None)
+        if variable is not None:
+            leaves.add(id(variable))
+    if walked > budget[0]:
+        budget[0] = 0
+        return None
+    budget[0] -= walked
+    return leaves
 
 
 def _held(value: Any) -> Any:
