@@ -31,7 +31,7 @@ LINES = {
     "31": r"distance = torch\.sqrt", "32": r"scores = torch\.exp\(", "33": r"e = x / x\.norm", "34": r"masked_fill\(padding",
     "35": r"energy = \(self\.proj", "36": r"model = Regressor\(\)",
     "47": r"nn\.AvgPool2d\(8\)", "48": r"loader = DataLoader\(Clips\(\)",
-    "49": r"optimizer = torch\.optim\.SGD",
+    "49": r"optimizer = torch\.optim\.SGD", "54": r"dist = diff\.pow\(2\)",
 }
 
 

@@ -98,7 +98,7 @@ def _culprit(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result: A
         op=name.split("::")[-1],
         aten=name,
         location=location,
-        operands=[_operand(value) for value in (*args, *kwargs.values()) if isinstance(value, (torch.Tensor, int, float))],
+        operands=[operand(value) for value in (*args, *kwargs.values()) if isinstance(value, (torch.Tensor, int, float))],
         output_dtype=_dtype(outputs[0]) if outputs else "",
         backward_of=backward_of,
     )
@@ -115,7 +115,8 @@ def _forward_line(node: Any) -> Location | None:
     return found
 
 
-def _operand(value: Any) -> Operand:
+def operand(value: Any) -> Operand:
+    """A tensor's dtype, shape and value range (zeros, negatives), or a number."""
     if not isinstance(value, torch.Tensor):
         return Operand(repr(value), low=float(value), high=float(value))
     shape = tuple(value.shape)

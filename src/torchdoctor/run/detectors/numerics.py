@@ -16,11 +16,17 @@ them (the weights are still finite): the forward pass and the loss are replayed 
 autograd's anomaly mode recording each node's forward line, and the backward pass under the
 same dispatch mode names the forward op whose gradient is not finite. This costs what
 `detect_anomaly` costs, once.
+
+The code between a model's output and the loss (a loss function, a loss module, a lambda, a
+custom autograd.Function) is not in that replay: during the warm-up steps it is traced for the
+ops whose gradient is infinite at a point, and those of a step whose gradients turn out
+non-finite are re-run alone on their inputs to name the one that made them (singular.py).
 """
 
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 import weakref
 from typing import Any
@@ -33,6 +39,7 @@ from torchdoctor.rules.numerics.non_finite_values import RULE
 from torchdoctor.run.detector import Detector
 from torchdoctor.run.detectors.nan_origin import Culprit, FirstNonFinite, any_non_finite, cause_of
 from torchdoctor.run.detectors.optimizer import names_text
+from torchdoctor.run.detectors.singular import FIXES, Origin, SingularCalls
 from torchdoctor.run.events import Backward, Location, LossCall, ModuleCall, Step
 from torchdoctor.run.instruments.grad_norms import GradNorms
 from torchdoctor.run.instruments.optim import params_of
@@ -53,6 +60,14 @@ class NonFiniteLoss(Detector):
         self._loss: tuple[str, weakref.ref[torch.Tensor], Any, Any] | None = None
         #: the `step(closure)` under way, whose closure makes the gradients
         self._closure_step: Step | None = None
+        #: during warm-up: the calls of ops whose gradient is infinite at a point, made after a
+        #: model's forward (the loss computation), kept until this step's gradients are checked
+        self._singular = SingularCalls()
+        #: a model's forward was replayed to look for the op (and did not find it)
+        self._replayed = False
+        #: torch.compile was called before this session began (a `watch()` block): functions it
+        #: compiled run without the session's compile boundary, and dynamo would trace a trace
+        self._compiled_before = _compiled_before()
 
     def on_loss(self, event: LossCall) -> None:
         if not self._done:
@@ -74,6 +89,13 @@ class NonFiniteLoss(Detector):
 
     def on_step_end(self, event: Step) -> None:
         self._closure_step = None
+        if self._singular.kept or self._singular.pending:
+            self._singular.clear()
+
+    def on_warmup_end(self) -> None:
+        self._singular.clear()
+        for root in self.ctx.model_roots():
+            self.ctx.hold(self.ctx.modules.watch(root, self._watched_call))
 
     def _check_gradients(self, measured: tuple[list[torch.Tensor], torch.Tensor] | None) -> None:
         if measured is None:
@@ -86,8 +108,12 @@ class NonFiniteLoss(Detector):
     def on_module_call(self, event: ModuleCall) -> None:
         if event.root and not self._done and event.grad_enabled:
             self._capture(event.module, event.args, event.kwargs, event.output)
+            if _on_cpu_with_grad(event.output) and not self._compiled_before:  # warm-up: trace what is made of the output until backward()
+                self.ctx.trace_next_step(self._singular, now=True)
 
     def on_backward(self, event: Backward) -> None:
+        if self._singular.pending and not self._done:
+            self._singular.decide(t.grad_fn for t in event.tensors if isinstance(t, torch.Tensor))
         if self._done or not event.tensors:
             return
         loss = event.tensors[0]
@@ -106,10 +132,6 @@ class NonFiniteLoss(Detector):
 
     # -- the model's inputs, as weak references: during warm-up from the module hooks, then
     # -- from a watch on each model (one Python call per step, nothing attached to the model)
-
-    def on_warmup_end(self) -> None:
-        for root in self.ctx.model_roots():
-            self.ctx.hold(self.ctx.modules.watch(root, self._watched_call))
 
     def _watched_call(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> None:
         if not self._done and torch.is_grad_enabled():
@@ -187,13 +209,19 @@ class NonFiniteLoss(Detector):
         names = names_text([self.ctx.modules.param_name(p) or f"parameter {tuple(p.shape)}" for p in bad])
         what = f"the gradients of {names} at step {step} (the loss is finite)"
         evidence = {"step": step}
+        origin = self._singular.culprit(bad)
+        if origin is not None:
+            self._report_singular(origin, what, evidence)
+            return
         culprit = self._replay_backward(bad)
         if culprit is not None:
             self._report_op(culprit, what, evidence)
             return
+        why = ("the model's forward, replayed, does not make them; the code between its output and the loss is seen in the first steps only"
+               if self._replayed else "no model forward to replay to find the op")
         self.ctx.report(  # at the optimizer.step() that would apply them
             RULE,
-            message=f"{what} contain NaN or Inf before this optimizer step applies them (no model forward to replay to find the op)",
+            message=f"{what} contain NaN or Inf before this optimizer step applies them ({why})",
             hint="Guard ops whose gradient is infinite at a point (`sqrt`, `pow` with exponent < 1, `acos`, `log`) with an epsilon, and clip the gradients (`torch.nn.utils.clip_grad_norm_`).",
             evidence=evidence,
         )
@@ -216,9 +244,29 @@ class NonFiniteLoss(Detector):
                         torch.autograd.grad(loss, bad, allow_unused=True)
             except Exception:  # noqa: BLE001 - a step that cannot be replayed: say less
                 continue
+            self._replayed = True
             if tracer.culprit is not None:
                 return tracer.culprit
         return None
+
+    def _report_singular(self, origin: Origin, what: str, evidence: dict[str, Any]) -> None:
+        """An op of the loss computation (or anywhere after a model's forward) whose gradient is
+        infinite on the values it was given at this step, at its line."""
+        said, fix = FIXES[origin.call.kind]
+        op = f"`{origin.op}`"
+        if origin.function is not None:
+            op += f" in the forward of the custom autograd.Function `{origin.function}`, whose backward computes this gradient,"
+            fix += f" In `{origin.function}.backward`, guard the same division."
+        holder = "its divisor" if origin.call.kind in ("div", "rdiv") else "its input"
+        self.ctx.report(
+            RULE,
+            at=origin.call.location or True,
+            message=f"{what} contain NaN or Inf, first produced by the backward of {op} on this line: "
+                    f"{holder} holds {origin.said} ({origin.operand.text}), and {said}",
+            hint=fix,
+            evidence={**evidence, "op": origin.op, "inputs": [origin.operand.text, *(o.text for o in origin.extra)],
+                      "backward_of": origin.op, **({"function": origin.function} if origin.function else {})},
+        )
 
     def _non_finite_parameters(self) -> list[str]:
         """Names of the non-finite parameters of the models and optimizers."""
@@ -290,6 +338,19 @@ class _AsyncCheck:
     def poll(self) -> bool:
         """True when an earlier loss turned out non-finite."""
         return self._event is not None and self._event.query() and not bool(self._flag)
+
+
+def _compiled_before() -> bool:
+    """torch.compile has been called in this process (dynamo keeps each compile's backend)."""
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+    backends = getattr(eval_frame, "cached_backends", None)
+    return isinstance(backends, dict) and any(backend is not None for backend in list(backends.values()))
+
+
+def _on_cpu_with_grad(output: Any) -> bool:
+    """The output of a model's forward holds a CPU tensor that needs a gradient (the gradients
+    of GPU parameters are not checked at each step: tracing after them would find nothing)."""
+    return any(isinstance(t, torch.Tensor) and t.requires_grad and t.device.type == "cpu" for t in leaves(output))
 
 
 def _finite(tensor: torch.Tensor) -> bool:
