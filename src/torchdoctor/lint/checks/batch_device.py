@@ -283,7 +283,10 @@ _DDP = frozenset({"torch.nn.parallel.DistributedDataParallel",
 @check(DEVICE_MISMATCH, ast.Assign)
 def model_wrapped(node: ast.Assign, ctx: Context) -> None:
     """`model = nn.DataParallel(net).cuda()`, `model = DDP(model, device_ids=[rank])`: the names of
-    models that move what they are given to their device themselves (DDP only with `device_ids`)."""
+    models that move what they are given to their device themselves (DDP only with `device_ids`).
+    Not under an `if` (`if ngpu > 1: netG = nn.DataParallel(netG)`): the plain model is used otherwise."""
+    if ctx.conditions:
+        return
     value: ast.expr = node.value
     while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _MOVES:
         value = value.func.value
