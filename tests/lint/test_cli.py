@@ -106,6 +106,31 @@ def test_a_syntax_error_is_reported_and_the_other_files_are_linted(project: Path
     assert status == 1  # the syntax error was ignored on purpose
 
 
+PEP_695 = """import torch
+
+
+def first[T](items: list[T]) -> T:
+    return items[0]
+"""
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="PEP 695 generics parse on this Python")
+def test_syntax_of_a_newer_python_says_which_python_it_needs(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A file written for Python 3.12 is not broken: the finding names the version and the line,
+    and the file is still not linted (exit 2, as for any file that cannot be parsed)."""
+    write(project / "generic.py", PEP_695)
+    write(project / "bad.py", BAD)
+    status, out, _ = run([".", "--format", "json"], capsys)
+    findings = json.loads(out)["findings"]
+    assert status == 2
+    newer = next(f for f in findings if f["rule"] == "TD000")
+    assert (newer["file"], newer["line"], newer["severity"]) == ("generic.py", 4, "error")
+    assert newer["message"].startswith("needs Python 3.12 or newer: a generic function (`def first[...]`, PEP 695)")
+    assert "not valid Python" not in newer["message"]
+    assert newer["evidence"]["needs_python"] == "3.12"
+    assert [f["rule"] for f in findings if f["file"] == "bad.py"] == ["TD101"]
+
+
 def test_unreadable_inputs_do_not_stop_the_run(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write(project / "good.py", BAD)
     (project / "latin.py").write_bytes(b"# -*- coding: ascii -*-\nname = '\xe9'\n")

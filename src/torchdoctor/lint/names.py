@@ -50,11 +50,12 @@ def canonical(name: str) -> str:
 class ImportTable:
     """Local name -> qualified name, from every `import` seen so far in the file."""
 
-    __slots__ = ("names", "torch")
+    __slots__ = ("names", "torch", "star")
 
     def __init__(self) -> None:
         self.names: dict[str, str] = {}
         self.torch = False  # the file imports torch (or a library built on it)
+        self.star = False  # `from x import *`: names the file never imports may come from there
 
     def add(self, node: ast.Import | ast.ImportFrom) -> None:
         if isinstance(node, ast.Import):
@@ -73,6 +74,7 @@ class ImportTable:
             self.torch = True
         for alias in node.names:
             if alias.name == "*":
+                self.star = True
                 continue
             local = alias.asname or alias.name
             joined = f"{module}{alias.name}" if module.endswith(".") else f"{module}.{alias.name}"
@@ -92,7 +94,9 @@ class ImportTable:
                 return None
             root = self.names.get(value.id)
             if root is None:
-                return None
+                if not (self.star and value.id == "torch"):
+                    return None
+                root = "torch"  # `from utils import *` where utils imports torch: `torch.no_grad()`
             parts.append(root)
             parts.reverse()
             return canonical(".".join(parts))

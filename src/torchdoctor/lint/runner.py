@@ -17,6 +17,7 @@ from pathlib import Path
 from torchdoctor.core import registry
 from torchdoctor.core.config import Config
 from torchdoctor.core.errors import UsageError
+from torchdoctor.core.finding import Finding
 from torchdoctor.core.progress import Progress
 from torchdoctor.core.report import ExitStatus, Report
 from torchdoctor.core.suppress import is_suppressed
@@ -25,6 +26,7 @@ from torchdoctor.lint.engine import Engine, describe, fixable, parse
 from torchdoctor.lint.files import Excluder, Patterns, Skipped, Target, discover
 from torchdoctor.lint.fixes import unified_diff
 from torchdoctor.lint.source import MAX_BYTES, Source, Unreadable, decode, read_bytes
+from torchdoctor.lint.syntax import newer_syntax
 
 SYNTAX_ERROR, UNDECODABLE, UNREADABLE, INTERNAL, NOT_LINTED = "TD000", "TD004", "TD003", "TD005", "TD007"
 FATAL = (SYNTAX_ERROR, UNDECODABLE, UNREADABLE, INTERNAL)
@@ -136,10 +138,7 @@ def _lint_source(
     except SyntaxError as exc:
         line = exc.lineno or 1
         column = max((exc.offset or 1) - 1, 0)
-        finding = registry.get(SYNTAX_ERROR).finding(
-            file=source.path, line=line, column=column,
-            fields={"error": f"{exc.msg} (line {line})", "path": source.path},
-        )
+        finding = _syntax_error(source, line, column, exc.msg)
         if not is_suppressed(finding, source.line(line)):
             report.add(finding)
         return
@@ -170,6 +169,25 @@ def _lint_source(
         if fixable(finding.fix, True):
             state.fixable += 1
             state.unsafe += not finding.fix.safe  # type: ignore[union-attr]
+
+
+def _syntax_error(source: Source, line: int, column: int, error: str) -> Finding:
+    """TD000 at the line the parser stopped; when that line is syntax of a newer Python (a
+    PEP 695 generic on 3.11), the finding says which version the file needs instead of calling
+    it invalid: the file is still not linted, and the exit status stays 2."""
+    rule = registry.get(SYNTAX_ERROR)
+    newer = newer_syntax(source.text, line)
+    if newer is None:
+        return rule.finding(file=source.path, line=line, column=column,
+                            fields={"error": f"{error} (line {line})", "path": source.path})
+    (major, minor), construct = newer
+    running = f"{sys.version_info.major}.{sys.version_info.minor}"
+    return rule.finding(
+        file=source.path, line=line, column=column, evidence={"needs_python": f"{major}.{minor}", "python": running},
+        message=(f"needs Python {major}.{minor} or newer: {construct} is syntax this Python ({running}) cannot "
+                 "parse, so the file was not linted"),
+        hint=(f"Run torchdoctor with Python {major}.{minor} or newer (the interpreter this code is written for), "
+              "or exclude the file."))
 
 
 def display_path(path: str) -> str:

@@ -17,7 +17,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from torchdoctor.lint.api import FILE_END, Context, Event, check
+from torchdoctor.lint.api import FILE_END, Context, Event, check, may_pass
 from torchdoctor.lint.flow import LOSS_FUNCTIONS, iterated
 from torchdoctor.lint.names import dotted
 from torchdoctor.rules.device.device_mismatch import RULE as DEVICE_MISMATCH
@@ -42,6 +42,7 @@ class _Batch:
     model_outputs: dict[str, str] = field(default_factory=dict)  # name -> the callee that made it
     uses: list[tuple[str, str, ast.AST]] = field(default_factory=list)  # (unmoved name, the model, the call)
     kept_on_cpu: set[str] = field(default_factory=set)
+    scope: int = 0  # id of the function the loop is in
 
 
 def _is_move(call: ast.Call, ctx: Context) -> bool:
@@ -58,6 +59,8 @@ def _is_move(call: ast.Call, ctx: Context) -> bool:
         return isinstance(target.value, (str, int)) and target.value != "cpu"
     if isinstance(target, ast.Call):
         return ctx.qualified(target.func) == "torch.device"
+    if isinstance(target, ast.Attribute) and target.attr == "device":
+        return True  # `.to(next(self.parameters()).device)`, `.to(self.fc.weight.device)`
     # a variable may hold a dtype (`.to(weight_dtype)`): only names that say they are a device
     return bool(_DEVICE_NAME.search((dotted(target) or "").rpartition(".")[2]))
 
@@ -94,7 +97,7 @@ def dataloader_loop(node: ast.For, ctx: Context) -> None:
     if (isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Name) and node.iter.func.id == "enumerate"
             and isinstance(target, ast.Tuple) and len(target.elts) == 2):
         target = target.elts[1]
-    state = _Batch()
+    state = _Batch(scope=id(ctx.scope))
     for name in ast.walk(target):
         if isinstance(name, ast.Name):
             state.names[name.id] = node
@@ -215,6 +218,7 @@ def report_unmoved_batches(tree: ast.Module, ctx: Context) -> None:
     prepared = {dotted(a) for scope in ctx.scopes for e in scope.events if e.name == "prepare"
                 and isinstance(e.node, ast.Call) for a in e.node.args}
     fed_moved: dict[str, int] = ctx.memo.get("TD410-fed-moved", {})
+    wrappers: set[tuple[int, str]] = ctx.memo.get("TD410-input-movers", set())
     data_on_device: bool | None = None  # looked for only when a batch of one needs the evidence
     for loop, state in ctx.memo.get("TD410-loops", {}).values():
         if loop in prepared:
@@ -230,6 +234,8 @@ def report_unmoved_batches(tree: ast.Module, ctx: Context) -> None:
         for name, callee, where in state.uses:
             if name in reported or name in state.kept_on_cpu or not _model_moved(callee, moves, ctx):
                 continue
+            if _wrapper_key(callee, state.scope) in wrappers and isinstance(where, ast.Call) and dotted(where.func) == callee:
+                continue  # given to a DataParallel / DDP model: it scatters its inputs to its devices
             if state.moved:
                 others = f"the other batch tensors and `{callee}` are"
             elif (line := fed_moved.get(callee.rpartition(".")[2])) is not None:
@@ -267,6 +273,38 @@ def model_moved_by_assignment(node: ast.Assign, ctx: Context) -> None:
                 ctx.memo.setdefault("TD410-moved-locals", set()).add((id(ctx.scope), target.id))
 
 
+#: wrappers whose forward moves the inputs to their device (`device_ids[0]`) before the module sees them
+_MOVING_WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
+                              "torch.nn.parallel.data_parallel.DataParallel"})
+_DDP = frozenset({"torch.nn.parallel.DistributedDataParallel",
+                  "torch.nn.parallel.distributed.DistributedDataParallel"})
+
+
+@check(DEVICE_MISMATCH, ast.Assign)
+def model_wrapped(node: ast.Assign, ctx: Context) -> None:
+    """`model = nn.DataParallel(net).cuda()`, `model = DDP(model, device_ids=[rank])`: the names of
+    models that move what they are given to their device themselves (DDP only with `device_ids`).
+    Not under an `if` (`if ngpu > 1: netG = nn.DataParallel(netG)`): the plain model is used otherwise."""
+    if ctx.conditions:
+        return
+    value: ast.expr = node.value
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _MOVES:
+        value = value.func.value
+    if not isinstance(value, ast.Call):
+        return
+    qualified = ctx.qualified(value.func)
+    if qualified in _MOVING_WRAPPERS or (qualified in _DDP and may_pass(value, "device_ids", 1)):
+        for target in node.targets:
+            name = dotted(target)
+            if name is not None:
+                ctx.memo.setdefault("TD410-input-movers", set()).add(_wrapper_key(name, id(ctx.scope)))
+
+
+def _wrapper_key(name: str, scope: int) -> tuple[int, str]:
+    """A local name counts in its own function, an attribute (`self.model`) in the whole file."""
+    return (scope, name) if "." not in name else (0, name.rpartition(".")[2])
+
+
 #: where a dataset's items are made or batched: a move there sends batches out already moved
 _DATA_METHODS = ("__getitem__", "__getitems__", "__iter__", "__next__")
 
@@ -289,7 +327,13 @@ def _data_may_be_on_device(tree: ast.Module, moves: list[Event], ctx: Context) -
 
 
 def _forward_moves_input(event: Event) -> bool:
+    """A model's `forward` (or a wrapper's `__call__`) moves what it is given: `x.to(self.device)`,
+    `inputs["image"].to(...)`, `batch.x.cuda()`, for any of its parameters."""
     scope = event.scope
-    if scope is None or not scope.name.endswith(".forward") or len(scope.params) < 2:
+    if scope is None or not scope.name.endswith((".forward", ".__call__")) or len(scope.params) < 2:
         return False
-    return event.receiver == scope.params[1]
+    call = event.node
+    receiver = call.func.value if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) else None
+    while isinstance(receiver, (ast.Subscript, ast.Attribute)):
+        receiver = receiver.value
+    return isinstance(receiver, ast.Name) and receiver.id in scope.params[1:]

@@ -25,7 +25,7 @@ def manual_update_without_reset(tree: ast.Module, ctx: Context) -> None:
     reported: set[int] = set()
     for scope in ctx.scopes:
         for info in scope.loops.values():
-            update = _manual_update(info.node)
+            update = manual_update(info.node)
             if update is None or id(update) in reported:
                 continue
             events = [e for e, _ in reached(loop_events(scope, info.node), ctx)]
@@ -85,7 +85,7 @@ def _reset_before_update(update: ast.stmt, backwards: list[Event], resets: list[
             return
 
 
-def _manual_update(loop: ast.AST) -> ast.stmt | None:
+def manual_update(loop: ast.AST) -> ast.stmt | None:
     """The first statement of the loop that moves a parameter by its own gradient, in a loop over
     parameters (`for p in model.parameters():`, `for param in params:`): `p.data.add_(-lr * p.grad)`,
     `p.data.sub_(lr * p.grad)`, `p -= lr * p.grad`, `p.data = p.data - lr * p.grad`. (A perturbation

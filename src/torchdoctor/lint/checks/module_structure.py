@@ -7,8 +7,8 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.core.finding import Fix
-from torchdoctor.lint.api import FILE_END, ClassInfo, Context, Kind, Severity, check, keyword, literal
-from torchdoctor.lint.names import dotted
+from torchdoctor.lint.api import FILE_END, ClassInfo, Context, Kind, Scope, Severity, check, keyword, literal
+from torchdoctor.lint.names import dotted, terminal
 from torchdoctor.rules.api.missing_super_init import RULE as MISSING_SUPER_INIT
 from torchdoctor.rules.grad_flow.layer_created_in_forward import RULE as LAYER_CREATED_IN_FORWARD
 from torchdoctor.rules.grad_flow.module_in_plain_container import RULE as MODULE_IN_PLAIN_CONTAINER
@@ -274,11 +274,24 @@ def missing_super_init(tree: ast.Module, ctx: Context) -> None:
             continue
         if any(e.name == "__init__" for e in scope.events):
             continue
+        if _not_the_definition(scope, ctx):
+            continue
         if any(isinstance(s, ast.Raise) for s in scope.node.body):  # type: ignore[attr-defined]
             continue
         if "forward" not in info.methods and not any(_registered(k) for k in info.attributes.values()):
             continue  # never called as a module and holds no layer: nothing fails
         ctx.report(MISSING_SUPER_INIT, scope.node, fields={"cls": info.name})
+
+
+def _not_the_definition(scope: Scope, ctx: Context) -> bool:
+    """An `@overload` stub (`@typing.overload def __init__(self, x: int) -> None: ...`) only
+    declares a signature, and a `def` that a later one of the same class replaces never runs:
+    neither is the `__init__` Python calls."""
+    node = scope.node
+    if any(terminal(d) == "overload" for d in getattr(node, "decorator_list", ())):
+        return True
+    return any(other is not scope and other.cls is scope.cls and other.name == scope.name
+               and other.node.lineno > node.lineno for other in ctx.scopes)  # type: ignore[attr-defined]
 
 
 @check(LAYER_CREATED_IN_FORWARD, ast.Call)

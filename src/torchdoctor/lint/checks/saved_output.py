@@ -247,6 +247,8 @@ def report_saved_outputs_changed(tree: ast.Module, ctx: Context) -> None:
         if scope.cls is None or scope.grad_disabled:
             continue
         for saved, change in _saved_then_changed(scope):
+            if _reached_only_without_grad(scope, change, ctx):
+                continue
             op, grade = details[id(saved)]
             dropout = details.get(id(change)) == "dropout"
             certain = scope.name.rpartition(".")[2] in _FORWARD_METHODS and grade == _LAYER and not dropout
@@ -279,3 +281,55 @@ def _saved_then_changed(scope: Scope) -> list[tuple[Event, Event]]:
             found.append((binding, event))
             latest[event.receiver] = None  # one finding per saved output
     return found
+
+
+def _reached_only_without_grad(scope: Scope, change: Event, ctx: Context) -> bool:
+    """The change runs only when autograd is off, so no graph reads the output: a helper method
+    whose every caller in the class is under `no_grad` (`@torch.no_grad() def generate(self, z):
+    return self._decode(z)`), or a branch under `if <flag>:` where the flag is a parameter that is
+    off by default and passed on only by such callers (`@torch.no_grad() def predict(self, x):
+    return self(x, hard=True)`). Code outside the file cannot be seen: `forward` itself, called
+    as `model(x)` from anywhere, counts only through such a branch."""
+    method = scope.name.rpartition(".")[2]
+    flags = [name for name in _flags_tested(change, scope) if _off_by_default(scope, name)]
+    if method == "forward" and not flags:
+        return False
+    callers = [e for other in ctx.scopes if other.cls is scope.cls for e in other.events
+               if e.name == "call" and (e.receiver == f"self.{method}" or method == "forward" and e.receiver == "self")]
+    if flags:
+        callers = [e for e in callers if any(_may_turn_on(e.node, scope, flag) for flag in flags)]  # type: ignore[arg-type]
+    return bool(callers) and all(e.grad_disabled for e in callers)
+
+
+def _flags_tested(change: Event, scope: Scope) -> list[str]:
+    """Parameters of the method that an `if` around the change tests plainly (`if hard:`, `if hard and ...:`)."""
+    flags = []
+    for condition in change.conditions:
+        test = condition.test
+        tested = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+        flags += [t.id for t in tested if isinstance(t, ast.Name) and t.id in scope.params and t.id != "self"]
+    return flags
+
+
+def _off_by_default(scope: Scope, name: str) -> bool:
+    """The parameter's default is `False`, `None` or `0`."""
+    arguments = scope.node.args  # type: ignore[attr-defined]
+    positional = [*arguments.posonlyargs, *arguments.args]
+    pairs = list(zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults))
+    pairs += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None]
+    return any(a.arg == name and isinstance(d, ast.Constant) and not d.value for a, d in pairs)
+
+
+def _may_turn_on(call: ast.Call, scope: Scope, flag: str) -> bool:
+    """The call passes the flag, by keyword or position, as anything but a false constant (or may, through `**`)."""
+    for kw in call.keywords:
+        if kw.arg is None or kw.arg == flag:
+            return not (isinstance(kw.value, ast.Constant) and not kw.value.value)
+    params = [p for p in scope.params if p != "self"]
+    index = params.index(flag) if flag in params else len(call.args)
+    if any(isinstance(a, ast.Starred) for a in call.args[:index + 1]):
+        return True
+    if index < len(call.args):
+        value = call.args[index]
+        return not (isinstance(value, ast.Constant) and not value.value)
+    return False

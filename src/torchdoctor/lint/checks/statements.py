@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.core.finding import Fix
-from torchdoctor.lint.api import FILE_END, Context, check, keyword, literal
+from torchdoctor.lint.api import FILE_END, Context, check, dotted, keyword, literal
 from torchdoctor.rules.api.method_not_called import RULE as METHOD_NOT_CALLED
 from torchdoctor.rules.api.non_strict_load_ignored import RULE as NON_STRICT_LOAD_IGNORED
 from torchdoctor.rules.device.tensor_conversion_discarded import RULE as TENSOR_CONVERSION_DISCARDED
@@ -55,8 +55,36 @@ def non_strict_load(node: ast.Call, ctx: Context) -> None:
         origin: int | None = id(state.node)  # type: ignore[union-attr]
     else:  # another state dict held in a variable (`adapter_sd`), not a copy of a live model or an edit
         origin = id(given) if isinstance(given, (ast.Name, ast.Subscript)) and state is None else None
-    ignored = isinstance(ctx.parent, ast.Expr) and checkpoint
+    ignored = isinstance(ctx.parent, ast.Expr) and checkpoint and not _keys_compared_before(node, ctx)
     ctx.memo.setdefault(NON_STRICT_LOAD_IGNORED.code, []).append((ctx.scope, ctx.text(node.func.value), origin, ctx.parent if ignored else None))
+
+
+def _keys_compared_before(load: ast.Call, ctx: Context) -> bool:
+    """Earlier in the function, one statement reads both the state being loaded and the model's
+    own `state_dict()` (directly or through a name bound to it): the keys are compared, filtered
+    or reported before the load (`missing = set(model.state_dict()) - set(state)`, `for k in
+    state: if k not in own: ...`), so `strict=False` is deliberate."""
+    function = ctx.function
+    state = load.args[0]
+    while isinstance(state, (ast.Subscript, ast.Attribute)):
+        state = state.value
+    if function is None or not isinstance(state, ast.Name) or not isinstance(load.func, ast.Attribute):
+        return False
+    model = dotted(load.func.value)
+    own: set[str] = set()  # names bound to the model's state dict (or its keys)
+    before = [n for n in ast.walk(function) if isinstance(n, ast.stmt) and n is not function
+              and (n.end_lineno or 0) < load.lineno]
+    for statement in sorted(before, key=lambda n: n.lineno):
+        names = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name)}
+        reads_own = bool(names & own) or any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "state_dict"
+            and dotted(n.func.value) == model for n in ast.walk(statement))
+        if reads_own and isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
+                and isinstance(statement.targets[0], ast.Name) and state.id not in names:
+            own.add(statement.targets[0].id)  # own = model.state_dict()
+        elif reads_own and state.id in names:
+            return True
+    return False
 
 
 #: calls that check a result (pytest, unittest, torch.testing, numpy.testing)

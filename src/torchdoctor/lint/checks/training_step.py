@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.lint.api import FILE_END, Context, Event, Scope, check, literal, looks_like_optimizer
+from torchdoctor.lint.checks.manual_update import manual_update
 from torchdoctor.lint.checks.unstepped_optimizer import never_stepped
 from torchdoctor.lint.names import dotted, keyword, terminal
 from torchdoctor.lint.steps import (
@@ -415,8 +416,19 @@ def retain_graph_in_loop(tree: ast.Module, ctx: Context) -> None:
                 e for e, via in reached(loop_events(scope, loop), ctx)
                 if e is not backward and is_gradient_computation(e, ctx) and order(backward, via) in (-1, 0)
             ]
-            if not later:
+            if not later and _trains(scope, backward.loops[0], ctx):
                 ctx.report(RETAIN_GRAPH_IN_LOOP, backward.node)
+
+
+def _trains(scope: Scope, loop: ast.AST, ctx: Context) -> bool:
+    """The loop (the outermost one around a backward) updates weights: an optimizer's step, or
+    the parameters moved by hand by their gradients. A loop that only computes gradients (a
+    test helper that backpropagates a sum of terms again and again to read `.grad`, a
+    per-sample gradient) changes nothing between its backward passes, so going through the same
+    graph again is what it means to do, not a graph kept alive by mistake."""
+    if any(stepped_optimizer(e) is not None for e, _ in reached(loop_events(scope, loop), ctx)):
+        return True
+    return manual_update(loop) is not None
 
 
 @check(STEP_ON_SCALED_GRADIENTS, FILE_END, tracks=TRACKED)

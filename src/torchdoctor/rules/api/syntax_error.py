@@ -21,6 +21,11 @@ Nothing in the file was checked. The command exits with status 2 (the tool could
 whole job) so that CI does not pass silently over a file it never read. A file that is not
 meant to be Python 3 (a template, a Python 2 leftover) belongs in `exclude`.
 
+A file written for a newer Python than the one running torchdoctor (a PEP 695 generic
+`def f[T](x: T) -> T`, `class C[T]`, `type X = int` on Python 3.11; `except*` on 3.10) does not
+parse either, but it is not broken: the finding then says which Python version it needs and
+the construct at that line. Run torchdoctor with that Python (or newer) to lint it.
+
 ## Example
 ```python
 def train(model, loader):
