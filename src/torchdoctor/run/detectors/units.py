@@ -108,7 +108,7 @@ class InactiveUnits(Detector):
         self._layers: dict[tuple[int, int], _Layer] = {}
         self._calls: dict[int, int] = {}  # module -> calls in this forward
         self._step = 1  # the step whose forward runs now
-        self._sampled = -1  # the step last sampled (one sample per step)
+        self._fresh = False  # a sample was taken in this step's forward
         self._watches: list[Any] = []
         self._models = TrainedModels(ctx)
 
@@ -130,16 +130,22 @@ class InactiveUnits(Detector):
             layer = self._layers[(id(module), nth)] = _Layer(module)
         if not layer.shares or layer.shares[-1][0] != self._step:
             layer.shares.append((self._step, share))
+            self._fresh = True
 
     def on_step_end(self, event: Step) -> None:
         if event.index < self._step - 1:
             return  # another optimizer's step (a GAN's): the first one's count leads
+        if not self._fresh and event.index + 1 not in SAMPLE_STEPS:
+            self._step = event.index + 1  # nothing sampled, nothing to sample: every other step costs this
+            if self._calls:
+                self._calls.clear()
+            return
         for watch in self._watches:
             watch.remove()
         self._watches.clear()
         self._calls.clear()
-        if self._sampled != self._step and any(layer.shares and layer.shares[-1][0] == self._step for layer in self._layers.values()):
-            self._sampled = self._step
+        if self._fresh:
+            self._fresh = False
             self._judge()
         self._step = event.index + 1
         if self._step in SAMPLE_STEPS and not self.ctx.warmup:
