@@ -1,7 +1,8 @@
-"""ReLU units killed by a learning rate too large (TD484: activations sampled through watches at
-steps 8, 16, 32), a validation loss that climbs (TD488: evaluations under no_grad), a 95/5 class
-split with a plain loss (TD499) and a deep sigmoid stack (TD486, TD487): the samples are read
-from the forwards the script makes, and the weights end bit for bit as a plain run leaves them."""
+"""ReLU units killed by a learning rate too large (TD484, info: activations sampled through watches
+at steps 8, 16, 32), evaluations under no_grad (read by TD488/TD498, too few to report), a 95/5
+class split with a plain loss (TD499) and a deep sigmoid stack (TD486, TD487 info): the samples
+are read from the forwards the script makes, and the weights end bit for bit as a plain run
+leaves them."""
 
 import sys
 
