@@ -64,6 +64,11 @@ EXPECTED = {
     "52_adam_learning_rate_too_large": ("TD495", "torch.optim.Adam("),
     "53_training_loader_without_shuffle": ("TD451", "loader = DataLoader(FolderDataset()"),
     "54_pairwise_distance_sqrt_at_zero": ("TD145", "dist = diff.pow(2).sum(-1).sqrt()"),
+    "57_relu_units_killed_by_learning_rate": ("TD484", "self.net = nn.Sequential("),
+    "58_sigmoid_mlp_large_init": ("TD485", "self.net = nn.Sequential("),
+    "59_deep_sigmoid_net_vanishing_gradients": ("TD486", "self.body = nn.Sequential("),
+    "60_overfitting_tiny_dataset": ("TD488", "val_loss = sum(loss_fn(model(x), y)"),
+    "61_class_imbalance_plain_loss": ("TD499", "loss = loss_fn(model(x), y)"),
 }
 #: programs whose bug shows over steps (memory that grows: censuses at steps 1-3, 8, 16, 32)
 STEPS = {name: 40 for name in EXPECTED if name[:2] in ("39", "40", "41", "42", "43", "44", "45")}

@@ -17,6 +17,7 @@ from torch.optim.optimizer import Optimizer
 from torchdoctor.core.locate import display_path
 from torchdoctor.core.wording import listing as shortened
 from torchdoctor.introspect.graph import graph_nodes
+from torchdoctor.introspect.source import child_built_at
 from torchdoctor.run.events import Location
 from torchdoctor.run.instruments.optim import params_of
 
@@ -124,3 +125,19 @@ def graph_sequences(roots: list[Any], max_nodes: int = 100_000) -> list[int]:
 def backward_roots(tensors: tuple[Any, ...]) -> list[Any]:
     """The autograd nodes a backward() call starts from."""
     return [t.grad_fn for t in tensors if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+
+
+def built_at(roots: list[nn.Module], module: nn.Module) -> Location | None:
+    """The line of the user's `__init__` that built `module`, or the container that holds it
+    (`self.net = nn.Sequential(..., nn.ReLU(), ...)`): the nearest ancestor the user's own class
+    assigns. None for a layer of a model built outside any user class."""
+    for root in roots:
+        parents = {id(child): parent for parent in root.modules() for child in parent.children()}
+        child = module
+        while id(child) in parents:
+            parent = parents[id(child)]
+            found = child_built_at(parent, child)
+            if found is not None:
+                return found
+            child = parent
+    return None
