@@ -127,7 +127,9 @@ class Session:
         self._compiled_calls: weakref.WeakKeyDictionary[nn.Module, int] = weakref.WeakKeyDictionary()
         #: the last call of a compiled module: (module, weak args, weak kwargs, its output tensors)
         self._last_compiled: tuple[weakref.ref[nn.Module], Any, Any, list[weakref.ref[torch.Tensor]]] | None = None
-        self.detectors = [cls(self) for cls in detectors if self._wanted(cls)]
+        #: what the report says of detectors left out because this torch lacks what they need
+        self.notices: list[str] = []
+        self.detectors = [cls(self) for cls in detectors if self._wanted(cls) and self._supported(cls)]
         #: the per-step series for the report's curves (instruments/series.py); None when not recorded
         self.series = SeriesRecorder(self) if series else None
         if self.series is not None:
@@ -399,6 +401,13 @@ class Session:
 
     def _wanted(self, cls: type[Detector]) -> bool:
         return not cls.rules or any(self.enabled(rule) for rule in cls.rules)
+
+    def _supported(self, cls: type[Detector]) -> bool:
+        """False, with a notice, for a detector this torch lacks an API for (Detector.unsupported)."""
+        reason = cls.unsupported()
+        if reason and reason not in self.notices:
+            self.notices.append(reason)
+        return not reason
 
     def _wire(self) -> None:
         self._by_event: dict[str, tuple[Callable[..., None], ...]] = {
