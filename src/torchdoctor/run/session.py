@@ -69,10 +69,12 @@ def observation_lacks() -> str | None:
     arguments in its global module hooks: the session cannot start on either."""
     import inspect
 
+    from torch.nn.modules.module import register_module_forward_hook
+
     if not hasattr(torch, "compiler") or not hasattr(torch.compiler, "is_compiling"):
         return "torch.compiler.is_compiling()"
     try:
-        parameters = inspect.signature(nn.modules.module.register_module_forward_hook).parameters
+        parameters = inspect.signature(register_module_forward_hook).parameters
     except (TypeError, ValueError):
         return None
     if "with_kwargs" not in parameters:
