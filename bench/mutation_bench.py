@@ -14,9 +14,12 @@ default /work/mutation/corpus), built from bare git mirrors of those repositorie
     python bench/mutation_bench.py --build-corpus [--mirrors /work/.mirror] [--corpus DIR]
 
 The programs run unedited on small synthetic data: bench/mutation/stubs/ goes first on
-PYTHONPATH, with stand-ins for torchvision (the PyPI wheel does not import beside this torch
-build; its data sets become learnable synthetic images of the real shapes, sizes set by
-TD_MUTATION_TRAIN_SIZE / TD_MUTATION_TEST_SIZE) and gymnasium (CartPole in plain Python);
+PYTHONPATH, with stand-ins for torchvision (its data sets become learnable synthetic images of
+the real shapes, sizes set by TD_MUTATION_TRAIN_SIZE / TD_MUTATION_TEST_SIZE; where the real
+torchvision imports beside the installed torch, as 0.29.1 does beside torch 2.14.1, its
+transforms, models and utils are used and only the data sets are synthetic; PyPI's wheel does
+not import beside the 2.13.0 CPU build, where the stand-in gives those too) and gymnasium
+(CartPole in plain Python);
 text corpora and token files are generated; arguments shrink epochs and models.
 
 Then, for every program, every file it lists to mutate and every operator of
@@ -47,6 +50,7 @@ import argparse
 import ast
 import concurrent.futures
 import contextlib
+import functools
 import json
 import os
 import random
@@ -118,12 +122,24 @@ class Finding:
     message: str
 
 
+@functools.cache
+def real_torchvision() -> str | None:
+    """The version of the real torchvision where it imports beside this torch (torch 2.14.1 with
+    torchvision 0.29.1 does; PyPI's beside the 2.13.0 CPU build does not), else None."""
+    done = subprocess.run([sys.executable, "-c", "import torchvision; print(torchvision.__version__)"],
+                          capture_output=True, text=True)
+    version = done.stdout.strip() if done.returncode == 0 else ""
+    return version or None
+
+
 def environment(program: Program, root: Path | None = None) -> dict:
     env = dict(os.environ)
     own = [str(root / p) for p in program.paths] if root else []
     env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0",
                 "PYTHONPATH": os.pathsep.join(filter(None, [str(STUBS), *own, env.get("PYTHONPATH")])),
                 "PYTHONDONTWRITEBYTECODE": "1"})
+    if real_torchvision():  # its transforms, models and utils run; only the data sets are synthetic
+        env["TD_MUTATION_REAL_TORCHVISION"] = "1"
     env.update(program.env)
     return env
 
@@ -463,6 +479,10 @@ def main() -> None:
     if args.build_corpus:
         build_corpus(Path(args.corpus), Path(args.mirrors))
         return
+    if not args.load:
+        real = real_torchvision()
+        print(f"torchvision: the real {real}, with synthetic data sets" if real else
+              "torchvision: the stand-in (bench/mutation/stubs/torchvision)", flush=True)
     data = json.loads(Path(args.load).read_text()) if args.load else measure(args)
     if args.save:
         Path(args.save).write_text(json.dumps(data, indent=1))

@@ -196,6 +196,7 @@ def _on_torch_imported(torch: ModuleType) -> None:
         emit=emit, enabled=frozenset(enabled) if enabled is not None else None, record=_record, folder=_STATE.log.folder,
         detectors=(*all_detectors(), *extra), profile_self=bool(_STATE.config.get(PROFILE_SELF)),
     )
+    _STATE.notes.extend(_STATE.session.notices)  # detectors this torch lacks an API for
     # said now, so that a process that never reaches its exit handlers (os._exit, a signal) is not
     # reported as one that never used torch
     _record({"type": "torch"})
@@ -216,6 +217,7 @@ def _after_fork_in_child() -> None:
         return
     _STATE.log = ProcessLog(_STATE.log.folder)
     _STATE.role = "forked"
+    _STATE.notes = []  # the parent's are in the parent's record
     if _STATE.session is not None:
         _STATE.session.after_fork()
 

@@ -54,6 +54,16 @@ class Detector:
     def __init__(self, ctx: Observed) -> None:
         self.ctx = ctx
 
+    @classmethod
+    def unsupported(cls) -> str | None:
+        """Why this detector cannot work on the installed torch, or None (it can).
+
+        A torch release may lack an API the detector needs (torch internals change between
+        releases: dynamo, the profiler, autograd graph metadata). Return a notice naming the
+        torch version (`lacking_torch` words one); the session then leaves the detector out and
+        the report says so, instead of a crash or a wrong finding."""
+        return None
+
     def install(self) -> None:
         """The session is installing its instruments: request the on-demand ones this detector
         needs here (`self.ctx.instrument(Kind)`); they are shared, and undone with the session."""
@@ -96,6 +106,14 @@ class Detector:
 
     def on_finish(self, outcome: Outcome) -> None:
         """The run (or the `watch()` block) ended; `outcome` says how."""
+
+
+def lacking_torch(what: str, needs: str) -> str:
+    """The notice of a detector left out because this torch lacks `what` (e.g. what="TD480 graph
+    breaks (torch._dynamo.explain)", needs="2.5"): it names the installed version."""
+    import torch
+
+    return f"{what} not checked: it needs torch >= {needs}, and this is torch {torch.__version__}"
 
 
 def overridden(detector: Detector, event: str) -> bool:

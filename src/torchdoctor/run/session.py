@@ -62,6 +62,26 @@ _HANDLERS = ("_on_root_call", "_on_module_call", "_on_loss", "_on_loss_end", "_o
              "_on_zero_grad", "_on_step", "_on_step_end", "_on_loader_iter", "_on_batch", "_compiled_return")
 
 
+def observation_lacks() -> str | None:
+    """What of torch the session's instruments need that this torch lacks, in words (None: nothing).
+
+    torch before 2.3 lacks `torch.compiler.is_compiling`, and torch 2.3.1 lacks keyword
+    arguments in its global module hooks: the session cannot start on either."""
+    import inspect
+
+    from torch.nn.modules.module import register_module_forward_hook
+
+    if not hasattr(torch, "compiler") or not hasattr(torch.compiler, "is_compiling"):
+        return "torch.compiler.is_compiling()"
+    try:
+        parameters = inspect.signature(register_module_forward_hook).parameters
+    except (TypeError, ValueError):
+        return None
+    if "with_kwargs" not in parameters:
+        return "global module forward hooks with keyword arguments (register_module_forward_hook(with_kwargs=True))"
+    return None
+
+
 class Session:
     """What the detectors see of the run (`self.ctx` in a detector); see docs/run-detectors-dev.md."""
 
@@ -127,7 +147,9 @@ class Session:
         self._compiled_calls: weakref.WeakKeyDictionary[nn.Module, int] = weakref.WeakKeyDictionary()
         #: the last call of a compiled module: (module, weak args, weak kwargs, its output tensors)
         self._last_compiled: tuple[weakref.ref[nn.Module], Any, Any, list[weakref.ref[torch.Tensor]]] | None = None
-        self.detectors = [cls(self) for cls in detectors if self._wanted(cls)]
+        #: what the report says of detectors left out because this torch lacks what they need
+        self.notices: list[str] = []
+        self.detectors = [cls(self) for cls in detectors if self._wanted(cls) and self._supported(cls)]
         #: the per-step series for the report's curves (instruments/series.py); None when not recorded
         self.series = SeriesRecorder(self) if series else None
         if self.series is not None:
@@ -153,8 +175,10 @@ class Session:
         `detectors` come from whoever starts the session (run/boot.py, `watch()`: the built-in
         ones and the plugins'); the session imports none, so they can type against
         run/observed.py without an import circle."""
-        if not hasattr(torch, "compiler") or not hasattr(torch.compiler, "is_compiling"):
-            raise RuntimeError(f"observing a run needs torch >= 2.3 (this is torch {torch.__version__})")
+        lacking = observation_lacks()
+        if lacking:
+            raise RuntimeError(f"observing a run needs {lacking}, which torch {torch.__version__} lacks "
+                               "(the torch releases torchdoctor is tested on: docs/compat.md)")
         if cls._current is not None:
             cls._current.uninstall()
         session = cls(emit, enabled, detectors, record=record, folder=folder, series=series, profile_self=profile_self)
@@ -405,6 +429,13 @@ class Session:
 
     def _wanted(self, cls: type[Detector]) -> bool:
         return not cls.rules or any(self.enabled(rule) for rule in cls.rules)
+
+    def _supported(self, cls: type[Detector]) -> bool:
+        """False, with a notice, for a detector this torch lacks an API for (Detector.unsupported)."""
+        reason = cls.unsupported()
+        if reason and reason not in self.notices:
+            self.notices.append(reason)
+        return not reason
 
     def _wire(self) -> None:
         self._by_event: dict[str, tuple[Callable[..., None], ...]] = {

@@ -71,6 +71,7 @@ class Watch:
             session.remove_listener(self._collect)
         self._session = None
         self.report.meta.update({"steps": session.steps, "backward": session.backward.completed})
+        self.report.notices.extend(n for n in session.notices if n not in self.report.notices)
         if session.series is not None:
             self.report.sections["series"] = session.series.snapshot(read_device=True)
         from torchdoctor.run.detectors.memory_account import MemoryState

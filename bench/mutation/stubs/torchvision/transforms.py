@@ -2,8 +2,7 @@
 
 import torch
 import torch.nn.functional as F
-
-from ._images import Image
+from td_synthetic_images import Image
 
 
 class Compose:
