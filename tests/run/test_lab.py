@@ -11,6 +11,8 @@ import contextlib
 import importlib.util
 import io
 import linecache
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -63,7 +65,11 @@ EXPECTED = {
     "51_cross_entropy_negated_as_log_likelihood": ("TD494", "torch.optim.SGD("),
     "52_adam_learning_rate_too_large": ("TD495", "torch.optim.Adam("),
     "53_training_loader_without_shuffle": ("TD451", "loader = DataLoader(FolderDataset()"),
+    "55_corrupted_sample_spikes_loss": ("TD496", "loss.backward()"),
+    "56_worker_retries_missing_file": ("TD497", "time.sleep(BACKOFF * 2**attempt)"),
 }
+#: environment a program's bug needs to show within a test (the buggy program and its twin alike)
+ENV = {"56_worker_retries_missing_file": {"TORCHDOCTOR_STALL_TIMEOUT": "1"}}
 #: programs whose bug shows over steps (memory that grows: censuses at steps 1-3, 8, 16, 32)
 STEPS = {name: 40 for name in EXPECTED if name[:2] in ("39", "40", "41", "42", "43", "44", "45")}
 pytestmark = pytest.mark.skipif(not PROGRAMS, reason="examples/lab is not there")
@@ -83,10 +89,24 @@ def watched(path: Path) -> torchdoctor.Report:
     steps = max(6, getattr(module, "STEPS_TO_SHOW", 0), STEPS.get(path.stem, 0))
     arguments = {"epochs": 2} if "epochs" in module.train.__code__.co_varnames else {"steps": steps}
     torch.set_num_threads(1)
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(Exception):
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(Exception), _environment(ENV.get(path.stem, {})):
         with torchdoctor.watch() as watch:
             module.train(**arguments)
     return watch.report
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @pytest.mark.parametrize("program", PROGRAMS)

@@ -124,3 +124,23 @@ def graph_sequences(roots: list[Any], max_nodes: int = 100_000) -> list[int]:
 def backward_roots(tensors: tuple[Any, ...]) -> list[Any]:
     """The autograd nodes a backward() call starts from."""
     return [t.grad_fn for t in tensors if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+
+
+def setting(key: str, env: str, default: float | str | None) -> Any:
+    """A setting the runner passed (the run folder's config.json, from a `torchdoctor run` option),
+    else the environment variable `env` (also read under `torchdoctor.watch()`), else `default`."""
+    import os
+
+    from torchdoctor.run import boot
+
+    value = boot.config().get(key)
+    if value is None:
+        value = os.environ.get(env) or None
+    if value is None:
+        return default
+    if isinstance(default, float):
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            return default
+    return str(value)
