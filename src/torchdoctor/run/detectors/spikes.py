@@ -34,6 +34,7 @@ from torchdoctor.run.detector import Detector
 from torchdoctor.run.detectors.support import place, setting
 from torchdoctor.run.events import Backward, Batch
 from torchdoctor.run.instruments.batch_indices import BatchIndices
+from torchdoctor.run.instruments.clipping import GradientClipping
 from torchdoctor.run.instruments.series import unscaled_loss
 from torchdoctor.run.outcome import Outcome
 
@@ -75,6 +76,7 @@ class LossSpikes(Detector):
         self._reports = 0
         self._files = 0
         self._done = False
+        self._clipping: Any = None  # the GradientClipping instrument when installed, False when not
 
     def install(self) -> None:
         self._indices_of = self.ctx.instrument(BatchIndices)
@@ -88,12 +90,17 @@ class LossSpikes(Detector):
         if self._done or not event.tensors:
             return
         loss = event.tensors[0]
-        if not isinstance(loss, torch.Tensor) or loss.device.type != "cpu":
+        if not isinstance(loss, torch.Tensor) or not loss.is_cpu or loss.numel() != 1 or not loss.is_floating_point():
             return
-        value = unscaled_loss(self.ctx, loss)
-        if value is None:
-            return
-        number = float(value)
+        if self._clipping is None:
+            self._clipping = self.ctx.installed(GradientClipping) or False
+        if self._clipping:  # a GradScaler's loss is read unscaled
+            value = unscaled_loss(self.ctx, loss)
+            if value is None:
+                return
+            number = value.item()
+        else:
+            number = loss.item()
         pending = self._pending
         if pending is not None:
             pending["after"].append(number)
@@ -109,7 +116,7 @@ class LossSpikes(Detector):
         self._window.append(number)
         if (self._seen % REFRESH == 0 or self._seen == MIN_LOSSES) and len(self._window) >= MIN_LOSSES:
             median = statistics.median(self._window)
-            deviation = 1.4826 * statistics.median(abs(v - median) for v in self._window)
+            deviation = 1.4826 * statistics.median([abs(v - median) for v in self._window])
             self._stats = (median, deviation)
             self._threshold = median + max(SIGMAS * deviation, RELATIVE * abs(median), 1e-12)
 

@@ -22,6 +22,8 @@ from torchdoctor.run.patching import Patches
 
 #: batches in flight kept per iterator (workers x prefetch_factor is usually far below)
 KEPT = 256
+#: past this many kept, those behind the batch yielded are dropped
+STALE = 64
 
 
 class BatchIndices:
@@ -75,8 +77,10 @@ class BatchIndices:
             return None
         if not kept:
             return None
-        if pop:
+        if not pop:
+            return kept.get(position)
+        found = kept.pop(position, None)
+        if len(kept) > STALE:  # batches never yielded (a loop that broke off): drop those behind
             for stale in [key for key in kept if key < position]:
                 del kept[stale]
-            return kept.pop(position, None)
-        return kept.get(position)
+        return found
