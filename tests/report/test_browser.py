@@ -105,3 +105,25 @@ def test_a_dist_report_has_the_bandwidth_table(browser: Browser, tmp_path: Path)
     clean(page, html)
     sizes = browser.evaluate("[...document.querySelectorAll('#bandwidth tbody tr td:nth-child(3)')].map(td => td.textContent)")
     assert {"1 KiB", "64 KiB"} <= set(sizes)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("program", "options", "code", "charts"), [
+    ("55_corrupted_sample_spikes_loss.py", (), "TD496", ["chart-loss"]),
+    ("56_worker_retries_missing_file.py", ("--stall-timeout", "1"), "TD497", ["chart-loss", "chart-step_time"]),
+])
+def test_a_run_report_marks_spikes_and_stalls_on_the_curves(
+    browser: Browser, tmp_path: Path, program: str, options: tuple[str, ...], code: str, charts: list[str]
+) -> None:
+    html = tmp_path / "report.html"
+    torchdoctor("run", *options, "--html", str(html), str(LAB / program), cwd=tmp_path)
+    page = browser.load(html)
+    clean(page, html)
+    marks = browser.evaluate(
+        f"[...document.querySelectorAll('g.mark[data-code=\"{code}\"]')].map(g => {{"
+        " const svg = g.closest('svg').getBoundingClientRect(), box = g.getBoundingClientRect();"
+        " return [g.closest('figure').id, box.height > 20 && box.left >= svg.left && box.right <= svg.right,"
+        " g.querySelector('title').textContent]; })"
+    )
+    assert [figure for figure, _, _ in marks] == charts, marks
+    assert all(inside and title.startswith(f"{code} at step ") for _, inside, title in marks), marks

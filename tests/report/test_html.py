@@ -185,3 +185,21 @@ def test_the_page_says_nothing_it_was_not_given() -> None:
     so that a search of the page finds only the report."""
     page = render(Report(command="run"))
     assert "Traceback" not in page and "/*" not in page
+
+
+def test_findings_are_marked_on_the_curves_at_their_step() -> None:
+    """A loss spike on the loss curve, a stall on the step time: a dashed mark at the step, named."""
+    spike = {"step": 3, "code": "TD496", "label": "loss spike: 7.2e+04 (median 0.35)"}
+    stall = {"step": 2, "code": "TD497", "label": "stall: 12 s without a step"}
+    loss = line_chart("loss", table("line", ["loss"], [[1.0], [0.8], [7e4], [9e4]], marks=[spike]), DOMAIN)
+    assert [round(m["x"]) for m in loss.marks] == [round(loss.plot["x"] + 2.5 / 4 * loss.plot["w"])]
+    assert loss.legend[-1]["label"] == "findings at their step (TD496)"
+    times = stacked_chart("step_time", table("stacked", ["data", "other"], [[0.01, 0.0], [12.0, 0.0], [0.01, 0.0], [0.01, 0.0]],
+                                             marks=[stall]), DOMAIN)
+    assert len(times.marks) == 1 and "stall: 12 s" in times.marks[0]["label"]
+    assert line_chart("loss", table("line", ["loss"], [[1.0], [0.5]]), DOMAIN).marks == []  # none given, none drawn
+    report = Report(command="run")
+    report.sections["series"] = {"loss": table("line", ["loss"], [[1.0], [0.8], [7e4], [9e4]], marks=[spike])}
+    page = render(report)
+    figure = page[page.index('<figure id="chart-loss"'):page.index("</figure>", page.index('<figure id="chart-loss"'))]
+    assert '<g class="mark" data-code="TD496"><title>TD496 at step 3: loss spike: 7.2e+04 (median 0.35)</title>' in figure

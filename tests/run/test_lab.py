@@ -11,6 +11,8 @@ import contextlib
 import importlib.util
 import io
 import linecache
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -64,12 +66,16 @@ EXPECTED = {
     "52_adam_learning_rate_too_large": ("TD495", "torch.optim.Adam("),
     "53_training_loader_without_shuffle": ("TD451", "loader = DataLoader(FolderDataset()"),
     "54_pairwise_distance_sqrt_at_zero": ("TD145", "dist = diff.pow(2).sum(-1).sqrt()"),
+    "55_corrupted_sample_spikes_loss": ("TD496", "loss.backward()"),
+    "56_worker_retries_missing_file": ("TD497", "time.sleep(BACKOFF * 2**attempt)"),
     "57_relu_units_killed_by_learning_rate": ("TD484", "self.net = nn.Sequential("),
     "58_sigmoid_mlp_large_init": ("TD485", "self.net = nn.Sequential("),
     "59_deep_sigmoid_net_vanishing_gradients": ("TD486", "self.body = nn.Sequential("),
     "60_overfitting_tiny_dataset": ("TD488", "val_loss = sum(loss_fn(model(x), y)"),
     "61_class_imbalance_plain_loss": ("TD499", "loss = loss_fn(model(x), y)"),
 }
+#: environment a program's bug needs to show within a test (the buggy program and its twin alike)
+ENV = {"56_worker_retries_missing_file": {"TORCHDOCTOR_STALL_TIMEOUT": "1"}}
 #: programs whose bug shows over steps (memory that grows: censuses at steps 1-3, 8, 16, 32)
 STEPS = {name: 40 for name in EXPECTED if name[:2] in ("39", "40", "41", "42", "43", "44", "45")}
 pytestmark = pytest.mark.skipif(not PROGRAMS, reason="examples/lab is not there")
@@ -90,10 +96,24 @@ def watched(path: Path) -> torchdoctor.Report:
     steps = max(6, getattr(module, "STEPS_TO_SHOW", 0), STEPS.get(path.stem, 0))
     arguments = {"epochs": 2} if "epochs" in module.train.__code__.co_varnames else {"steps": steps}
     torch.set_num_threads(1)
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(Exception):
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(Exception), _environment(ENV.get(path.stem, {})):
         with torchdoctor.watch() as watch:
             module.train(**arguments)
     return watch.report
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @pytest.mark.parametrize("program", PROGRAMS)

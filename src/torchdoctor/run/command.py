@@ -74,6 +74,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="time torchdoctor's own detectors and event handlers in the observed processes and print what each "
         "costs (CPU time per call, during the warm-up and after it); also in the JSON report's `self_cost`",
     )
+    parser.add_argument(
+        "--save-bad-batches", metavar="DIR", type=Path,
+        help="when the loss spikes (TD496), write the batch behind it, its sample indices and the weights that produced "
+        "the loss to DIR, to reproduce the step (at most 4 files per process, 256 MiB each)",
+    )
+    parser.add_argument(
+        "--stall-timeout", metavar="SECONDS", type=stall_timeout,
+        help="report a stall (TD497) with where every thread waits when no step or batch comes for this long and for "
+        "50 times the median step time (default 60; 0 turns the watchdog off)",
+    )
     parser.add_argument("script", nargs="?", metavar="SCRIPT", help="the Python script to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="arguments for the script")
 
@@ -97,6 +107,17 @@ def memory_size(text: str) -> int:
     return size
 
 
+def stall_timeout(text: str) -> float:
+    """`--stall-timeout`: seconds, 0 or more."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not seconds >= 0:
+        raise argparse.ArgumentTypeError(f"the stall timeout must be 0 (off) or more seconds, not {text!r}")
+    return seconds
+
+
 def target_from(args: argparse.Namespace) -> launcher.Target:
     if args.module is not None:
         if not args.module:
@@ -117,6 +138,11 @@ def execute(args: argparse.Namespace, config: Config) -> Report:
     limit = getattr(args, "memory_limit", None)
     profile = bool(getattr(args, "profile_self", False))
     settings = {**({"memory_limit": limit} if limit else {}), **({self_cost.CONFIG_KEY: True} if profile else {})}
+    bad_batches = getattr(args, "save_bad_batches", None)
+    if bad_batches is not None:
+        settings["save_bad_batches"] = str(bad_batches.resolve())
+    if getattr(args, "stall_timeout", None) is not None:
+        settings["stall_timeout"] = args.stall_timeout
     report, node = observe(target, config, partial(_build, target, profile), settings or None,
                            shared_dir=_shared_dir(getattr(args, "shared_dir", None)))
     if node is not None:  # another node than rank 0's: its report goes beside the merged one

@@ -93,3 +93,4 @@ class Batch:
 
     loader: Any
     batch: Any
+    iterator: Any = None  # the DataLoader iterator that yielded it

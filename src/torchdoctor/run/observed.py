@@ -46,6 +46,9 @@ class Observed(Protocol):
     last_backward_root_seq: int
     last_zero_grad: dict[int, int]
     zero_grad_calls: weakref.WeakKeyDictionary[Any, Location | None]
+    #: the per-step series for the report's curves (instruments/series.py's SeriesRecorder, a
+    #: detector itself, so not imported here; None when not recorded)
+    series: Any
 
     @property
     def steps(self) -> int: ...

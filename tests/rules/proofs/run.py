@@ -20,7 +20,9 @@ from tests import children, warm
 from torchdoctor.core.rule import Rule
 
 #: no GPU here: the GPU-only checks (host syncs, TD452) treat CPU tensors as device ones
-ENV = {"TORCHDOCTOR_DEVICE_CHECKS_ON_CPU": "1", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+#: and a stall (TD497) is a pause of seconds, not of the default minute
+ENV = {"TORCHDOCTOR_DEVICE_CHECKS_ON_CPU": "1", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
+       "TORCHDOCTOR_STALL_TIMEOUT": "2"}
 
 
 def triggered(source: str, folder: Path, rule: Rule) -> set[str]:

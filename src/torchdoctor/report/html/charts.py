@@ -30,6 +30,8 @@ MAX_CELLS = 12000
 MAX_POINTS = 600
 #: a stacked chart of at most this many steps draws bars (areas beyond)
 MAX_BARS = 150
+#: the colour of a finding's mark on a curve (a loss spike, a stall)
+MARK = "#D55E00"
 
 
 @dataclass
@@ -57,6 +59,7 @@ class Chart:
     legend: list[dict[str, str]] = field(default_factory=list)
     note: str = ""
     plot: dict[str, float] = field(default_factory=dict)
+    marks: list[dict[str, Any]] = field(default_factory=list)  # findings at a step (a loss spike, a stall): x, label
 
 
 def charts(series: dict[str, Any]) -> list[Chart]:
@@ -202,6 +205,7 @@ def line_chart(name: str, table: dict[str, Any], domain: tuple[float, float]) ->
         chart.legend.append({"colour": colour, "label": column})
     if log:
         chart.note = "log scale"
+    _mark(chart, table, x)
     return chart
 
 
@@ -291,4 +295,19 @@ def stacked_chart(name: str, table: dict[str, Any], domain: tuple[float, float])
     over = sum(1 for total in totals if total > ceiling)
     if over:
         chart.note = f"{over} longer step{'s' if over != 1 else ''} cut at the top (longest {formatter(totals[-1])})"
+    _mark(chart, table, x)
     return chart
+
+
+def _mark(chart: Chart, table: dict[str, Any], x: Scale) -> None:
+    """A finding's moment (a table's `marks`: step, code, label) as a vertical mark at its step."""
+    for mark in table.get("marks") or []:
+        step = mark.get("step") if isinstance(mark, dict) else None
+        if not isinstance(step, (int, float)):
+            continue
+        position = min(max(x(step), chart.plot["x"]), chart.plot["x"] + chart.plot["w"])
+        chart.marks.append({"x": position, "label": f"{mark.get('code', '')} at step {step:g}: {mark.get('label', '')}",
+                            "code": str(mark.get("code", "")), "colour": MARK})
+    if chart.marks:
+        codes = sorted({m["code"] for m in chart.marks if m["code"]})
+        chart.legend.append({"colour": MARK, "label": f"findings at their step ({', '.join(codes)})" if codes else "findings at their step"})

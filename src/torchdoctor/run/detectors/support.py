@@ -141,3 +141,24 @@ def built_at(roots: list[nn.Module], module: nn.Module) -> Location | None:
                 return found
             child = parent
     return None
+
+
+
+def setting(key: str, env: str, default: float | str | None) -> Any:
+    """A setting the runner passed (the run folder's config.json, from a `torchdoctor run` option),
+    else the environment variable `env` (also read under `torchdoctor.watch()`), else `default`."""
+    import os
+
+    from torchdoctor.run import boot
+
+    value = boot.config().get(key)
+    if value is None:
+        value = os.environ.get(env) or None
+    if value is None:
+        return default
+    if isinstance(default, float):
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            return default
+    return str(value)

@@ -85,7 +85,7 @@ class LoaderIndex:
                 ref = vars(self).get(_LOADER)
                 loader = ref() if ref is not None else None
                 if loader is not None:
-                    on_batch(Batch(loader, batch))
+                    on_batch(Batch(loader, batch, self))
             except Exception as exc:  # noqa: BLE001 - same as above
                 FAULTS.add("the DataLoader observer", exc)
             return batch

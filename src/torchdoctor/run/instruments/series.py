@@ -53,6 +53,8 @@ MANUAL_AFTER = 8
 #: under `torchdoctor run`, the series are written to the run's records at steps 64, 256, 1024, ...
 #: (and at the end), so that an abrupt end keeps them
 FIRST_FLUSH, FLUSH_GROWTH = 64, 4
+#: marks kept per table
+MAX_MARKS = 32
 
 perf_counter = time.perf_counter
 
@@ -73,6 +75,13 @@ class Table:
         self.steps: list[int] = []
         self.rows: list[list[Any]] = []
         self._index: dict[str, int] = {}
+        #: events drawn on the chart at their step (a loss spike, a stall): step, code, label
+        self.marks: list[dict[str, Any]] = []
+
+    def mark(self, step: int, code: str, label: str) -> None:
+        """Mark `step` on this table's chart (a finding's moment), kept whatever the stride."""
+        if len(self.marks) < MAX_MARKS:
+            self.marks.append({"step": int(step), "code": code, "label": label})
 
     def due(self, step: int) -> bool:
         """Whether a value for `step` would be kept (check it before computing one)."""
@@ -115,6 +124,8 @@ class Table:
             data["title"] = self.title
         data.update({"columns": list(self.columns), "steps": list(self.steps),
                      "values": [[_number(v, read_device) for v in row] for row in self.rows]})
+        if self.marks:
+            data["marks"] = [dict(mark) for mark in self.marks]
         return data
 
 
@@ -126,6 +137,21 @@ def _number(value: Any, read_device: bool) -> float | None:
     if value is None or not math.isfinite(value):
         return None  # JSON has no NaN: a gap in the curve (the findings say why)
     return float(f"{value:.6g}")
+
+
+def unscaled_loss(ctx: Any, loss: Any) -> torch.Tensor | None:
+    """The loss handed to backward(), detached, as the user's loss function made it (a GradScaler's
+    scale divided out); None when it is not one floating-point value."""
+    if not isinstance(loss, torch.Tensor) or not loss.is_floating_point() or loss.numel() != 1:
+        return None
+    value = loss.detach()
+    clipping = ctx.installed(GradientClipping)
+    if clipping is not None and clipping.scaler.is_scaled(loss):
+        scale = clipping.scaler.scale_of(loss)
+        if not isinstance(scale, torch.Tensor) or scale.numel() != 1:
+            return None
+        value = value / scale
+    return value
 
 
 class SeriesRecorder(Detector):
@@ -266,15 +292,9 @@ class SeriesRecorder(Detector):
     # -- what is read -------------------------------------------------------------------------------
 
     def _add_loss(self, loss: Any) -> None:
-        if not isinstance(loss, torch.Tensor) or not loss.is_floating_point() or loss.numel() != 1:
+        value = unscaled_loss(self.ctx, loss)
+        if value is None:
             return
-        value = loss.detach()
-        clipping = self.ctx.installed(GradientClipping)
-        if clipping is not None and clipping.scaler.is_scaled(loss):
-            scale = clipping.scaler.scale_of(loss)
-            if not isinstance(scale, torch.Tensor) or scale.numel() != 1:
-                return
-            value = value / scale
         if value.device.type == "cpu":
             self._loss_total += float(value)
         else:  # summed on the device and read at the end: never a sync per step
