@@ -5,9 +5,9 @@ check fails when lint is slower than the target and passes when it is not."""
 from __future__ import annotations
 
 import ast
-import importlib.util
-import sys
 from pathlib import Path
+
+from tests.bench.bench_module import load
 
 from torchdoctor.core import registry
 from torchdoctor.lint.engine import Engine
@@ -16,15 +16,7 @@ from torchdoctor.lint.source import Source
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("lint_bench", BENCH / "lint_bench.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("lint_bench", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load()
+bench = load("lint_bench", "lint_bench.py")
 
 
 def test_the_generated_corpus_is_the_same_every_time(tmp_path: Path) -> None:

@@ -5,27 +5,16 @@ would be no bug. (The bench itself needs a corpus outside the repository; these 
 from __future__ import annotations
 
 import ast
-import importlib.util
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from tests.bench.bench_module import load
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
-def _load():
-    if str(BENCH) not in sys.path:
-        sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location("mutation.operators", BENCH / "mutation" / "operators.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("mutation.operators", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-ops = _load()
+ops = load("mutation.operators", "mutation/operators.py")
 
 PROGRAM = textwrap.dedent('''\
     import torch

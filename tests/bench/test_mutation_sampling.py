@@ -4,24 +4,14 @@ operator by its share of all mutants; a run is skipped only when lint already lo
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
+
+from tests.bench.bench_module import load
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
-def _load():
-    if str(BENCH) not in sys.path:
-        sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location("mutation_bench", BENCH / "mutation_bench.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("mutation_bench", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load()
+bench = load("mutation_bench", "mutation_bench.py")
 
 
 def _mutation(operator: str, line: int):

@@ -3,23 +3,14 @@ and what a command prints matches its block up to timings and elided tracebacks,
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
+
+from tests.bench.bench_module import load
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _load():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("readme_transcript", ROOT / "bench" / "readme_transcript.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("readme_transcript", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-transcript = _load()
+transcript = load("readme_transcript", "readme_transcript.py")
 
 SHOWN = [
     "Traceback (most recent call last):",

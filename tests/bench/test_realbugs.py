@@ -5,13 +5,12 @@ mirrors: the cases' files are not rebuilt here."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from tests.bench.bench_module import load
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
@@ -25,16 +24,7 @@ EVALUATION_ONLY = {
 }
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("realbugs", BENCH / "realbugs.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("realbugs", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-realbugs = _load()
+realbugs = load("realbugs", "realbugs.py")
 
 SHA_A, SHA_B = "a" * 40, "b" * 40
 

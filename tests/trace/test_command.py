@@ -105,7 +105,7 @@ def test_a_library_on_pythonpath_is_not_a_line_of_yours(tmp_path: Path) -> None:
         "import torch\nfrom torch import nn\nimport fakeaug\nimport jitterpkg\n"
         "model = nn.Linear(16, 2)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
         "for step in range(10):\n"
-        "    x = fakeaug.scale(jitterpkg.jitter(torch.randn(8, 16)))\n"
+        "    x = fakeaug.scale(jitterpkg.jitter(torch.randn(4096, 16)))\n"
         "    loss = model(x).sum()\n    opt.zero_grad()\n    loss.backward()\n    opt.step()\n"
     )
     env = environment()
@@ -116,7 +116,8 @@ def test_a_library_on_pythonpath_is_not_a_line_of_yours(tmp_path: Path) -> None:
     assert files == {"train.py"}, files
     called = line_of(ran.report, "fakeaug.scale(")
     assert called["location"] == "train.py:8"
-    assert {"aten::clamp", "aten::tanh"} <= {op["op"] for op in called["ops"]}, called["ops"]
+    ops = {op["op"] for op in called["ops"]}  # the line's six costliest ops: which of the cheap ones make it varies
+    assert "aten::tanh" in ops and ops & {"aten::randn_like", "aten::clamp", "aten::add"}, called["ops"]
 
 
 @pytest.mark.slow
