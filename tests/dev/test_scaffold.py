@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def checkout(tmp_path: Path) -> Path:
     root = tmp_path / "checkout"
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
-    for part in ("src", "tests"):
+    for part in ("src", "tests", "docs"):
         shutil.copytree(ROOT / part, root / part, ignore=ignore)
     shutil.copy(ROOT / "pyproject.toml", root)
     return root
@@ -57,6 +57,42 @@ def test_a_lint_run_and_check_rule_is_scaffolded_with_failing_tests_for_the_flag
         "FAILED test_fixture_findings_are_exactly_the_marked_ones[widget_misused]",
     }, tests.stdout[-3000:]
     assert sum(line.startswith("FAILED ") for line in tests.stdout.splitlines()) == 3  # run and check alike
+
+    # the work the scaffold leaves: a trivial bug (torch.ones in lint; a learning rate over 1 in run and check)
+    write_trivial_detectors(root)
+    (root / "docs" / "rules.md").write_text(python(root, "-m", "torchdoctor", "rules", "--format", "markdown").stdout, encoding="utf-8")
+    tests = python(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(root),
+                   "tests/run/detectors/test_widget_misused.py", "tests/health/test_widget_misused.py",
+                   "tests/lint/test_fixtures.py", "tests/rules/test_docs.py", "tests/catalog", "-k", "widget or TD149 or rules_md")
+    assert tests.returncode == 0 and " passed" in tests.stdout, tests.stdout[-3000:]
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{old!r} is not in {path}"
+    path.write_text(text.replace(old, new), encoding="utf-8")
+
+
+def write_trivial_detectors(root: Path) -> None:
+    """What a contributor writes after the scaffold, reduced to a trivial bug, in each file it made."""
+    src = root / "src" / "torchdoctor"
+    edit(src / "rules" / "optimizer" / "widget_misused.py", "x = torch.zeros(3)  # TODO: a small file that", "x = torch.ones(3)  # a small file that")
+    check = src / "lint" / "checks" / "widget_misused.py"
+    edit(check, '{"TODO_callee"}', '{"ones"}')
+    check.write_text(check.read_text(encoding="utf-8") + '    ctx.report(RULE, node, fields={"what": "torch.ones"})\n', encoding="utf-8")
+    edit(root / "tests" / "lint" / "fixtures" / "widget_misused.py", "bad = torch.zeros(3)", "bad = torch.ones(3)")
+    detector = src / "run" / "detectors" / "widget_misused.py"
+    detector.write_text(detector.read_text(encoding="utf-8") + (
+        '        if event.index == 1 and event.optimizer.param_groups[0]["lr"] > 1:\n'
+        '            self.ctx.report(RULE, fields={"what": "lr"})\n'), encoding="utf-8")
+    edit(root / "tests" / "run" / "detectors" / "test_widget_misused.py", "lr=0.1)", "lr=10.0 if buggy else 0.1)")
+    health = src / "health" / "checks" / "widget_misused.py"
+    edit(health, '    return Outcome(detail="TODO: what was confirmed")',
+         '    if ctx.subject.optimizer is not None and ctx.subject.optimizer.param_groups[0]["lr"] > 1:\n'
+         '        return Outcome([RULE.finding(fields={"what": "lr"})])\n'
+         '    return Outcome(detail="the learning rate is at most 1")')
+    edit(root / "tests" / "health" / "test_widget_misused.py", "CORRECT = BUGGY  # TODO: the similar correct factory",
+         'CORRECT = BUGGY.replace("lr=0.1", "lr=0.1")\nBUGGY = BUGGY.replace("lr=0.1", "lr=10.0")')
 
 
 def test_a_taken_code_or_name_is_refused_and_nothing_is_written(tmp_path: Path) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -21,12 +23,13 @@ def lint_file(path: Path, config: Config | None = None, **options: object) -> li
 
 
 def expected(path: Path) -> set[tuple[int, str]]:
-    """`(line, code)` for every `# expect: TD123` marker in a fixture."""
+    """`(line, code)` for every `# expect: TD123` marker in a fixture: in a comment, not in a
+    string or docstring that explains the markers."""
     found = set()
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        match = EXPECT.search(line)
+    for token in tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline):
+        match = EXPECT.search(token.string) if token.type == tokenize.COMMENT else None
         if match:
-            found.update((number, code.strip()) for code in match.group("codes").split(","))
+            found.update((token.start[0], code.strip()) for code in match.group("codes").split(","))
     return found
 
 

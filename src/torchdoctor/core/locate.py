@@ -100,16 +100,6 @@ def traceback_frames(tb: TracebackType | None) -> list[tuple[str, int]]:
     return [(f.filename, f.lineno or 0) for f in traceback.extract_tb(tb)]
 
 
-def stack_frames(frame: FrameType | None) -> list[tuple[str, int]]:
-    """`(filename, line)` for the live stack above `frame`, outermost first."""
-    frames: list[tuple[str, int]] = []
-    while frame is not None:
-        frames.append((frame.f_code.co_filename, frame.f_lineno))
-        frame = frame.f_back
-    frames.reverse()
-    return frames
-
-
 def caller_in_user_code(skip: int = 1) -> tuple[str, int] | None:
     """The innermost user frame of the current call stack (cheap: no source is read, and the
     walk stops at the first user frame)."""

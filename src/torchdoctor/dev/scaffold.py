@@ -210,7 +210,7 @@ def {module}(node: ast.Call, ctx: Context) -> None:
 '''
 
 _LINT_FIXTURE = '''"""{code} {name}: the flagged code and the similar correct code, side by side.
-`# expect: {code}` marks each line that must be flagged; every other line must stay silent."""
+An `expect` comment naming {code} marks each line that must be flagged; every other line must stay silent."""
 
 import torch
 

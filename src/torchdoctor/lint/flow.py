@@ -158,8 +158,6 @@ def kind_of(node: ast.expr, ctx: WalkState) -> Kind | None:
         value = node.value  # type: ignore[attr-defined]
         if value.__class__ is ast.Name and value.id == "self" and ctx.class_info is not None:
             return ctx.class_info.attributes.get(node.attr)  # type: ignore[attr-defined]
-        if node.attr in ("logits", "loss"):  # type: ignore[attr-defined]
-            return None
         return None
     if cls is ast.Subscript:
         inner = kind_of(node.value, ctx)  # type: ignore[attr-defined]

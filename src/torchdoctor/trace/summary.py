@@ -17,9 +17,6 @@ from torchdoctor.core.report import Report
 from torchdoctor.trace.diagnose import diagnose
 from torchdoctor.trace.options import TraceOptions
 
-#: lines of the table in the text report (the JSON report has them all)
-TEXT_LINES = 12
-
 
 def add_trace(report: Report, traces: list[dict[str, Any]], options: TraceOptions) -> None:
     """Add the traced process's record (the main process, or the lowest rank) to the report."""

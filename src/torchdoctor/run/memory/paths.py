@@ -81,7 +81,3 @@ def holder_of(path: Path) -> Path:
 def through_traceback(path: Path) -> bool:
     return any(step.kind == TRACEBACK for step in path)
 
-
-def root_name(path: Path) -> str | None:
-    """The variable the path starts from (`history`, `model`), or None."""
-    return path[0].text if path and path[0].kind in (LOCAL, GLOBAL) else None

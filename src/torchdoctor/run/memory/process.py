@@ -74,16 +74,6 @@ def allocators() -> list[AllocatorFacts]:
     return found
 
 
-def device_total(device: str) -> int | None:
-    """The device's total memory (a driver query: on demand only, never per step)."""
-    torch = sys.modules.get("torch")
-    try:
-        index = int(device.split(":")[1])
-        return int(torch.cuda.get_device_properties(index).total_memory)  # type: ignore[union-attr]
-    except Exception:  # noqa: BLE001 - no CUDA, or an injected device
-        return None
-
-
 def _current(stats: Any, name: str) -> int:
     try:
         return int(stats[name]["all"]["current"])
