@@ -126,6 +126,8 @@ def without_own_frames(tb: TracebackType | None) -> TracebackType | None:
         code = tb.tb_frame.f_code
         if is_own_file(code.co_filename) or is_stand_in_frame(code):
             hidden = True
+            if entries and _torch_function_dispatch(entries[-1]):
+                del entries[-2:]  # torch's dispatch to our mode, and the API frame that made it (it runs again inside)
         else:
             entries.append(tb)
         tb = tb.tb_next
@@ -135,3 +137,10 @@ def without_own_frames(tb: TracebackType | None) -> TracebackType | None:
     for entry in reversed(entries):
         chain = TracebackType(chain, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
     return chain
+
+
+def _torch_function_dispatch(tb: TracebackType) -> bool:
+    """The frame of torch's `handle_torch_function`: a torch function handing its call to an
+    active `TorchFunctionMode` (an observer's, when the next frame is torchdoctor's)."""
+    code = tb.tb_frame.f_code
+    return code.co_name == "handle_torch_function" and code.co_filename.replace("\\", "/").endswith("torch/overrides.py")

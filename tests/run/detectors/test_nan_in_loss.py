@@ -16,6 +16,13 @@ from tests.run.detectors.conftest import line_of, observing
 from torchdoctor.run.detectors.numerics import NonFiniteLoss
 
 HERE = __file__
+
+
+@pytest.fixture(autouse=True)
+def no_compile_before() -> None:
+    """Each test is a fresh program: a torch.compile made by an earlier test of the process
+    would turn the loss code's trace off (see the last test)."""
+    torch._dynamo.reset()
 EPS = 0.0  # set per test through `spread`'s argument
 
 
@@ -181,3 +188,14 @@ def test_an_op_whose_gradient_reaches_no_parameter_is_not_blamed() -> None:
             optimizer.step()
     finding = observed.one("TD145")
     assert finding.line == line_of(HERE, "# model sqrt")
+
+
+def test_after_torch_compile_ran_in_the_process_the_gradient_is_still_explained() -> None:
+    """A `watch()` block after torch.compile ran: the loss code is not traced (dynamo would trace
+    the trace), and the replay that stands in fails on nothing (it once compared two tensors
+    with `==` and stepped aside)."""
+    compiled = torch.compile(lambda t: t * 2, backend="eager")
+    assert compiled(torch.ones(2)).sum().item() == 4
+    with observing(NonFiniteLoss) as observed:  # fails on any TD006 (a detector that stepped aside)
+        train(None, eps=0.0, loop="norm")
+    assert "TD145" in observed.codes

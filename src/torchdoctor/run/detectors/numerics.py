@@ -230,7 +230,7 @@ class NonFiniteLoss(Detector):
         for ref, args, kwargs, outputs in list(self._inputs.values()):
             root, real_args, real_kwargs = ref(), strong(args), strong(kwargs)
             loss_input = self._loss[1]() if self._loss is not None else None
-            loss_call = self._loss if loss_input is not None and [o() for o in outputs] == [loss_input] else None
+            loss_call = self._loss if loss_input is not None and len(outputs) == 1 and outputs[0]() is loss_input else None
             if root is None or real_args is None or real_kwargs is None:
                 continue
             tracer = FirstNonFinite()
