@@ -101,3 +101,31 @@ def test_a_watch_is_called_after_each_forward_and_goes_with_its_module() -> None
         del other
         gc.collect()
         assert not session.modules._watches and not nn.modules.module._global_forward_hooks
+
+
+class CountsItsCalls(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.calls = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        self.last_batch = x.shape[0]
+        return self.fc(x)
+
+
+def test_a_replayed_forward_leaves_the_modules_attributes_as_the_real_calls_left_them() -> None:
+    """During the warm-up a compiled model's forward is replayed eagerly under the loss code's
+    trace; a counter it keeps in a Python attribute still counts the script's calls only."""
+    torch._dynamo.reset()
+    model = CountsItsCalls()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with torchdoctor.watch():
+        compiled = torch.compile(model, backend="eager")
+        for batch in (2, 2, 2, 2, 2):
+            loss = compiled(torch.randn(batch, 4)).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert (model.calls, model.last_batch) == (5, 2)

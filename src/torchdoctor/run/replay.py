@@ -3,8 +3,10 @@
 A replay (of the forward pass that produced a NaN, of a compiled model's forward in eager
 mode) draws its random numbers from a forked RNG, and runs with every buffer (batch norm
 statistics) swapped for a copy: copying values back instead would bump the buffers' version
-counters, which the real step's backward() checks. What it is given is kept by weak
-reference, so that remembering a step's inputs keeps no batch alive.
+counters, which the real step's backward() checks. The attributes its forward rebinds (a call
+counter `self.calls += 1`, a cached mask) are put back afterwards, so the next real call sees
+what it would have seen. What it is given is kept by weak reference, so that remembering a
+step's inputs keeps no batch alive.
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ from torch import nn
 
 @contextlib.contextmanager
 def untouched(module: nn.Module) -> Iterator[None]:
-    """A replay that leaves nothing behind: the RNG states are restored afterwards, and every
-    buffer is swapped for a copy while it runs (see the module's doc)."""
+    """A replay that leaves nothing behind: the RNG states are restored afterwards, every
+    buffer is swapped for a copy while it runs, and every module's attributes are bound again
+    to what they were (see the module's doc)."""
     devices = sorted({p.device.index or 0 for p in module.parameters() if p.device.type == "cuda"})
+    attributes = [(owner, dict(owner.__dict__)) for owner in module.modules()]
     swapped = []
     for owner in module.modules():
         for name, buffer in list(owner._buffers.items()):
@@ -33,8 +37,19 @@ def untouched(module: nn.Module) -> Iterator[None]:
         try:
             yield
         finally:
+            for owner, saved in attributes:
+                _rebind(owner.__dict__, saved)
             for owner, name, buffer in swapped:
                 owner._buffers[name] = buffer
+
+
+def _rebind(current: dict[str, Any], saved: dict[str, Any]) -> None:
+    """`current` made to hold the objects of `saved` again (names added since are removed)."""
+    for name in [name for name in current if name not in saved]:
+        del current[name]
+    for name, value in saved.items():
+        if current.get(name, _DEAD) is not value:
+            current[name] = value
 
 
 def leaves(value: Any) -> Iterator[Any]:
