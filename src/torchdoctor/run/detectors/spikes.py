@@ -13,7 +13,8 @@ carries them, and the samples whose values stand out (by OUTLIER times the batch
 not finite) are named. With `--save-bad-batches DIR` the batch and the weights that produced
 the loss are written at once (the optimizer has not stepped yet). The next FOLLOW losses decide
 the severity: a non-finite one, or a median that stays above the spike threshold, make it a
-warning; otherwise the training recovered, and it is info.
+warning; otherwise the training recovered, and it is info. A run that steps with a closure
+(LBFGS) is not judged: the line search evaluates the loss at trial points inside each step.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.rules.numerics.loss_spike import RULE
 from torchdoctor.run.detector import Detector
 from torchdoctor.run.detectors.support import place, setting
-from torchdoctor.run.events import Backward, Batch
+from torchdoctor.run.events import Backward, Batch, Step
 from torchdoctor.run.instruments.batch_indices import BatchIndices
 from torchdoctor.run.instruments.clipping import GradientClipping
 from torchdoctor.run.instruments.series import unscaled_loss
@@ -60,7 +61,7 @@ ENV_SAVE = "TORCHDOCTOR_SAVE_BAD_BATCHES"
 
 
 class LossSpikes(Detector):
-    ORDER = 130
+    ORDER = 135
     rules = (RULE,)
 
     def __init__(self, ctx: Any) -> None:
@@ -85,6 +86,10 @@ class LossSpikes(Detector):
         self._batch = event.batch
         self._loader = event.loader
         self._indices = self._indices_of.of(event.iterator)
+
+    def on_step(self, event: Step) -> None:
+        if event.closure:  # LBFGS: its line search evaluates the loss at trial points, and a bad one is no spike
+            self._done, self._pending = True, None
 
     def on_backward(self, event: Backward) -> None:
         if self._done or not event.tensors:

@@ -63,7 +63,7 @@ _IO = ("socket.py", "ssl.py", "selectors.py", "subprocess.py", "client.py", "con
 
 
 class Stalls(Detector):
-    ORDER = 140
+    ORDER = 145
     rules = (RULE,)
 
     def install(self) -> None:

@@ -100,7 +100,7 @@ class _Layer:
 class InactiveUnits(Detector):
     """TD484 / TD485: most of a layer's units dead or saturated at several sampled steps."""
 
-    ORDER = 380
+    ORDER = 382
     rules = (DEAD, SATURATED)
 
     def __init__(self, ctx: Any) -> None:
@@ -238,7 +238,7 @@ class InactiveUnits(Detector):
 class VanishingGradients(Detector):
     """TD486: a layer's gradient orders of magnitude below the other layers' at every warm-up step."""
 
-    ORDER = 390
+    ORDER = 392
     rules = (VANISHING,)
 
     def __init__(self, ctx: Any) -> None:
