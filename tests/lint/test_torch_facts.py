@@ -124,3 +124,23 @@ def test_an_in_place_dropout_changes_a_saved_output_only_with_p_in_training() ->
         drop = torch.nn.Dropout(p, inplace=True).train(training)
         outcomes.append(_raises_after_in_place(lambda x, d=drop: d(x.softmax(-1)) - 1))
     assert outcomes == [True, False, False]
+
+
+def test_the_out_of_place_ops_leave_their_inputs_unchanged() -> None:
+    """TD178: `x.view(...)`, `grad.add(p, alpha=...)`, `torch.div`, `x.masked_fill`, `x.clamp`
+    and `x * 0` return new tensors; their inputs keep their shape and values."""
+    x, p = torch.ones(2, 3), torch.full((2, 3), 2.0)
+    x.view(3, 2), x.add(p, alpha=0.5), torch.div(x, 4), x.masked_fill(x > 0, 0.0), x.clamp(0, 0.5), x * 0
+    assert x.shape == (2, 3) and torch.equal(x, torch.ones(2, 3))
+
+
+def test_a_reduced_loss_and_a_full_reduction_have_no_index() -> None:
+    """TD179: a reduced loss and `.sum()` are 0-dim, and `[0]` on them raises; `reduction='none'`
+    keeps a dimension."""
+    out, y = torch.randn(4, 3), torch.tensor([0, 1, 2, 0])
+    loss = torch.nn.CrossEntropyLoss()(out, y)
+    assert loss.dim() == 0 and out.sum().dim() == 0
+    for zero_dim in (loss.data, out.sum(), torch.nn.functional.nll_loss(out, y, reduction="sum")):
+        with pytest.raises(IndexError, match="invalid index of a 0-dim tensor"):
+            zero_dim[0]  # noqa: B018
+    assert torch.nn.CrossEntropyLoss(reduction="none")(out, y)[0].dim() == 0

@@ -1,6 +1,6 @@
 """Easy-to-miss API slips: an implicit softmax dimension (TD150), deprecated torch.cuda.amp
 entry points (TD167), a misspelt `requires_grad` (TD168), a trainable tensor turned into a
-non-leaf copy (TD169)."""
+non-leaf copy (TD169), a 0-dim loss or reduction indexed as if it had a dimension (TD179)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from torchdoctor.lint.api import FILE_END, Context, check, keyword, literal, may
 from torchdoctor.lint.names import spells
 from torchdoctor.rules.api.deprecated_amp_api import RULE as DEPRECATED_AMP_API
 from torchdoctor.rules.api.softmax_implicit_dim import RULE as SOFTMAX_IMPLICIT_DIM
+from torchdoctor.rules.api.zero_dim_index import RULE as ZERO_DIM_INDEX
 from torchdoctor.rules.grad_flow.requires_grad_on_copy import RULE as REQUIRES_GRAD_ON_COPY
 from torchdoctor.rules.grad_flow.requires_grad_typo import RULE as REQUIRES_GRAD_TYPO
 
@@ -264,3 +265,86 @@ def _used_as_weight(function: ast.AST, variable: str, ctx: Context) -> bool:
             elif not isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.keyword)):
                 return True
     return False
+
+
+#: reductions that, called without a dimension, return a 0-dim tensor
+_FULL_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "norm", "std", "var", "median"})
+#: steps that keep a tensor 0-dim (`loss.data`, `loss.cpu()`, `loss.detach()`)
+_KEEPS_SHAPE = frozenset({"data", "cpu", "detach", "cuda", "float", "double", "clone"})
+
+
+@check(ZERO_DIM_INDEX, ast.Subscript)
+def zero_dim_index(node: ast.Subscript, ctx: Context) -> None:
+    index = node.slice
+    if not isinstance(node.ctx, ast.Load) or not (isinstance(index, ast.Constant) and type(index.value) is int and index.value == 0):
+        return
+    base = node.value
+    while True:  # through `.data`, `.cpu()`, `.detach()`
+        if isinstance(base, ast.Attribute) and base.attr in _KEEPS_SHAPE:
+            base = base.value
+        elif (isinstance(base, ast.Call) and isinstance(base.func, ast.Attribute) and base.func.attr in _KEEPS_SHAPE
+              and not base.args and not base.keywords):
+            base = base.func.value
+        else:
+            break
+    why = _zero_dim(base, ctx)
+    if why is None:
+        return
+    fixed = f"{ctx.text(base)}.item()"
+    ctx.report(ZERO_DIM_INDEX, node, fields={"expression": ctx.text(node), "why": why, "fixed": fixed},
+               fix=Fix(title=f"Use `{fixed}`", edits=(ctx.edit(node, fixed),)))
+
+
+def _zero_dim(value: ast.expr, ctx: Context) -> str | None:
+    """Why `value` is a 0-dim tensor, or None when it may have a dimension."""
+    if (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _FULL_REDUCTIONS
+            and not value.args and not value.keywords and ctx.qualified(value.func) is None):
+        return f"`.{value.func.attr}()` without a dimension reduces to one number"
+    kind = ctx.kind(value)
+    if kind is not None and kind.tag == "loss" and _reduced(kind.node, ctx):
+        return "a reduced loss is a single number"
+    if isinstance(value, ast.Name) and _backward_of(value.id, ctx):
+        return f"`{value.id}.backward()` is called without a gradient, so `{value.id}` is a single number"
+    return None
+
+
+def _reduced(call: ast.AST | None, ctx: Context) -> bool:
+    """The loss call (or the loss module it calls) neither says `reduction='none'` nor `reduce=False`."""
+    if not isinstance(call, ast.Call):
+        return False
+    calls = [call]
+    made = ctx.kind(call.func)
+    if made is not None and made.tag == "loss_fn" and isinstance(made.node, ast.Call):
+        calls.append(made.node)
+    for each in calls:
+        reduction = keyword(each, "reduction")
+        if reduction is not None and literal(reduction) not in ("mean", "sum"):
+            return False
+        reduce = keyword(each, "reduce")
+        if reduce is not None and literal(reduce) is not True:
+            return False
+    return True
+
+
+def _backward_of(name: str, ctx: Context) -> bool:
+    """`name.backward()` with no gradient in this function, and `name` is computed there (not a
+    parameter): backward without a gradient only runs on a single number."""
+    scope = ctx.scope.node
+    if name in ctx.scope.params:
+        return False
+    backward = assigned = False
+    for node in ast.walk(scope):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "backward"
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == name
+                and not node.args and keyword(node, "gradient") is None):
+            backward = True
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            if not isinstance(node.value, (ast.Call, ast.BinOp)) or _makes_shaped(node.value, ctx):
+                return False
+            assigned = True
+    return backward and assigned
+
+
+def _makes_shaped(value: ast.expr, ctx: Context) -> bool:
+    """`torch.zeros(1)` and the like: a tensor with a dimension on purpose."""
+    return isinstance(value, ast.Call) and (ctx.qualified(value.func) or "").startswith("torch.")

@@ -1,15 +1,16 @@
 """Statements whose result is thrown away although it was the point: a method named but not
-called (TD152), a tensor moved or converted into a copy nobody keeps (TD154), the report of a
-non-strict `load_state_dict` (TD160)."""
+called (TD152), a tensor moved or converted into a copy nobody keeps (TD154), a tensor computed
+and dropped (TD178), the report of a non-strict `load_state_dict` (TD160)."""
 
 from __future__ import annotations
 
 import ast
 
 from torchdoctor.core.finding import Fix
-from torchdoctor.lint.api import FILE_END, Context, check, dotted, keyword, literal
+from torchdoctor.lint.api import FILE_END, Context, check, dotted, keyword, literal, terminal
 from torchdoctor.rules.api.method_not_called import RULE as METHOD_NOT_CALLED
 from torchdoctor.rules.api.non_strict_load_ignored import RULE as NON_STRICT_LOAD_IGNORED
+from torchdoctor.rules.api.tensor_result_discarded import RULE as TENSOR_RESULT_DISCARDED
 from torchdoctor.rules.device.tensor_conversion_discarded import RULE as TENSOR_CONVERSION_DISCARDED
 
 #: methods of modules, optimizers and tensors that do nothing unless called
@@ -35,12 +36,129 @@ def tensor_copy_discarded(node: ast.Expr, ctx: Context) -> None:
     if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute) or call.func.attr not in _COPYING:
         return
     receiver = call.func.value
+    if not isinstance(receiver, ast.Name):
+        return
     kind = ctx.kind(receiver)
-    if kind is None or kind.tag != "batch" or kind.detail != "item" or not isinstance(receiver, ast.Name):
+    batch = kind is not None and kind.tag == "batch" and kind.detail == "item"
+    if not batch and not _made_by_torch(receiver.id, ctx):
         return
     fix = Fix(title=f"Assign the result: `{receiver.id} = {ctx.text(call)}`",
               edits=(ctx.edit(call, f"{receiver.id} = {ctx.text(call)}"),))
     ctx.report(TENSOR_CONVERSION_DISCARDED, node, fields={"call": ctx.text(call), "name": receiver.id}, fix=fix)
+
+
+#: torch functions that make a new tensor: a name bound only to their results holds a tensor
+_FACTORIES = frozenset({
+    "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm",
+    "arange", "linspace", "logspace", "eye", "zeros_like", "ones_like", "full_like", "empty_like", "rand_like",
+    "randn_like", "randint_like", "cat", "stack", "Tensor", "FloatTensor", "DoubleTensor", "HalfTensor",
+    "LongTensor", "IntTensor", "ShortTensor", "ByteTensor", "CharTensor", "BoolTensor",
+})
+
+
+def _makes_tensor(value: ast.expr, ctx: Context) -> bool:
+    """`torch.zeros(...)`, `torch.LongTensor(...)`, `Variable(...)` (which always wraps a tensor)."""
+    if not isinstance(value, ast.Call):
+        return False
+    name = ctx.qualified(value.func) or ""
+    head, _, last = name.rpartition(".")
+    return name == "torch.autograd.Variable" or (head in ("torch", "torch.cuda") and last in _FACTORIES)
+
+
+def _made_by_torch(name: str, ctx: Context) -> bool:
+    """Every assignment to `name` in the enclosing function (or module) is a tensor factory's
+    result, and there is at least one: the name holds a tensor, never a module."""
+    values = [node.value for node in ast.walk(ctx.scope.node)
+              if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None
+              and any(isinstance(t, ast.Name) and t.id == name for t in (node.targets if isinstance(node, ast.Assign) else [node.target]))]
+    return bool(values) and all(_makes_tensor(value, ctx) for value in values)
+
+
+#: torch functions and torch.nn.functional functions that return a new tensor and change nothing
+_PURE_FUNCTIONS = frozenset({
+    "add", "sub", "mul", "div", "true_divide", "floor_divide", "pow", "exp", "log", "sqrt", "rsqrt", "abs", "neg",
+    "clamp", "clip", "where", "cat", "stack", "matmul", "mm", "bmm", "sigmoid", "tanh", "relu", "softmax",
+    "log_softmax", "reshape", "transpose", "permute", "squeeze", "unsqueeze", "flatten", "masked_fill",
+    "index_select", "gather", "scatter", "scatter_add", "normalize", "dropout", "pad", "interpolate", "gelu",
+    "leaky_relu", "elu", "silu", "mean", "sum", "detach", "clone", "lerp", "addcmul", "addcdiv",
+})
+#: tensor methods that return a new tensor (the in-place form ends in `_`); names that other
+#: common objects use for something with an effect (`set.add`, `logger.log`, `tree.expand`) are
+#: left out, and `add`/`sub` count only with torch's `alpha=`
+_PURE_METHODS = frozenset({
+    "view", "view_as", "reshape", "permute", "transpose", "unsqueeze", "squeeze", "flatten", "clamp", "clamp_min",
+    "clamp_max", "masked_fill", "masked_scatter", "index_fill", "index_add", "index_copy", "scatter_add", "mul",
+    "div", "addcmul", "addcdiv", "lerp", "sigmoid", "tanh", "relu", "softmax", "log_softmax", "matmul", "bmm",
+})
+#: methods whose result is a new view or layout: keep it (their in-place forms, where they exist, are not the idiom)
+_SHAPE_METHODS = frozenset({"view", "view_as", "reshape", "permute", "transpose", "unsqueeze", "squeeze", "flatten",
+                            "softmax", "log_softmax", "matmul", "bmm"})
+_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Pow, ast.MatMult)
+
+
+#: pure functions of `torch` whose in-place form is a tensor method (`torch.div(x, d)` -> `x.div_(d)`)
+_HAS_INPLACE_METHOD = frozenset({"add", "sub", "mul", "div", "pow", "exp", "log", "sqrt", "abs", "neg", "clamp", "sigmoid",
+                                 "tanh", "relu", "masked_fill", "squeeze", "unsqueeze", "transpose", "lerp", "addcmul",
+                                 "addcdiv", "scatter", "scatter_add"})
+
+
+@check(TENSOR_RESULT_DISCARDED, ast.Expr)
+def tensor_result_discarded(node: ast.Expr, ctx: Context) -> None:
+    value = node.value
+    if _probe(node, ctx) or "bench" in ctx.source.path.lower():
+        return  # computed to see it fail, or to time it
+    if isinstance(value, ast.BinOp):
+        if isinstance(value.op, _ARITHMETIC) and not _textual(value):
+            target = ctx.text(value.left)
+            ctx.report(TENSOR_RESULT_DISCARDED, node, fields={
+                "expression": ctx.text(value), "what": "a value", "advice": f"Keep the result: `{target} = {ctx.text(value)}`"})
+        return
+    if not isinstance(value, ast.Call) or not isinstance(value.func, ast.Attribute) or keyword(value, "out") is not None:
+        return
+    method = value.func.attr
+    name = ctx.qualified(value.func)
+    if name is not None:
+        head = name.rpartition(".")[0]
+        if head not in ("torch", "torch.nn.functional") or method not in _PURE_FUNCTIONS or literal(keyword(value, "inplace")) is True:
+            return
+        first = ctx.text(value.args[0]) if value.args and not isinstance(value.args[0], ast.Starred) else "y"
+        advice = f"Keep the result: `{first} = {ctx.text(value)}`"
+        if head == "torch" and method in _HAS_INPLACE_METHOD and value.args:
+            advice += f", or update in place with `{first}.{method}_(...)`"
+    else:
+        receiver = value.func.value
+        if isinstance(receiver, ast.Name) and (receiver.id == "self" or ctx.qualified(receiver) is not None):
+            return  # a method of the class itself, or a function of an imported module
+        if method not in _PURE_METHODS and not (method in ("add", "sub") and keyword(value, "alpha") is not None):
+            return
+        if method == "view" and not value.args:
+            return  # `graph.view()` (graphviz) opens a viewer; a tensor's view needs a shape
+        advice = f"Keep the result: `{ctx.text(receiver)} = {ctx.text(value)}`"
+        if method not in _SHAPE_METHODS:
+            advice += f", or update in place with `.{method}_(...)`"
+    ctx.report(TENSOR_RESULT_DISCARDED, node, fields={"expression": ctx.text(value), "what": "a new tensor", "advice": advice})
+
+
+#: context managers that expect the block to fail or warn (pytest, unittest)
+_EXPECTS_FAILURE = ("raises", "Raises", "RaisesRegex", "warns", "Warns", "WarnsRegex", "deprecated_call")
+
+
+def _probe(node: ast.Expr, ctx: Context) -> bool:
+    """The statement runs to see whether it fails: `try: x.view(-1)` with a handler, or the
+    block of `with pytest.raises(...)` / `self.assertRaises(...)`."""
+    parent = ctx.parent
+    if isinstance(parent, ast.Try):
+        return node in parent.body and bool(parent.handlers)
+    if isinstance(parent, (ast.With, ast.AsyncWith)):
+        return any(isinstance(item.context_expr, ast.Call) and (terminal(item.context_expr.func) or "").endswith(_EXPECTS_FAILURE)
+                   for item in parent.items)
+    return False
+
+
+def _textual(node: ast.BinOp) -> bool:
+    """`"-" * 40` or `"%s" % x`: strings, not tensors (and no less useless, but not ours)."""
+    return any(isinstance(side, (ast.Constant, ast.JoinedStr)) and isinstance(getattr(side, "value", ""), (str, bytes))
+               or isinstance(side, (ast.JoinedStr, ast.List, ast.Tuple)) for side in (node.left, node.right))
 
 
 @check(NON_STRICT_LOAD_IGNORED, ast.Call, names={"load_state_dict"})

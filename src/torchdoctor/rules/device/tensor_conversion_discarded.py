@@ -14,8 +14,10 @@ RULE = Rule(
     hint="Keep the result: `{name} = {call}` (tensors, unlike modules, are not moved in place).",
     doc="""
 ## What it does
-Flags a statement that moves or converts a tensor drawn from a DataLoader (`x.to(device)`,
-`x.cuda()`, `y.long()`, `x.float()`, ...) without assigning the result.
+Flags a statement that moves or converts a tensor (`x.to(device)`, `x.cuda()`, `y.long()`,
+`x.float()`, ...) without assigning the result: a tensor drawn from a DataLoader, or a name
+that every assignment of the function binds to a torch factory's result (`torch.zeros(...)`,
+`torch.LongTensor(...)`, `Variable(...)`), so it cannot be a module.
 
 ## Why is this bad?
 `Module.to()` moves the module in place, but `Tensor.to()` returns a *new* tensor and leaves
