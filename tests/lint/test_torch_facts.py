@@ -144,3 +144,19 @@ def test_a_reduced_loss_and_a_full_reduction_have_no_index() -> None:
         with pytest.raises(IndexError, match="invalid index of a 0-dim tensor"):
             zero_dim[0]  # noqa: B018
     assert torch.nn.CrossEntropyLoss(reduction="none")(out, y)[0].dim() == 0
+
+
+def test_parameters_is_a_generator_that_a_first_consumer_uses_up() -> None:
+    """TD180: after an optimizer took `model.parameters()`, the same generator yields nothing,
+    and `clip_grad_norm_` over it clips nothing (it reports a total norm of 0)."""
+    model = torch.nn.Linear(2, 2)
+    params = model.parameters()
+    torch.optim.SGD(params, lr=0.1)
+    assert list(params) == []
+    model(torch.ones(1, 2)).sum().mul(1e3).backward()
+    params = model.parameters()
+    torch.optim.SGD(params, lr=0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch 2.13 warns that the generator is empty
+        assert torch.nn.utils.clip_grad_norm_(params, 1.0).item() == 0.0
+    assert model.weight.grad is not None and model.weight.grad.norm().item() > 1.0
