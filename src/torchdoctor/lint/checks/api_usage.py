@@ -1,6 +1,7 @@
 """Easy-to-miss API slips: an implicit softmax dimension (TD150), deprecated torch.cuda.amp
 entry points (TD167), a misspelt `requires_grad` (TD168), a trainable tensor turned into a
-non-leaf copy (TD169), a 0-dim loss or reduction indexed as if it had a dimension (TD179)."""
+non-leaf copy (TD169), a 0-dim loss or reduction indexed as if it had a dimension (TD179), a
+model's output normalised over the batch axis (TD181)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ import ast
 import re
 
 from torchdoctor.core.finding import Edit, Fix
-from torchdoctor.lint.api import FILE_END, Context, check, keyword, literal, may_pass
+from torchdoctor.lint.api import FILE_END, Context, argument, check, keyword, literal, may_pass
 from torchdoctor.lint.names import spells
 from torchdoctor.rules.api.deprecated_amp_api import RULE as DEPRECATED_AMP_API
 from torchdoctor.rules.api.softmax_implicit_dim import RULE as SOFTMAX_IMPLICIT_DIM
 from torchdoctor.rules.api.zero_dim_index import RULE as ZERO_DIM_INDEX
 from torchdoctor.rules.grad_flow.requires_grad_on_copy import RULE as REQUIRES_GRAD_ON_COPY
 from torchdoctor.rules.grad_flow.requires_grad_typo import RULE as REQUIRES_GRAD_TYPO
+from torchdoctor.rules.loss.softmax_over_batch import RULE as SOFTMAX_OVER_BATCH
 
 _FUNCTIONAL_SOFTMAX = frozenset({"torch.nn.functional.softmax", "torch.nn.functional.log_softmax",
                                  "torch.nn.functional.softmin"})
@@ -348,3 +350,40 @@ def _backward_of(name: str, ctx: Context) -> bool:
 def _makes_shaped(value: ast.expr, ctx: Context) -> bool:
     """`torch.zeros(1)` and the like: a tensor with a dimension on purpose."""
     return isinstance(value, ast.Call) and (ctx.qualified(value.func) or "").startswith("torch.")
+
+
+@check(SOFTMAX_OVER_BATCH, ast.Return)
+def softmax_over_batch(node: ast.Return, ctx: Context) -> None:
+    """Only what `forward` returns: inside a model, softmax over dim 0 is an attention over the
+    positions of a sequence-first tensor as often as a mistake."""
+    if node.value is None or not ctx.scope.name.endswith(".forward") or ctx.class_info is None or not ctx.class_info.is_module:
+        return
+    value = node.value
+    if isinstance(value, ast.Name):
+        value = _last_value(value.id, node, ctx)
+    if isinstance(value, ast.Call) and _normalises_dim_zero(value, ctx):
+        ctx.report(SOFTMAX_OVER_BATCH, value, fields={"call": ctx.text(value)})
+
+
+def _last_value(name: str, before: ast.stmt, ctx: Context) -> ast.expr | None:
+    """The value of the last plain assignment to `name` above `before` in this function."""
+    found = None
+    for statement in ast.walk(ctx.scope.node):
+        if (isinstance(statement, ast.Assign) and statement.lineno < before.lineno and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == name
+                and (found is None or statement.lineno > found.lineno)):
+            found = statement
+    return found.value if found is not None else None
+
+
+def _normalises_dim_zero(call: ast.Call, ctx: Context) -> bool:
+    """`log_softmax` over dim 0. (A policy that returns `softmax(x, dim=0)` is as often called on
+    one unbatched observation, where dim 0 is the actions: minimalRL's REINFORCE.)"""
+    name = ctx.qualified(call.func)
+    if name in ("torch.nn.functional.log_softmax", "torch.log_softmax"):
+        dim = argument(call, "dim", 1)
+    elif name is None and isinstance(call.func, ast.Attribute) and call.func.attr == "log_softmax":
+        dim = argument(call, "dim", 0)
+    else:
+        return False
+    return dim is not None and literal(dim) == 0 and not isinstance(literal(dim), bool)
