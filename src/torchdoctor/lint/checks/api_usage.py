@@ -358,7 +358,7 @@ def softmax_over_batch(node: ast.Return, ctx: Context) -> None:
     positions of a sequence-first tensor as often as a mistake."""
     if node.value is None or not ctx.scope.name.endswith(".forward") or ctx.class_info is None or not ctx.class_info.is_module:
         return
-    value = node.value
+    value: ast.expr | None = node.value
     if isinstance(value, ast.Name):
         value = _last_value(value.id, node, ctx)
     if isinstance(value, ast.Call) and _normalises_dim_zero(value, ctx):

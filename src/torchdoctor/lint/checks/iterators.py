@@ -16,6 +16,7 @@ from collections.abc import Iterator
 
 from torchdoctor.core.finding import Fix
 from torchdoctor.lint.api import FILE_END, Context, check
+from torchdoctor.lint.index import tree_index
 from torchdoctor.rules.api.iterator_reused import RULE as ITERATOR_REUSED
 
 #: methods of nn.Module that return generators
@@ -26,13 +27,32 @@ _SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
+@check(ITERATOR_REUSED, ast.Assign)
+def remember_one_shot_binding(node: ast.Assign, ctx: Context) -> None:
+    """The cheap pre-test: a file that binds no name to a one-shot iterator is not walked again."""
+    if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and _one_shot(node.value, frozenset(), ctx):
+        ctx.memo.setdefault(ITERATOR_REUSED.code, []).append(node)
+
+
 @check(ITERATOR_REUSED, FILE_END)
 def report_reused_iterators(tree: ast.Module, ctx: Context) -> None:
-    overridden = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    parents = {id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
-    for scope in (n for n in ast.walk(tree) if isinstance(n, _SCOPES)):
-        for assign, name in _one_shot_bindings(scope, overridden, ctx):
-            _check_uses(scope, assign, name, parents, ctx)
+    made: list[ast.Assign] = ctx.memo.get(ITERATOR_REUSED.code, [])
+    if not made:
+        return
+    index = tree_index(tree, ctx)
+    overridden = frozenset(n.name for n in index.of_any(ast.FunctionDef, ast.AsyncFunctionDef))  # type: ignore[attr-defined]
+    for assign in made:
+        scope = _scope_of(assign, index.parents)
+        name = assign.targets[0].id  # type: ignore[attr-defined]
+        if _one_shot(assign.value, overridden, ctx) and _bound_once(scope, name):
+            _check_uses(scope, assign, name, index.parents, ctx)
+
+
+def _scope_of(node: ast.AST, parents: dict[int, ast.AST]) -> ast.AST:
+    current = parents.get(id(node))
+    while current is not None and not isinstance(current, _SCOPES):
+        current = parents.get(id(current))
+    return current if current is not None else node
 
 
 def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
@@ -59,24 +79,15 @@ def _bound_names(node: ast.AST) -> Iterator[str]:
         yield node.arg
 
 
-def _one_shot_bindings(scope: ast.AST, overridden: set[str], ctx: Context) -> Iterator[tuple[ast.Assign, str]]:
-    counts: dict[str, int] = {}
-    candidates: list[tuple[ast.Assign, str]] = []
+def _bound_once(scope: ast.AST, name: str) -> bool:
+    """`name` has one binding in `scope` (its own statements and parameters, not nested ones)."""
     own = list(_own_nodes(scope))
     if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
         own += [a for a in ast.walk(scope.args) if isinstance(a, ast.arg)]
-    for node in own:
-        for name in _bound_names(node):
-            counts[name] = counts.get(name, 0) + 1
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                and _one_shot(node.value, overridden, ctx)):
-            candidates.append((node, node.targets[0].id))
-    for assign, name in candidates:
-        if counts.get(name) == 1:
-            yield assign, name
+    return sum(1 for node in own for bound in _bound_names(node) if bound == name) == 1
 
 
-def _one_shot(value: ast.expr, overridden: set[str], ctx: Context) -> bool:
+def _one_shot(value: ast.expr, overridden: frozenset[str], ctx: Context) -> bool:
     if isinstance(value, ast.GeneratorExp):
         return True
     if not isinstance(value, ast.Call):
