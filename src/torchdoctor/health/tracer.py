@@ -265,7 +265,7 @@ def capture_functions(store: dict[type, tuple[Any, ...]]) -> Iterator[None]:
     def apply(cls: type, *args: Any, **kwargs: Any) -> Any:
         if cls not in store and is_user_file(getattr(sys.modules.get(cls.__module__), "__file__", "") or ""):
             store[cls] = tuple(a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args)
-        return original.__func__(cls, *args, **kwargs)
+        return original.__get__(None, cls)(*args, **kwargs)  # a classmethod on torch 2.13, a C classmethod_descriptor on 2.14
 
     function.apply = classmethod(apply)  # type: ignore[method-assign,assignment]
     try:
