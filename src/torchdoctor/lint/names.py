@@ -137,6 +137,15 @@ def terminal(node: ast.expr) -> str | None:
     return None
 
 
+def assignments(scope: ast.AST, name: str) -> list[ast.Assign | ast.AnnAssign]:
+    """The plain assignments to the name `name` anywhere in `scope` (`name = ...`, `a = name =
+    ...`, `name: T = ...` with a value), in `ast.walk` order."""
+    return [node for node in ast.walk(scope)
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+            or isinstance(node, ast.AnnAssign) and node.value is not None
+            and isinstance(node.target, ast.Name) and node.target.id == name]
+
+
 def mentions(node: ast.AST, names: set[str] | frozenset[str]) -> bool:
     """Some plain name of `names` appears anywhere in `node` (`a + b * 2` mentions `b`)."""
     return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))

@@ -10,7 +10,7 @@ import re
 
 from torchdoctor.core.finding import Edit, Fix
 from torchdoctor.lint.api import FILE_END, Context, argument, check, keyword, literal, may_pass
-from torchdoctor.lint.names import spells
+from torchdoctor.lint.names import assignments, spells
 from torchdoctor.rules.api.deprecated_amp_api import RULE as DEPRECATED_AMP_API
 from torchdoctor.rules.api.softmax_implicit_dim import RULE as SOFTMAX_IMPLICIT_DIM
 from torchdoctor.rules.api.zero_dim_index import RULE as ZERO_DIM_INDEX
@@ -367,13 +367,9 @@ def softmax_over_batch(node: ast.Return, ctx: Context) -> None:
 
 def _last_value(name: str, before: ast.stmt, ctx: Context) -> ast.expr | None:
     """The value of the last plain assignment to `name` above `before` in this function."""
-    found = None
-    for statement in ast.walk(ctx.scope.node):
-        if (isinstance(statement, ast.Assign) and statement.lineno < before.lineno and len(statement.targets) == 1
-                and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == name
-                and (found is None or statement.lineno > found.lineno)):
-            found = statement
-    return found.value if found is not None else None
+    above = [a for a in assignments(ctx.scope.node, name) if isinstance(a, ast.Assign) and len(a.targets) == 1
+             and a.lineno < before.lineno]
+    return max(above, key=lambda a: a.lineno).value if above else None
 
 
 def _normalises_dim_zero(call: ast.Call, ctx: Context) -> bool:

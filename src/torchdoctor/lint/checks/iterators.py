@@ -79,12 +79,17 @@ def _bound_names(node: ast.AST) -> Iterator[str]:
         yield node.arg
 
 
-def _bound_once(scope: ast.AST, name: str) -> bool:
-    """`name` has one binding in `scope` (its own statements and parameters, not nested ones)."""
+def _bindings(scope: ast.AST) -> list[str]:
+    """The names `scope` binds, once per binding: its own statements and its parameters, not
+    those of the functions nested in it."""
     own = list(_own_nodes(scope))
-    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         own += [a for a in ast.walk(scope.args) if isinstance(a, ast.arg)]
-    return sum(1 for node in own for bound in _bound_names(node) if bound == name) == 1
+    return [bound for node in own for bound in _bound_names(node)]
+
+
+def _bound_once(scope: ast.AST, name: str) -> bool:
+    return _bindings(scope).count(name) == 1
 
 
 def _one_shot(value: ast.expr, overridden: frozenset[str], ctx: Context) -> bool:
@@ -130,10 +135,8 @@ def _visible_names(scope: ast.AST, name: str) -> Iterator[ast.Name]:
     pending = list(ast.iter_child_nodes(scope))
     while pending:
         node = pending.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            inner = list(_own_nodes(node)) + [a for a in ast.walk(node.args) if isinstance(a, ast.arg)]
-            if any(name in set(_bound_names(n)) for n in inner):
-                continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and name in _bindings(node):
+            continue
         if isinstance(node, ast.ClassDef):
             continue
         if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):

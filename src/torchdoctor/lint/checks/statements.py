@@ -8,6 +8,7 @@ import ast
 
 from torchdoctor.core.finding import Fix
 from torchdoctor.lint.api import FILE_END, Context, check, dotted, keyword, literal, terminal
+from torchdoctor.lint.names import assignments
 from torchdoctor.rules.api.method_not_called import RULE as METHOD_NOT_CALLED
 from torchdoctor.rules.api.non_strict_load_ignored import RULE as NON_STRICT_LOAD_IGNORED
 from torchdoctor.rules.api.tensor_result_discarded import RULE as TENSOR_RESULT_DISCARDED
@@ -68,10 +69,8 @@ def _makes_tensor(value: ast.expr, ctx: Context) -> bool:
 def _made_by_torch(name: str, ctx: Context) -> bool:
     """Every assignment to `name` in the enclosing function (or module) is a tensor factory's
     result, and there is at least one: the name holds a tensor, never a module."""
-    values = [node.value for node in ast.walk(ctx.scope.node)
-              if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None
-              and any(isinstance(t, ast.Name) and t.id == name for t in (node.targets if isinstance(node, ast.Assign) else [node.target]))]
-    return bool(values) and all(_makes_tensor(value, ctx) for value in values)
+    values = [node.value for node in assignments(ctx.scope.node, name)]
+    return bool(values) and all(value is not None and _makes_tensor(value, ctx) for value in values)
 
 
 #: torch functions and torch.nn.functional functions that return a new tensor and change nothing
@@ -105,10 +104,8 @@ _HAS_INPLACE_METHOD = frozenset({"add", "sub", "mul", "div", "pow", "exp", "log"
 @check(TENSOR_RESULT_DISCARDED, ast.Expr)
 def tensor_result_discarded(node: ast.Expr, ctx: Context) -> None:
     value = node.value
-    if _probe(node, ctx) or "bench" in ctx.source.path.lower():
-        return  # computed to see it fail, or to time it
     if isinstance(value, ast.BinOp):
-        if isinstance(value.op, _ARITHMETIC) and not _textual(value):
+        if isinstance(value.op, _ARITHMETIC) and not _textual(value) and not _probe(node, ctx):
             target = ctx.text(value.left)
             ctx.report(TENSOR_RESULT_DISCARDED, node, fields={
                 "expression": ctx.text(value), "what": "a value", "advice": f"Keep the result: `{target} = {ctx.text(value)}`"})
@@ -136,7 +133,8 @@ def tensor_result_discarded(node: ast.Expr, ctx: Context) -> None:
         advice = f"Keep the result: `{ctx.text(receiver)} = {ctx.text(value)}`"
         if method not in _SHAPE_METHODS:
             advice += f", or update in place with `.{method}_(...)`"
-    ctx.report(TENSOR_RESULT_DISCARDED, node, fields={"expression": ctx.text(value), "what": "a new tensor", "advice": advice})
+    if not _probe(node, ctx):
+        ctx.report(TENSOR_RESULT_DISCARDED, node, fields={"expression": ctx.text(value), "what": "a new tensor", "advice": advice})
 
 
 #: context managers that expect the block to fail or warn (pytest, unittest)
@@ -144,8 +142,11 @@ _EXPECTS_FAILURE = ("raises", "Raises", "RaisesRegex", "warns", "Warns", "WarnsR
 
 
 def _probe(node: ast.Expr, ctx: Context) -> bool:
-    """The statement runs to see whether it fails: `try: x.view(-1)` with a handler, or the
-    block of `with pytest.raises(...)` / `self.assertRaises(...)`."""
+    """The statement runs to see whether it fails (`try: x.view(-1)` with a handler, the block
+    of `with pytest.raises(...)` / `self.assertRaises(...)`), or sits in a benchmark, which
+    computes to time it."""
+    if "bench" in ctx.source.path.lower():
+        return True
     parent = ctx.parent
     if isinstance(parent, ast.Try):
         return node in parent.body and bool(parent.handlers)
@@ -156,9 +157,10 @@ def _probe(node: ast.Expr, ctx: Context) -> bool:
 
 
 def _textual(node: ast.BinOp) -> bool:
-    """`"-" * 40` or `"%s" % x`: strings, not tensors (and no less useless, but not ours)."""
-    return any(isinstance(side, (ast.Constant, ast.JoinedStr)) and isinstance(getattr(side, "value", ""), (str, bytes))
-               or isinstance(side, (ast.JoinedStr, ast.List, ast.Tuple)) for side in (node.left, node.right))
+    """`"-" * 40`, `f"{a}" + b`, `[0] * n`: strings and sequences, not tensors (and no less
+    useless, but not ours)."""
+    return any(isinstance(side, (ast.JoinedStr, ast.List, ast.Tuple))
+               or isinstance(side, ast.Constant) and isinstance(side.value, (str, bytes)) for side in (node.left, node.right))
 
 
 @check(NON_STRICT_LOAD_IGNORED, ast.Call, names={"load_state_dict"})
