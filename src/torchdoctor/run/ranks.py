@@ -34,6 +34,7 @@ from torchdoctor.run.launcher import alive
 from torchdoctor.run.nodes.job import STOPPING, nodes_folder, write_json
 from torchdoctor.run.nodes.view import Node, remote_nodes
 from torchdoctor.run.pace import straggler_findings
+from torchdoctor.run.stalled_ranks import stalled_rank_findings
 
 #: seconds every rank must have been stuck in mismatched collectives before the job is stopped
 #: (a rank writes where it waits after 2 s; the job's own timeout, if shorter, fires first).
@@ -306,11 +307,11 @@ def _first_difference(states: dict[int, RankState], group: tuple[int, ...] | Non
 
 def job_findings(folder: Path, findings: list[Finding], shared: list[dict[str, Any]], stopped: str | None) -> list[Finding]:
     """The run's findings with what only a comparison of the ranks shows (TD460, TD461, TD462,
-    and the stragglers of TD465: run/pace.py).
+    the stragglers of TD465: run/pace.py, and the rank behind a stall: run/stalled_ranks.py).
     Gradients that DDP did not average because some parameters got none are TD463's story."""
     unused_at = {(f.file, f.line) for f in findings if f.rule == UNUSED.code}  # the DDP wrapper's line
     replicas = [f for f in replica_findings(shared) if not ((f.file, f.line) in unused_at and (f.evidence or {}).get("phase") == "grad")]
-    return collective_findings(folder, [*replicas, *straggler_findings(shared), *findings], stopped)
+    return collective_findings(folder, [*replicas, *straggler_findings(shared), *stalled_rank_findings(findings)], stopped)
 
 
 def collective_findings(folder: Path, findings: list[Finding], stopped: str | None) -> list[Finding]:

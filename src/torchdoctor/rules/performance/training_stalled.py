@@ -3,13 +3,16 @@
 from torchdoctor.core.finding import Category, Severity
 from torchdoctor.core.rule import Rule
 
+#: the runner's words for the rank behind, appended to its message (run/stalled_ranks.py)
+HOLDS_BACK = "; this rank is behind: {ranks} {wait} for it in {collective} at {line}"
+
 RULE = Rule(
     code="TD497",
     name="training-stalled",
     category=Category.PERFORMANCE,
     severity=Severity.WARNING,
     proof="run",
-    message="no optimizer step for {waited:.3g} s after step {step} (a step takes {median} at the median): {where}",
+    message="no optimizer step for {waited:.3g} s after step {step} (a step takes {median} at the median): {where}{behind}",
     hint="{remedy}",
     doc="""
 ## What it does
@@ -22,7 +25,10 @@ process waits (`sys._current_frames()`): the user's line the main thread is at, 
 waits on (a DataLoader fetch, a collective, a lock, I/O). When the main thread waits for a
 DataLoader worker, it names the worker, the samples it was given, and the line of the dataset
 code the worker is at (read from the worker process's own stack dump). In a job of several
-ranks, each rank says how many steps it completed, so the rank behind is the one with fewer.
+ranks (`torchdoctor run` of a launcher such as torchrun), the ranks that wait in a collective
+(one of `torch.distributed`'s, or DistributedDataParallel's gradient all-reduce in
+`backward()`) wait for the rank behind: the runner reports the stall once, at the line of the
+rank behind, and names the ranks it holds back and where they wait.
 A busy machine does not make a stall: the watchdog decides only on two consecutive checks
 that it made on time, and a process compiling (`torch.compile`) is not waiting.
 

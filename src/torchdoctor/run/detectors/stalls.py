@@ -32,7 +32,7 @@ import time
 import traceback
 from collections import deque
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from torchdoctor.core.locate import is_user_file
 from torchdoctor.introspect.frames import read_locals
@@ -41,6 +41,7 @@ from torchdoctor.run.detector import Detector
 from torchdoctor.run.detectors.support import place, setting
 from torchdoctor.run.events import Batch, Location, Step
 from torchdoctor.run.instruments.batch_indices import BatchIndices
+from torchdoctor.run.instruments.distributed import DistributedIndex
 from torchdoctor.run.instruments.worker_fetch import FirstFetch
 from torchdoctor.run.outcome import Outcome
 
@@ -58,8 +59,22 @@ _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func
 _COMPILING = (f"torch{os.sep}_dynamo{os.sep}", f"torch{os.sep}_inductor{os.sep}")
 _LOADER = f"torch{os.sep}utils{os.sep}data{os.sep}dataloader.py"
 _DISTRIBUTED = f"torch{os.sep}distributed{os.sep}"
+_DDP = f"torch{os.sep}nn{os.sep}parallel{os.sep}distributed.py"
+_BACKWARD = (f"torch{os.sep}autograd{os.sep}", ("backward", "_engine_run_backward", "grad"))
 _LOCKS = {"threading.py": ("wait", "acquire", "join", "_wait_for_tstate_lock"), "queue.py": ("get", "put")}
 _IO = ("socket.py", "ssl.py", "selectors.py", "subprocess.py", "client.py", "connection.py", "urllib", "requests", "http")
+
+
+class Wait(NamedTuple):
+    """What a stalled main thread waits on: its kind (the evidence's `waits_on`, which the runner
+    compares across ranks: run/stalled_ranks.py), the words, the fix, and the line."""
+
+    kind: str  # "loader", "collective", "lock", "io" or "call"
+    where: str
+    remedy: str
+    at: Location | None
+    #: the collective waited in, as the message names it
+    collective: str | None = None
 
 
 class Stalls(Detector):
@@ -81,6 +96,7 @@ class Stalls(Detector):
         if self.timeout <= 0:
             return
         self._indices = self.ctx.instrument(BatchIndices)
+        self._distributed = self.ctx.instrument(DistributedIndex)
         if hasattr(faulthandler, "register") and hasattr(signal, "SIGUSR2"):
             if self.ctx.folder is not None:
                 self._stacks = Path(self.ctx.folder) / "stacks"
@@ -154,15 +170,19 @@ class Stalls(Detector):
         if any(any(part in entry.filename for part in _COMPILING) for entry in main_stack):
             return False
         user = next(((entry.filename, entry.lineno or 0) for entry in reversed(main_stack) if is_user_file(entry.filename)), None)
-        where, remedy, at = self._waits_on(main_stack, frames.get(main.ident or -1), user)
+        wait = self._waits_on(main_stack, frames.get(main.ident or -1), user)
         step = self._steps
         self.reported = True
         threads = {f"{names.get(ident, 'thread')} ({ident})": [f"{e.filename}:{e.lineno} in {e.name}" for e in stack[-FRAMES:]]
                    for ident, stack in stacks.items()}
-        self.ctx.report(RULE, at=at or user, key="stall",
-                        fields={"waited": waited, "step": step, "median": _seconds(median), "where": where, "remedy": remedy},
-                        evidence={"waited_s": round(waited, 3), "median_step_s": round(median, 6), "steps": step,
-                                  "threads": threads})
+        evidence = {"waited_s": round(waited, 3), "median_step_s": round(median, 6), "steps": step,
+                    "waits_on": wait.kind, "threads": threads}
+        if wait.collective is not None:
+            evidence["collective"] = wait.collective
+        self.ctx.report(RULE, at=wait.at or user, key="stall",
+                        fields={"waited": waited, "step": step, "median": _seconds(median), "where": wait.where,
+                                "remedy": wait.remedy, "behind": ""},
+                        evidence=evidence)
         series = self.ctx.series
         if series is not None:
             label = f"stall: {waited:.0f} s without a step"
@@ -170,34 +190,49 @@ class Stalls(Detector):
             series.table("loss").mark(series.step + 1, RULE.code, label)
         return True
 
-    def _waits_on(self, stack: traceback.StackSummary, frame: Any, user: Location | None) -> tuple[str, str, Location | None]:
+    def _waits_on(self, stack: traceback.StackSummary, frame: Any, user: Location | None) -> Wait:
         """What the main thread waits on, the fix, and the line to point at (a worker's, when known)."""
         line = f"the main thread waits at {place(user)}" if user else "the main thread waits"
         files = [(entry.filename, entry.name) for entry in stack]
         if any(name.endswith(_LOADER) and func in ("_get_data", "_try_get_data", "_next_data") for name, func in files):
             return self._loader_wait(line, frame, user)
-        collective = next((func for name, func in files if _DISTRIBUTED in name and not func.startswith("_")), None)
+        collective = next((f"`{func}`" for name, func in reversed(files)
+                           if _DISTRIBUTED in name and not func.startswith("_") and func != "wrapper"), None)
+        if collective is None:
+            collective = self._ddp_wait(files)
         if collective is not None:
-            return (f"{line}, in the collective `{collective}`: another rank has not reached it (the rank behind is the one "
-                    f"that reports a stall elsewhere, or has completed fewer steps than this one's {self._steps})",
-                    "Find the rank behind (its own finding says where it waits) and make every rank reach the same "
-                    "collectives in the same order; a rank that skips one (a condition on the rank, a data split of "
-                    "unequal length) leaves the others waiting.", user)
+            return Wait("collective", f"{line}, in {collective}: another rank has not reached it (the rank behind is the "
+                        f"one that reports a stall elsewhere, or has completed fewer steps than this one's {self._steps})",
+                        "Find the rank behind (its own finding says where it waits) and make every rank reach the same "
+                        "collectives in the same order; a rank that skips one (a condition on the rank, a data split of "
+                        "unequal length) leaves the others waiting.", user, collective)
         innermost = files[-1] if files else ("", "")
         for suffix, functions in _LOCKS.items():
             if innermost[0].endswith(suffix) and innermost[1] in functions:
-                return (f"{line}, on a lock or a queue (`{suffix[:-3]}.{innermost[1]}`)",
-                        "Something holds that lock or never fills that queue: take locks in one order, give waits a "
-                        "timeout, and check the thread that should put or release.", user)
+                return Wait("lock", f"{line}, on a lock or a queue (`{suffix[:-3]}.{innermost[1]}`)",
+                            "Something holds that lock or never fills that queue: take locks in one order, give waits a "
+                            "timeout, and check the thread that should put or release.", user)
         if any(any(part in name for part in _IO) for name, _ in files[-4:]):
-            return (f"{line}, on I/O (`{innermost[1]}` in {os.path.basename(innermost[0])})",
-                    "The read or the request does not return: give it a timeout, and read the data before training, "
-                    "or from a local copy.", user)
-        return (f"{line} (a call there has not returned)",
-                "See what that line waits for in the stacks of the threads (the evidence): a call that blocks, a "
-                "sleep, a loop that does not end.", user)
+            return Wait("io", f"{line}, on I/O (`{innermost[1]}` in {os.path.basename(innermost[0])})",
+                        "The read or the request does not return: give it a timeout, and read the data before training, "
+                        "or from a local copy.", user)
+        return Wait("call", f"{line} (a call there has not returned)",
+                    "See what that line waits for in the stacks of the threads (the evidence): a call that blocks, a "
+                    "sleep, a loop that does not end.", user)
 
-    def _loader_wait(self, line: str, frame: Any, user: Location | None) -> tuple[str, str, Location | None]:
+    def _ddp_wait(self, files: list[tuple[str, str]]) -> str | None:
+        """DDP's own collectives, which run in C++ and leave no torch.distributed frame: the buffers'
+        broadcast in its forward, the gradients' all-reduce in backward()."""
+        if self._distributed.world < 2 or not len(self._distributed.ddp):
+            return None
+        if any(name.endswith(_DDP) for name, _ in files):
+            return "DistributedDataParallel's forward (its buffers' broadcast)"
+        folder, functions = _BACKWARD
+        if any(folder in name and func in functions for name, func in files):
+            return "DistributedDataParallel's gradient all-reduce in `backward()`"
+        return None
+
+    def _loader_wait(self, line: str, frame: Any, user: Location | None) -> Wait:
         iterator = _loader_iterator(frame)
         worker_text, at = "", None
         if iterator is not None:
@@ -212,10 +247,10 @@ class Stalls(Detector):
                 if found is not None:
                     at, code = found
                     worker_text += f"; the worker is at {place(at)}" + (f" (`{code}`)" if code else "")
-        return (f"{line} for{worker_text or ' a batch from the DataLoader'}",
-                "Make the dataset's reads fast and bounded: prepare or download the data before training, give "
-                "reads a timeout, and set the DataLoader's `timeout=` so that a worker that hangs raises instead "
-                "of stopping the job.", at or user)
+        return Wait("loader", f"{line} for{worker_text or ' a batch from the DataLoader'}",
+                    "Make the dataset's reads fast and bounded: prepare or download the data before training, give "
+                    "reads a timeout, and set the DataLoader's `timeout=` so that a worker that hangs raises instead "
+                    "of stopping the job.", at or user)
 
     def _worker_line(self, worker: Any) -> tuple[Location, str] | None:
         """The user's line a DataLoader worker process is at, from its own faulthandler dump."""
