@@ -23,7 +23,6 @@ from torchdoctor._version import __version__
 from torchdoctor.core import config as config_module
 from torchdoctor.core.errors import UsageError
 from torchdoctor.core.report import ExitStatus, Report
-from torchdoctor.core.suppress import drop_suppressed
 from torchdoctor.report import FORMATS, outputs, render
 
 #: sub-command -> module implementing it (in the order `--help` shows them)
@@ -126,7 +125,7 @@ def finish(report: Report, args: argparse.Namespace, config: config_module.Confi
     `report.fatal_rules` are rules that mean the tool could not do its whole job (lint: a file
     it could not read or parse): any of them left after filtering makes the exit status 2.
     """
-    report.findings = drop_suppressed(config.apply(report.findings))
+    report.findings = config.settle(report.findings)
     code = int(report.exit_code(config.fail_on))
     if report.script_end:  # run, trace: the script's status and torchdoctor's, side by side
         report.title = report.title.replace(report.script_end, f"{report.script_end} · {report.exit_words(config.fail_on)}", 1)

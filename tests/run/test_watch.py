@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -35,6 +37,35 @@ def test_select_and_ignore() -> None:
     with torchdoctor.watch(ignore=["loss"]) as watched:
         train(model, torch.optim.SGD(model.parameters(), lr=0.1), softmax=True)
     assert watched.report.findings == []
+
+
+def test_the_projects_configuration_noqa_and_a_config_by_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As `torchdoctor run` does: `[tool.torchdoctor]` above the working directory, or `config=`."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool.torchdoctor]\nseverity = {TD101 = "warning"}\n', encoding="utf-8")
+    model = nn.Linear(8, 4)
+    with torchdoctor.watch() as watched:
+        train(model, torch.optim.SGD(model.parameters(), lr=0.1), softmax=True)
+    assert [(f.rule, f.severity.value) for f in watched.report.findings] == [("TD101", "warning")]
+    assert [f.rule for f in watched.so_far().findings] == ["TD101"]
+    (tmp_path / "strict.toml").write_text('[tool.torchdoctor]\nignore = ["TD101"]\n', encoding="utf-8")
+    with torchdoctor.watch(config=tmp_path / "strict.toml") as watched:
+        train(model, torch.optim.SGD(model.parameters(), lr=0.1), softmax=True)
+    assert watched.report.findings == []
+    script = tmp_path / "silenced.py"
+    script.write_text("import torch.nn.functional as F\n\n\ndef loss(out, y):\n"
+                      "    return F.cross_entropy(F.softmax(out, dim=1), y)  # noqa: TD101\n", encoding="utf-8")
+    namespace: dict[str, object] = {}
+    exec(compile(script.read_text(), str(script), "exec"), namespace)  # noqa: S102 - the user's file, with its comment
+    x, y = torch.randn(16, 8), torch.randint(0, 4, (16,))
+    with torchdoctor.watch() as watched:
+        namespace["loss"](model(x), y).backward()  # type: ignore[operator]
+    assert watched.report.findings == []
+
+
+def test_selection_is_keyword_only() -> None:
+    with pytest.raises(TypeError):
+        torchdoctor.watch(["TD101"])  # type: ignore[misc]
 
 
 def test_everything_is_put_back() -> None:

@@ -13,6 +13,7 @@ TD101 = "warning"
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -24,6 +25,7 @@ from torchdoctor.core.errors import UsageError
 from torchdoctor.core.finding import Category, Finding, Severity
 from torchdoctor.core.report import FailOn
 from torchdoctor.core.rule import Rule
+from torchdoctor.core.suppress import drop_suppressed
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -78,6 +80,17 @@ class Config:
             override = self.severity.get(rule.code) or self.severity.get(rule.name)
             kept.append(finding.with_severity(override) if override else finding)
         return kept
+
+    def settle(self, findings: Iterable[Finding]) -> list[Finding]:
+        """What the user sees of `findings`: those of enabled rules, at their configured severity,
+        and not silenced on their own line (`# noqa`); the same step for every command and API."""
+        return drop_suppressed(self.apply(findings))
+
+    def enabled_codes(self) -> frozenset[str] | None:
+        """The codes of the enabled rules; None when every rule is (nothing to filter)."""
+        rules = registry.all_rules()
+        codes = frozenset(rule.code for rule in rules if self.enabled(rule))
+        return None if len(codes) == len(rules) else codes
 
     def with_overrides(
         self,
@@ -191,6 +204,15 @@ def load(path: Path | None = None, start: Path | None = None) -> Config:
         fail_on=_fail_on(str(table.get("fail-on", table.get("fail_on", "error"))), f"{where} fail-on"),
         source=path,
     )
+
+
+def for_api(*, select: Sequence[str] | None = None, ignore: Sequence[str] | None = None,
+            config: str | os.PathLike[str] | None = None, exclude: Sequence[str] = ()) -> Config:
+    """The configuration `lint()`, `watch()` and `check()` work under, as the commands do: the
+    `[tool.torchdoctor]` of `config`, or of the nearest pyproject.toml above the working
+    directory, with `select` / `ignore` / `exclude` as the command line's options."""
+    settings = load(Path(config) if config is not None else None, start=Path.cwd())
+    return settings.with_overrides(select=list(select or []), ignore=list(ignore or []), exclude=list(exclude))
 
 
 def _strings(value: Any, where: str) -> tuple[str, ...]:

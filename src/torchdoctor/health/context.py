@@ -7,9 +7,9 @@ step, overfitting) or need eval mode get their own copies.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 import torch
 from torch import nn
@@ -46,6 +46,19 @@ class Options:
     shm_free_bytes: int | None = None
     start_method: str | None = None
     skip: tuple[str, ...] = ()
+
+
+class CheckOptions(TypedDict, total=False):
+    """`torchdoctor.check()`'s keyword options, typed: the fields of `Options`."""
+
+    overfit_steps: int
+    overfit_samples: int
+    overfit_max_seconds: float
+    progress: bool | None
+    cpu_count: int | None
+    shm_free_bytes: int | None
+    start_method: str | None
+    skip: Sequence[str]
 
 
 @dataclass

@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from pathlib import Path
 
 from torchdoctor.core import config as config_module
 from torchdoctor.core.report import Report
-from torchdoctor.core.suppress import drop_suppressed
 
 PathLike = str | os.PathLike[str]
 
@@ -40,9 +38,8 @@ def lint(
     from torchdoctor.lint.runner import Options, lint_paths
 
     given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-    settings = config_module.load(Path(config) if config is not None else None, start=Path.cwd())
-    settings = settings.with_overrides(select=list(select or []), ignore=list(ignore or []), exclude=list(exclude))
+    settings = config_module.for_api(select=select, ignore=ignore, config=config, exclude=exclude)
     outcome = lint_paths([os.fspath(p) for p in given], settings, Options(respect_gitignore=respect_gitignore, progress=False))
     report = outcome.report
-    report.findings = drop_suppressed(settings.apply(report.findings))
+    report.findings = settings.settle(report.findings)
     return report

@@ -13,16 +13,16 @@ session is already observing: the block then collects what is found while it run
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from torchdoctor.core import registry
+from torchdoctor.core.config import Config, for_api
 from torchdoctor.core.finding import Finding
 from torchdoctor.core.locate import display_path
 from torchdoctor.core.report import Report
-from torchdoctor.core.suppress import drop_suppressed
 from torchdoctor.run.outcome import Outcome
 
 if TYPE_CHECKING:
@@ -32,9 +32,10 @@ if TYPE_CHECKING:
 class Watch:
     """The context manager `watch()` returns; `report` is complete once the block has exited."""
 
-    def __init__(self, select: Sequence[str] | None = None, ignore: Sequence[str] | None = None) -> None:
+    def __init__(self, settings: Config) -> None:
         self.report = Report(command="watch")
-        self._enabled = _enabled(select, ignore)
+        self._settings = settings
+        self._enabled = settings.enabled_codes()
         self._found: dict[str, Finding] = {}
         self._session: Session | None = None
         self._owned = False
@@ -80,7 +81,7 @@ class Watch:
         if state is not None and state.timeline.censuses:
             self.report.sections["memory"] = {"processes": [state.summary()]}  # the account, as `run` reports it
         findings = [replace(f, file=display_path(f.file)) if f.file else f for f in self._found.values()]
-        self.report.findings = drop_suppressed(f for f in findings if self._enabled is None or f.rule in self._enabled)
+        self.report.findings = self._settings.settle(findings)
 
     def _collect(self, finding: Finding, key: str) -> None:
         self._found[key] = finding
@@ -88,7 +89,7 @@ class Watch:
     def so_far(self) -> Report:
         """A report of what has been found until now, while the block still runs (for logging)."""
         report = Report(command=self.report.command)
-        report.findings = [f for f in self._found.values() if self._enabled is None or f.rule in self._enabled]
+        report.findings = self._settings.settle(self._found.values())
         return report
 
     @property
@@ -96,19 +97,13 @@ class Watch:
         return self.report.findings
 
 
-def watch(select: Sequence[str] | None = None, ignore: Sequence[str] | None = None) -> Watch:
+def watch(*, select: Sequence[str] | None = None, ignore: Sequence[str] | None = None,
+          config: str | os.PathLike[str] | None = None) -> Watch:
     """Observe the training code run inside the `with` block; the findings are in `.report`.
 
-    `select` / `ignore` take rule codes, code prefixes, names or categories, as on the
-    command line.
+    As `torchdoctor run` does: `[tool.torchdoctor]` of the nearest pyproject.toml above the
+    working directory (or of `config`) chooses the rules and their severities, `select` /
+    `ignore` take rule codes, code prefixes, names or categories as on the command line, and a
+    `# noqa: TD...` on a finding's line silences it.
     """
-    return Watch(select, ignore)
-
-
-def _enabled(select: Sequence[str] | None, ignore: Sequence[str] | None) -> frozenset[str] | None:
-    if not select and not ignore:
-        return None
-    from torchdoctor.core.config import Config
-
-    config = Config().with_overrides(select=list(select or []), ignore=list(ignore or []))
-    return frozenset(rule.code for rule in registry.all_rules() if config.enabled(rule))
+    return Watch(for_api(select=select, ignore=ignore, config=config))

@@ -17,7 +17,6 @@ import ast
 import builtins
 import linecache
 import re
-import sys
 import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -125,14 +124,11 @@ def expression_at(frame: Frame) -> ast.AST | None:
     if frame.live is None or frame.lasti < 0:
         return None
     code = frame.live.f_code
-    if sys.version_info < (3, 11):  # no co_positions
-        return None
     try:
-        positions = list(code.co_positions())[frame.lasti // 2]
+        start, end, column, end_column = list(code.co_positions())[frame.lasti // 2]
     except (AttributeError, IndexError):
         return None
-    start, end, column, end_column = positions
-    if None in (start, end, column, end_column):
+    if start is None or end is None or column is None or end_column is None:
         return None
     lines = [linecache.getline(code.co_filename, n) for n in range(start, end + 1)]
     if not all(lines):
