@@ -20,7 +20,8 @@ def checkout(tmp_path: Path) -> Path:
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
     for part in ("src", "tests", "docs"):
         shutil.copytree(ROOT / part, root / part, ignore=ignore)
-    shutil.copy(ROOT / "pyproject.toml", root)
+    for file in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / file, root)
     return root
 
 
@@ -60,10 +61,13 @@ def test_a_lint_run_and_check_rule_is_scaffolded_with_failing_tests_for_the_flag
 
     # the work the scaffold leaves: a trivial bug (torch.ones in lint; a learning rate over 1 in run and check)
     write_trivial_detectors(root)
-    (root / "docs" / "rules.md").write_text(python(root, "-m", "torchdoctor", "rules", "--format", "markdown").stdout, encoding="utf-8")
+    generated = python(root, "-m", "torchdoctor.dev", "generate", "--root", str(root))
+    assert set(generated.stdout.split()) == {"wrote", "docs/rules.md", "docs/lint.md", "docs/run.md", "docs/check.md", "README.md"}, generated.stderr
+    assert "| TD149 | `widget-misused` | warning | | TODO: what lint sees" in (root / "docs" / "lint.md").read_text(encoding="utf-8")
     tests = python(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(root),
                    "tests/run/detectors/test_widget_misused.py", "tests/health/test_widget_misused.py",
-                   "tests/lint/test_fixtures.py", "tests/rules/test_docs.py", "tests/catalog", "-k", "widget or TD149 or rules_md")
+                   "tests/lint/test_fixtures.py", "tests/rules/test_docs.py", "tests/catalog", "tests/dev/test_generate.py",
+                   "-k", "widget or TD149 or rules_md or derived_doc")
     assert tests.returncode == 0 and " passed" in tests.stdout, tests.stdout[-3000:]
 
 

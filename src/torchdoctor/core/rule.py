@@ -10,7 +10,7 @@ import re
 import string
 import textwrap
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from torchdoctor.core.finding import Category, Finding, Fix, Severity
@@ -19,6 +19,8 @@ CODE_PATTERN = re.compile(r"^TD\d{3}$")
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 REQUIRED_SECTIONS = ("What it does", "Why is this bad?", "Example")
 PROOF_KINDS = ("lint", "check", "run", "trace", "env", "dist", "tool")
+#: the commands whose view of a rule `sees` may describe (the generated rule tables of their docs)
+SEEING_COMMANDS = ("lint", "run")
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,10 @@ class Rule:
     `message` and `hint` are `str.format` templates filled from the `fields` a detector
     passes to `finding`. `proof` names the harness that shows the doc's example triggers the rule and its
     "Use instead" does not (see tests/rules/test_docs.py). `fixable` says whether
-    `torchdoctor lint --fix` can repair it safely.
+    `torchdoctor lint --fix` can repair it safely, `unsafe_fix` that only `--fix --unsafe-fixes`
+    can (the fix may change behaviour). `sees` says in one line, per command, what
+    that command sees of the bug and where it points: the rule tables of docs/lint.md and
+    docs/run.md are generated from it (`python -m torchdoctor.dev generate`).
     """
 
     code: str
@@ -40,6 +45,8 @@ class Rule:
     doc: str
     proof: str
     fixable: bool = False
+    unsafe_fix: bool = False
+    sees: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
 
     def __post_init__(self) -> None:
         if not CODE_PATTERN.match(self.code):
@@ -48,6 +55,8 @@ class Rule:
             raise ValueError(f"rule name {self.name!r} is not kebab-case")
         if self.proof not in PROOF_KINDS:
             raise ValueError(f"rule {self.code}: proof {self.proof!r} not in {PROOF_KINDS}")
+        if unknown := set(self.sees) - set(SEEING_COMMANDS):
+            raise ValueError(f"rule {self.code}: sees names {sorted(unknown)}, not one of {SEEING_COMMANDS}")
         object.__setattr__(self, "doc", textwrap.dedent(self.doc).strip() + "\n")
 
     def finding(
@@ -139,10 +148,10 @@ class Rule:
 def template_fields(template: str) -> frozenset[str]:
     """The names a `str.format` template fills (`{name}`, `{name.attr}`, `{name:>4}` all name `name`)."""
     names = set()
-    for _, field, _, _ in string.Formatter().parse(template):
-        if field is not None:
-            match = re.match(r"[^.\[]*", field)
-            names.add(match.group(0) if match else field)
+    for _, name, _, _ in string.Formatter().parse(template):
+        if name is not None:
+            match = re.match(r"[^.\[]*", name)
+            names.add(match.group(0) if match else name)
     return frozenset(names)
 
 

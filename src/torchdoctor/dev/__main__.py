@@ -1,4 +1,5 @@
-"""`python -m torchdoctor.dev new-rule --code TD149 --name ... --category ... --lint --run`."""
+"""`python -m torchdoctor.dev new-rule --code TD149 --name ... --category ... --lint --run`;
+`python -m torchdoctor.dev generate [--check]`."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 from torchdoctor.core.errors import UsageError
 from torchdoctor.core.finding import Category, Severity
+from torchdoctor.dev.generate import generate, stale
 from torchdoctor.dev.scaffold import DETECTOR_KINDS, NewRule, checkout_root, write_rule
 
 
@@ -22,7 +24,13 @@ def main(argv: list[str] | None = None) -> int:
     for kind, what in DETECTOR_KINDS.items():
         new.add_argument(f"--{kind}", action="store_true", help=f"add a {what}")
     new.add_argument("--root", type=Path, default=None, help="the source checkout to write into (default: this one)")
+    derive = commands.add_parser("generate", help="write every text derived from the rules: docs/rules.md, the rule "
+                                                  "tables of docs/lint.md and docs/run.md, the README's counts")
+    derive.add_argument("--check", action="store_true", help="write nothing; exit 1 naming the stale files")
+    derive.add_argument("--root", type=Path, default=None, help="the source checkout (default: this one)")
     args = parser.parse_args(argv)
+    if args.command == "generate":
+        return _generate(args.root, check=args.check)
     kinds = tuple(kind for kind in DETECTOR_KINDS if getattr(args, kind))
     try:
         rule = NewRule(args.code, args.name, Category(args.category), Severity(args.severity), kinds)
@@ -34,8 +42,22 @@ def main(argv: list[str] | None = None) -> int:
     for path in written:
         print(f"wrote {path.relative_to(root)}")
     print(f"Next: fill in the doc and templates of {rule.code}, make its detectors find the flagged side "
-          "(the new tests fail until they do), then regenerate docs/rules.md "
-          "(`torchdoctor rules --format markdown > docs/rules.md`).")
+          "(the new tests fail until they do), then write the docs that list it: `python -m torchdoctor.dev generate`.")
+    return 0
+
+
+def _generate(root: Path | None, *, check: bool) -> int:
+    try:
+        root = (root or checkout_root()).resolve()
+        paths = stale(root) if check else generate(root)
+    except UsageError as exc:
+        print(f"torchdoctor.dev: error: {exc}", file=sys.stderr)
+        return 2
+    for path in paths:
+        print(f"{'stale' if check else 'wrote'} {path.relative_to(root)}")
+    if check and paths:
+        print("run `python -m torchdoctor.dev generate` to write them from the rules", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -12,7 +12,7 @@ import torchdoctor
 from torchdoctor.core import registry
 from torchdoctor.core.errors import UsageError
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import CODE_PATTERN, NAME_PATTERN
+from torchdoctor.core.rule import CODE_PATTERN, NAME_PATTERN, SEEING_COMMANDS
 
 #: the detectors a rule can have, and what each is
 DETECTOR_KINDS = {
@@ -101,7 +101,14 @@ def _fields(rule: NewRule) -> dict[str, str]:
 
 
 def _rule_file(rule: NewRule) -> str:
-    return _RULE.format(**_fields(rule), example=_EXAMPLES[rule.proof])
+    return _RULE.format(**_fields(rule), example=_EXAMPLES[rule.proof], sees=_sees(rule))
+
+
+def _sees(rule: NewRule) -> str:
+    """The rule's line in the generated table of each command's doc that reports it."""
+    lines = [f'        "{kind}": "TODO: what {kind} sees of the bug, and the line it points at",\n'
+             for kind in rule.kinds if kind in SEEING_COMMANDS]
+    return "    sees={\n" + "".join(lines) + "    },\n" if lines else ""
 
 
 _RULE = '''"""{code} {name}."""
@@ -119,7 +126,7 @@ RULE = Rule(
     message="TODO: what is wrong at this line, with the values seen ({{what}})",
     # ...and how to fix it
     hint="TODO: the change that fixes it, as code where possible.",
-    doc="""
+{sees}    doc="""
 ## What it does
 TODO: the pattern this rule flags, in one paragraph.
 

@@ -8,9 +8,13 @@ RULE = Rule(
     name="deprecated-amp-api",
     category=Category.API,
     severity=Severity.INFO,
+    unsafe_fix=True,
     proof="lint",
     message="`{old}` is deprecated (a FutureWarning since torch 2.4): use `{new}(\"{device}\", ...)`",
     hint="Replace it with `{new}(\"{device}\", ...)` (available since torch 2.3); `torchdoctor lint --fix --unsafe-fixes` rewrites spelled-out calls.",
+    sees={
+        "lint": "`torch.cuda.amp.GradScaler()` / `autocast()` (use `torch.amp`), except deliberate fallbacks for old torch versions",
+    },
     doc="""
 ## What it does
 Flags the device-specific mixed-precision entry points `torch.cuda.amp.GradScaler`,

@@ -12,6 +12,9 @@ RULE = Rule(
     fixable=True,
     message="`{name}` is a one-shot iterator (`{source}`): {first} uses it up, and {here} sees nothing",
     hint="Keep a list where it is made: `{name} = list({source})`.",
+    sees={
+        "lint": "a name bound once to a one-shot iterator (`model.parameters()`, `itertools.chain(...)`, `filter(...)`, a generator expression) and consumed twice: handed to an optimizer and then looped over or given to `clip_grad_norm_`, or consumed in every pass of a loop (a list, an iterator made afresh in each pass, uses in the two branches of one `if`, and one returned or stored elsewhere are left alone)",
+    },
     doc="""
 ## What it does
 Flags a name bound to a one-shot iterator (`model.parameters()`, `named_parameters()`,

@@ -11,6 +11,9 @@ RULE = Rule(
     proof="tool",
     message="torchdoctor failed on part of this file ({error}); findings of {rule} here may be missing",
     hint="This is a limit or a bug of torchdoctor, not a problem in your code: please report it with the file (or a reduced copy); `--ignore {rule}` works around a failing rule.",
+    sees={
+        "lint": "a rule (or the walk) failed on this file; the other rules' findings are kept",
+    },
     doc="""
 ## What it does
 Reports that a lint rule, or the walk over the file, raised an exception on this file: a bug in

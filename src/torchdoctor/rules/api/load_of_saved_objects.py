@@ -12,6 +12,9 @@ RULE = Rule(
     message="`torch.load` reads the checkpoint that line {save_line} saves with {what} in it: with weights_only=True "
             "(the default since torch 2.6) it fails with \"UnpicklingError: Weights only load failed\"",
     hint="Save plain data instead ({instead}); or, for a file you trust, load it with `torch.load(..., weights_only=False)`.",
+    sees={
+        "lint": "`torch.load` (weights_only=True by default) of a checkpoint the same file saves with `'args': args`, a whole model or a NumPy value: UnpicklingError",
+    },
     doc="""
 ## What it does
 Flags a `torch.load(...)` without `weights_only=False` in a file that saves, with `torch.save`

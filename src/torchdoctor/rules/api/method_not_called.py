@@ -12,6 +12,9 @@ RULE = Rule(
     fixable=True,
     message="`{target}` is named but not called: the statement does nothing",
     hint="Add the parentheses: `{target}()`.",
+    sees={
+        "lint": "`model.eval`, `optimizer.zero_grad` without parentheses",
+    },
     doc="""
 ## What it does
 Flags a statement that only names a method that acts by being called: `model.eval`,

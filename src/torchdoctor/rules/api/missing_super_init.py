@@ -11,6 +11,9 @@ RULE = Rule(
     proof="lint",
     message="`{cls}.__init__` never calls `super().__init__()`: the module has no parameter, buffer or hook tables",
     hint="Call `super().__init__()` as the first line of `__init__`, before assigning any layer.",
+    sees={
+        "lint": "an nn.Module `__init__` without `super().__init__()`",
+    },
     doc="""
 ## What it does
 Flags an `nn.Module` subclass whose `__init__` does not call the base class's `__init__`

@@ -11,6 +11,9 @@ RULE = Rule(
     proof="lint",
     message="`{target}.load_state_dict(..., strict=False)` ignores its result: if no key matched, the model silently keeps its random weights",
     hint="Check what was loaded: `missing, unexpected = {target}.load_state_dict(state, strict=False)` and fail (or log) when they are not the keys you expect.",
+    sees={
+        "lint": "`load_state_dict(torch.load(...), strict=False)` whose missing/unexpected keys are never looked at (not when an assertion checks the result, or for adapter + base loads that complement each other)",
+    },
     doc="""
 ## What it does
 Flags `load_state_dict(..., strict=False)` used as a statement, so that the missing and

@@ -11,6 +11,9 @@ RULE = Rule(
     proof="run",
     message="`load_state_dict(..., strict=False)` loaded nothing into `{module}`: none of the {expected} it expects is among the {given} given{why}, so it keeps the weights it had (random ones, for a new model)",
     hint="{remedy} Keep `strict=False` only for a deliberate partial load, and check what it returns: `missing, unexpected = model.load_state_dict(state, strict=False)`.",
+    sees={
+        "run": "`load_state_dict(state, strict=False)` whose checkpoint keys all come back unexpected while the model expects keys, so nothing is loaded; names the cause it can see (a `module.`/`model.`/`_orig_mod.` prefix on either side, weights nested under `state[\"state_dict\"]`); reported at the `load_state_dict` line",
+    },
     doc="""
 ## What it does
 At run time, reports a `model.load_state_dict(state, strict=False)` that loaded nothing: the

@@ -11,6 +11,9 @@ RULE = Rule(
     proof="lint",
     message="`{call}` without `dim=`: PyTorch guesses the dimension (dim 0, the batch, for 1-D and 3-D inputs)",
     hint="Say which dimension holds the classes: `dim=-1` (or `dim=1` for (N, C, ...) inputs).",
+    sees={
+        "lint": "`F.softmax(x)` / `nn.Softmax()` without `dim`",
+    },
     doc="""
 ## What it does
 Flags `F.softmax`, `F.log_softmax`, `F.softmin` and `nn.Softmax()`, `nn.LogSoftmax()`,

@@ -11,6 +11,9 @@ RULE = Rule(
     proof="lint",
     message="not valid Python, so it was not linted: {error}",
     hint="Fix the syntax error (run `python -m py_compile {path}` to see it), or exclude the file if it is not meant to be Python 3.",
+    sees={
+        "lint": "a file that does not parse (reported; the others are still linted); syntax of a newer Python (PEP 695 generics on 3.11) names the version the file needs",
+    },
     doc="""
 ## What it does
 Reports a file that `torchdoctor lint` could not parse, with the line and column of the

@@ -12,6 +12,9 @@ RULE = Rule(
     fixable=False,
     message="`{expression}` computes {what} that is thrown away: the statement changes nothing",
     hint="{advice}.",
+    sees={
+        "lint": "an out-of-place torch op standing alone as a statement, its result thrown away: `torch.div(x, d)`, `F.dropout(x, ...)`, `grad.add(p, alpha=wd)`, `x.view(n, -1)`, `mask.masked_fill(m, 0)`, `x.clamp(0, 1)`, `frame * 0` (the in-place forms, `inplace=True`, a method of the class itself, functions of other modules, blocks that expect a failure (`try`, `pytest.raises`) and benchmark files are left alone)",
+    },
     doc="""
 ## What it does
 Flags a statement that computes a tensor and drops it: an out-of-place torch function

@@ -11,6 +11,9 @@ RULE = Rule(
     proof="lint",
     message="cannot be read as Python source, so it was not linted: {error}",
     hint="Save the file as UTF-8 (or declare its encoding with a `# -*- coding: ... -*-` line); exclude it if it is not Python.",
+    sees={
+        "lint": "not text in its declared encoding, or binary",
+    },
     doc="""
 ## What it does
 Reports a file whose bytes are not text in the encoding Python would use for it (UTF-8 unless a

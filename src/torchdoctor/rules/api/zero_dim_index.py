@@ -12,6 +12,9 @@ RULE = Rule(
     fixable=True,
     message="`{expression}` indexes a 0-dim tensor ({why}): torch raises \"invalid index of a 0-dim tensor\"",
     hint="Read the number with `{fixed}`.",
+    sees={
+        "lint": "`loss.data[0]`, `criterion(out, y)[0]`, `x.sum().data[0]`: `[0]` on a reduced loss, a full reduction, or a value `backward()` is called on without a gradient, which raises on torch 0.4 and later (`reduction='none'`, `reduce=False`, reductions over a dimension and tensors made with a size are left alone)",
+    },
     doc="""
 ## What it does
 Flags `[0]` on a value that is a single number held in a 0-dim tensor: a reduced loss

@@ -11,6 +11,9 @@ RULE = Rule(
     proof="run",
     message="torch.compile took {seconds:.1f} s for {regions} region(s){speed}",
     hint="Compilation is paid once per process: for short runs, tests and debugging, run eagerly (or `torch.compile(..., mode=\"reduce-overhead\")` only on the hot part); keep compile for long training runs.",
+    sees={
+        "run": "compile time per region and the measured forward speed-up, with the number of passes it takes to pay for itself (info)",
+    },
     doc="""
 ## What it does
 Reports how long `torch.compile` spent compiling (dynamo, AOT autograd and the backend, per

@@ -11,6 +11,9 @@ RULE = Rule(
     proof="run",
     message="torch.compile breaks the graph on this line: {what}; the code after it is compiled as a separate graph (or runs eagerly), and every call pays the switch",
     hint="{rewrite}",
+    sees={
+        "run": "each graph break at the line that caused it, the reason in plain words and the rewrite (`.item()`, a Python `if` on a tensor, `print`, an untraceable call)",
+    },
     doc="""
 ## What it does
 Reports each place where `torch.compile` (dynamo) stopped tracing a compiled function or

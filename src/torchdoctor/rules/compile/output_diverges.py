@@ -11,6 +11,9 @@ RULE = Rule(
     proof="run",
     message="the compiled `{model}` computes a different output than its eager forward on the same input: {output} differs by up to {diff:.3g} ({relative:.2g} of its largest value; {dtype} rounding explains at most {tolerance:g})",
     hint="Compare the two yourself (`torch.compile(model, backend=\"aot_eager\")` isolates dynamo from the backend); look for Python state the forward reads or changes, ops with a custom kernel, and precision settings (TF32, `max-autotune`). Report a minimal case to PyTorch if it is the compiler.",
+    sees={
+        "run": "a compiled model whose output differs from its eager forward on the same input beyond what the dtype's rounding explains",
+    },
     doc="""
 ## What it does
 On one of the first calls of a `torch.compile`d model, replays its eager forward on the same

@@ -61,6 +61,9 @@ RULE = Rule(
     proof="run",
     message="torch.compile compiled `{function}` {count} times: {why}{limit}",
     hint="{remedy}",
+    sees={
+        "run": "a function compiled again and again: each kind of failed guard in plain words with its own fix and its share of the recompilations (a changing size, strides, number of dimensions, dtype or device; `requires_grad` flipping; grad mode or autocast switched around the call; train()/eval(); a module attribute such as `self.calls += 1` in `forward`; a Python number or value different every call), at the line that changes the value (the assignment to the attribute or global, else the call that recompiled), and the recompile limit after which it runs without compilation",
+    },
     doc="""
 ## What it does
 Reports a compiled function (or a compiled model's `forward`) that dynamo compiled again and

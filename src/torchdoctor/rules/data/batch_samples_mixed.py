@@ -11,6 +11,9 @@ RULE = Rule(
     proof="check",
     message="in eval mode, the output for sample {sample} depends on the inputs of other samples in the batch (gradient {other:.2g} toward them, {own:.2g} toward its own input): forward() mixes the batch",
     hint="Look for view()/reshape() that moves the batch dimension (use transpose()/permute() to swap dimensions), reductions over dim 0, or an RNN fed (batch, seq, ...) without batch_first=True.",
+    sees={
+        "run": "an `nn.LSTM`/`GRU`/`RNN`, `nn.MultiheadAttention` or `nn.Transformer*Layer` with `batch_first=False` gets an input whose dim 0 is the DataLoader's `batch_size` and whose dim 1 is neither that nor 1 (warm-up steps); time-first input (transposed, or collated by `pad_sequence`) is not; reported at the call of the layer",
+    },
     doc="""
 ## What it does
 Puts the model in eval mode, runs one batch, and takes the gradient of one sample's output

@@ -11,6 +11,9 @@ RULE = Rule(
     proof="run",
     message="the DataLoader's workers take {size} of host memory: {detail}",
     hint="Store the Dataset's records as NumPy arrays or tensors rather than Python objects, and lower `num_workers` or `prefetch_factor` if the machine is short of memory.",
+    sees={
+        "run": "DataLoader workers' host memory with the numbers: `prefetch_factor` x `num_workers` batches in flight against the free memory and /dev/shm (and as much again pinned with `pin_memory=True`), and Dataset records kept as Python objects that are copied into every forked worker as they are read (copy on access); reported at the `DataLoader(...)` line",
+    },
     doc="""
 ## What it does
 Measures the host memory a DataLoader with worker processes uses, with the numbers that make

@@ -11,6 +11,10 @@ RULE = Rule(
     proof="lint",
     message="{what} created in {dataset}.__init__ is copied into every DataLoader worker: all workers draw the same \"random\" numbers, every epoch",
     hint="Create the generator lazily per worker (e.g. in a `worker_init_fn` using `torch.utils.data.get_worker_info().seed`), or draw from `torch`/`np.random` global state, which PyTorch reseeds per worker.",
+    sees={
+        "lint": "a NumPy/`random`/torch generator object in `Dataset.__init__`, used in `__getitem__`, loaded with workers",
+        "run": "a generator stored on the dataset starts from the same state in several workers, or in every epoch; reported at the `self.rng = ...` line",
+    },
     doc="""
 ## What it does
 Flags random number generator objects (`np.random.default_rng(...)`, `np.random.RandomState`,

@@ -11,6 +11,9 @@ RULE = Rule(
     proof="run",
     message="this training DataLoader never shuffles, and its samples come sorted by label (the first {labels} labels go from {low} to {high} without ever going back): each batch holds one class, and the model sees the classes one after another",
     hint="Pass `shuffle=True` to the training DataLoader (or a `RandomSampler` / `DistributedSampler`); a fixed order is fine for validation only.",
+    sees={
+        "run": "a training DataLoader without shuffling whose labels arrive sorted (long runs of one class, never going back); reported at the `DataLoader(...)` line",
+    },
     doc="""
 ## What it does
 At run time, watches the labels of a training DataLoader that keeps the dataset's order

@@ -11,6 +11,9 @@ RULE = Rule(
     proof="lint",
     message="the DataLoader that the training loop at line {loop} draws from never shuffles ({how}): every epoch gives the samples in the order {dataset} stores them, the same batches in the same order",
     hint="Pass `shuffle=True` to the training DataLoader (or a `RandomSampler` / `DistributedSampler`); keep the fixed order for evaluation loaders.",
+    sees={
+        "lint": "a DataLoader (not over held-out data) that a loop stepping an optimizer draws from (through names, attributes, parameters and returns) with `shuffle=False`, or no `shuffle` over a torchvision or file-defined map-style dataset, and no sampler (data the file permutes, splits or sorts by length itself, datasets that sample at random or stream, `batch_size=None`, and loops that carry a recurrent state are fine)",
+    },
     doc="""
 ## What it does
 Flags a `torch.utils.data.DataLoader` that a training loop (one that steps an optimizer)

@@ -11,6 +11,9 @@ RULE = Rule(
     proof="run",
     message="the first layer `{layer}` receives raw pixel values (whole numbers from {low} to {high} in a float tensor): the images were never scaled to [0, 1] or standardised",
     hint="Scale once in the data pipeline: `images.float() / 255` (then normalise with the dataset's mean and std, e.g. `transforms.Normalize`), or use `transforms.ToTensor()`, which does both conversions.",
+    sees={
+        "run": "the first layer (a convolution, or a linear layer over image-sized vectors) gets whole numbers from 0 to 255 in a float tensor; reported at the model call",
+    },
     doc="""
 ## What it does
 At run time, looks at the input of the model's first layer with weights (a convolution, or

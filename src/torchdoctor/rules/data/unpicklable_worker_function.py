@@ -11,6 +11,10 @@ RULE = Rule(
     proof="lint",
     message="{argument}={what} cannot be pickled, so this DataLoader fails with worker processes under the spawn/forkserver start method (Windows, macOS, Python 3.14+ on Linux)",
     hint="Define the function at module level (a named `def`), or use `functools.partial` of a module-level function.",
+    sees={
+        "lint": "a lambda or nested function as `collate_fn`/`worker_init_fn` with workers",
+        "run": "a lambda or nested function as `collate_fn` / `worker_init_fn` with workers (breaks under spawn/forkserver)",
+    },
     doc="""
 ## What it does
 Flags a lambda or a function defined inside another function passed as `collate_fn` or

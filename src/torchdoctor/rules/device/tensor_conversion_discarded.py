@@ -12,6 +12,9 @@ RULE = Rule(
     fixable=True,
     message="`{call}` returns a new tensor that is thrown away: `{name}` itself is unchanged",
     hint="Keep the result: `{name} = {call}` (tensors, unlike modules, are not moved in place).",
+    sees={
+        "lint": "`x.to(device)`, `x.cuda()`, `y.long()` without keeping the result, on a batch tensor or a name bound only to torch factories (`torch.zeros`, `torch.LongTensor`, `Variable(...)`)",
+    },
     doc="""
 ## What it does
 Flags a statement that moves or converts a tensor (`x.to(device)`, `x.cuda()`, `y.long()`,

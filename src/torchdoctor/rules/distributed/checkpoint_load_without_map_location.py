@@ -11,6 +11,9 @@ RULE = Rule(
     proof="lint",
     message="`torch.load` without `map_location` in distributed code: every rank puts the checkpoint's tensors on the device they were saved from (usually cuda:0)",
     hint="Load onto the CPU (`map_location=\"cpu\"`) or onto this rank's device (`map_location=f\"cuda:{{local_rank}}\"`).",
+    sees={
+        "lint": "`torch.load(path)` without `map_location` in a file that sets up distributed training (every rank loads onto cuda:0); not for a GradScaler's state, a load of what the same function saved, or a `test_*` function",
+    },
     doc="""
 ## What it does
 Flags `torch.load(...)` without `map_location` in a file that sets up distributed training

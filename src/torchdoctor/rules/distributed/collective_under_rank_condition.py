@@ -11,6 +11,9 @@ RULE = Rule(
     proof="lint",
     message="`{collective}` runs only on the ranks where `{condition}` holds: the others never join it, and the job hangs until the collective times out",
     hint="Call the collective on every rank (move it out of the `if`), and keep only the rank-0 work (saving, logging) inside it.",
+    sees={
+        "lint": "`dist.barrier()`/`all_reduce` inside `if rank == 0:` (a hang); the `rank != 0` / `rank == 0` barrier hand-shake, and a condition on a value a collective made equal on every rank, are fine",
+    },
     doc="""
 ## What it does
 Flags a `torch.distributed` collective (`barrier`, `all_reduce`, `all_gather`, `broadcast`,

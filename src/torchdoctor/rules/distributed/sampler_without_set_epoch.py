@@ -11,6 +11,10 @@ RULE = Rule(
     proof="lint",
     message="DistributedSampler {sampler} is iterated every epoch but `set_epoch()` is never called: every epoch sees the same order",
     hint="Call `sampler.set_epoch(epoch)` at the start of every epoch, before iterating the DataLoader.",
+    sees={
+        "lint": "a shuffling `DistributedSampler` iterated every epoch, `set_epoch()` never called",
+        "run": "a shuffling `DistributedSampler` of a training loader starts a second training epoch with the same epoch; reported at the `for batch in loader` line",
+    },
     doc="""
 ## What it does
 Flags a `DistributedSampler` used in an epoch loop with no call to its `set_epoch()`.

@@ -11,6 +11,9 @@ RULE = Rule(
     proof="run",
     message="{first} is {first_dtype} but {second} is {second_dtype}{where}",
     hint="Convert the odd one out where it is created: `.float()` for float64 data that comes from NumPy or from Python floats.",
+    sees={
+        "lint": "a tensor converted to float64 (`x.double()`, `x.to(torch.float64)`, at the call or in the assignment of the name passed) given to a model that nothing in the file makes float64 (`model.double()`, `dtype=` layers, `.to(dtype)`, `set_default_dtype`, a dtype in a string all silence the file); not a model whose `forward()` converts its input",
+    },
     doc="""
 ## What it does
 Explains crashes such as "mat1 and mat2 must have the same dtype, but got Double and Float",

@@ -11,6 +11,9 @@ RULE = Rule(
     proof="check",
     message="{what} is float64 while {other} is float32: {consequence}",
     hint="Convert once at the source: `torch.from_numpy(a).float()`, `np.float32` arrays, or `.to(torch.float32)` in the dataset; call `model.double()` only when you mean double precision everywhere.",
+    sees={
+        "run": "a float64 target or model output beside float32 weights; float64 parameters beside float32 ones; reported at the loss call / the forward that promotes / the parameter's line",
+    },
     doc="""
 ## What it does
 Flags float64 tensors mixed into float32 training: float64 inputs or targets for a float32

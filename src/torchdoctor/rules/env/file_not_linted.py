@@ -12,6 +12,9 @@ RULE = Rule(
     message="not linted: {reason}",
     hint="Name the file on the command line to lint it whatever its size, repair or remove the link, or exclude "
          "the path (`--exclude`, `[tool.torchdoctor] exclude`) if it should not be linted.",
+    sees={
+        "lint": "a file met in a folder and skipped: over the 8 MB limit, a broken or looping link, a folder that cannot be listed",
+    },
     doc="""
 ## What it does
 Reports a Python file (or a folder) met while walking the folders given to `torchdoctor

@@ -11,6 +11,9 @@ RULE = Rule(
     proof="tool",
     message="cannot be read, so it was not linted: {error}",
     hint="Check the file's permissions, or the target of the symbolic link; exclude it if it should not be linted.",
+    sees={
+        "lint": "a named file that cannot be read (permissions, a link loop)",
+    },
     doc="""
 ## What it does
 Reports a file named on the command line that exists but cannot be read: no permission, a

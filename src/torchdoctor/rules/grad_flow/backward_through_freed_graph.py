@@ -11,6 +11,9 @@ RULE = Rule(
     proof="run",
     message="backward() reaches a graph whose saved tensors were already freed: {cause}",
     hint="Detach what you carry from one step to the next (`h = h.detach()`); for two losses, call backward() once on their sum.",
+    sees={
+        "lint": "`out, h = model(x, h)` in a loop that runs backward() (without `retain_graph=True`), where `model` is an `nn.LSTM`/`GRU`/`RNN` or a class of the file that builds one and never detaches, and nothing else in the loop binds `h` (a detach before or after the call, a fresh state) or detaches in place",
+    },
     doc="""
 ## What it does
 Explains the crash "Trying to backward through the graph a second time" and tells its two

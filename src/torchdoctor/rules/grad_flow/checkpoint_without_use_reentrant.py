@@ -8,11 +8,15 @@ RULE = Rule(
     name="checkpoint-without-use-reentrant",
     category=Category.GRAD_FLOW,
     severity=Severity.WARNING,
+    unsafe_fix=True,
     proof="lint",
     message="`{call}` without `use_reentrant` runs the reentrant variant (and warns on every call): a checkpointed "
             "block whose inputs do not require grad gives its parameters no gradient",
     hint="Pass `use_reentrant=False`, the variant torch recommends; pass `use_reentrant=True` only to keep the "
          "reentrant behaviour on purpose.",
+    sees={
+        "lint": "`torch.utils.checkpoint.checkpoint(block, x)` without `use_reentrant`: the reentrant variant, which gives a block whose inputs need no grad no parameter gradients",
+    },
     doc="""
 ## What it does
 Flags `torch.utils.checkpoint.checkpoint(...)` and `checkpoint_sequential(...)` called

@@ -11,6 +11,9 @@ RULE = Rule(
     proof="lint",
     message="`{call}` in forward() cuts the autograd graph: nothing before it receives a gradient through this path",
     hint="Keep the computation in torch on the same tensor (no `.item()`, `.numpy()`, `.data`, `torch.tensor(t)`); use `.detach()` only where you mean to stop gradients.",
+    sees={
+        "lint": "`torch.tensor(h.numpy())`, `h.data`, `h = h.detach()`, `return out.detach()` on activations in `forward`",
+    },
     doc="""
 ## What it does
 Flags, inside an `nn.Module.forward`, operations that leave autograd on a value that the

@@ -11,6 +11,9 @@ RULE = Rule(
     proof="lint",
     message="`nn.{layer}` is built inside forward(): every call gets a new layer with fresh random weights that no optimizer updates",
     hint="Create the layer once in `__init__` (`self.head = nn.{layer}(...)`) and call it in forward().",
+    sees={
+        "lint": "`nn.Linear(...)` built inside `forward` (new random weights every call)",
+    },
     doc="""
 ## What it does
 Flags a layer that owns weights (`nn.Linear`, `nn.Conv2d`, `nn.BatchNorm2d`, `nn.LSTM`,

@@ -8,9 +8,14 @@ RULE = Rule(
     name="module-in-plain-container",
     category=Category.GRAD_FLOW,
     severity=Severity.ERROR,
+    unsafe_fix=True,
     proof="lint",
     message="{what} stored in a plain {container} in `self.{attribute}`: it is not registered, so it is not trained, moved by .to() or saved",
     hint="Use `nn.ModuleList` / `nn.ModuleDict` for modules and `nn.ParameterList` / `nn.ParameterDict` for parameters.",
+    sees={
+        "lint": "layers in a plain `list`/`dict` attribute of an nn.Module (`nn.Parameter`s: a warning, TorchScript code keeps them so on purpose)",
+        "run": "layers in a plain `list`/`dict`: they get gradients but no optimizer ever sees them",
+    },
     doc="""
 ## What it does
 Flags submodules or `nn.Parameter`s created inside an `nn.Module` and stored in a plain

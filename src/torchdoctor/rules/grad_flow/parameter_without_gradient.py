@@ -11,6 +11,9 @@ RULE = Rule(
     proof="check",
     message="{count} trainable parameter(s) got no gradient from the loss: {names}",
     hint="Find where the graph is cut between these modules and the loss (`.detach()`, `.item()`, `.numpy()`, `.data`, `torch.tensor(...)`), or freeze them on purpose with `requires_grad_(False)`.",
+    sees={
+        "run": "trainable parameters given to an optimizer that never get a gradient, at the line that cuts the graph (`.detach()`, `.item()`, `.numpy()`, `.data`, `torch.tensor(t)`) when it is in your code; a layer that never runs is a warning",
+    },
     doc="""
 ## What it does
 After one forward and backward pass, flags every trainable parameter (`requires_grad=True`)

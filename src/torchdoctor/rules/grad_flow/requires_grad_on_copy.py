@@ -11,6 +11,9 @@ RULE = Rule(
     proof="lint",
     message="`{call}`: requires_grad is set before `.{method}()`, which returns a copy; the copy is not a leaf, so its .grad stays None and optimizers reject it",
     hint="Create the tensor where it should live and then ask for gradients: `torch.zeros(n, device=device, dtype=dtype, requires_grad=True)`.",
+    sees={
+        "lint": "`torch.randn(n, requires_grad=True).to(device)` (a non-leaf)",
+    },
     doc="""
 ## What it does
 Flags a tensor created with `requires_grad=True` (or `.requires_grad_()`) and then moved or

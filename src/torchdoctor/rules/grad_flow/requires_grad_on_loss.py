@@ -11,6 +11,9 @@ RULE = Rule(
     proof="lint",
     message="`{loss}` is made to require gradients by hand: it has no graph back to the model, so backward() runs and no parameter gets a gradient",
     hint="Find where the graph was cut (`.item()`, `.numpy()`, `.detach()`, `argmax`, `torch.tensor(...)`, `no_grad`) and compute the loss from the model's output tensors instead.",
+    sees={
+        "lint": "`loss.requires_grad = True` / `torch.tensor(loss.item(), requires_grad=True)`: the \"fix\" that trains nothing",
+    },
     doc="""
 ## What it does
 Flags `loss.requires_grad = True` and `torch.tensor(loss.item(), requires_grad=True)`: a loss

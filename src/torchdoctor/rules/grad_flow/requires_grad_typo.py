@@ -12,6 +12,9 @@ RULE = Rule(
     fixable=True,
     message="`{target}.{attribute} = ...` sets a new, meaningless attribute: `requires_grad` is unchanged",
     hint="Spell it `requires_grad` (or call `{target}.requires_grad_(False)`).",
+    sees={
+        "lint": "`p.require_grad = False`, `p.requires_grad_ = False`",
+    },
     doc="""
 ## What it does
 Flags an assignment to a misspelling of `requires_grad` (`require_grad`, `requires_grads`,

@@ -11,6 +11,9 @@ RULE = Rule(
     proof="run",
     message="the output of {op} (shape {shape}) was changed in place {changes} {times} after the forward pass saved it for backward()",
     hint="Replace the in-place operation applied after {op} with its out-of-place form: `x = x + 1` instead of `x += 1`, `torch.relu(x)` instead of `inplace=True` or `relu_()`, and `x = x.clone()` before assigning into a slice.",
+    sees={
+        "lint": "in an nn.Module's method, the output of an op that saves it for backward (relu, sigmoid, tanh, exp, softmax, `nn.ReLU`, ...) changed in place (`+=`, `.mul_()`, `x[...] = ...`) before it is bound again (a warning outside `forward()` or on the method's raw input; not under `no_grad`, nor after gelu/silu/linear/batch norm, which keep their input)",
+    },
     doc="""
 ## What it does
 Explains the crash "one of the variables needed for gradient computation has been modified by

@@ -8,9 +8,14 @@ RULE = Rule(
     name="tensor-attribute-not-parameter",
     category=Category.GRAD_FLOW,
     severity=Severity.ERROR,
+    unsafe_fix=True,
     proof="lint",
     message="`self.{attribute}` is a plain tensor with requires_grad=True, not an nn.Parameter: the optimizer never sees it",
     hint="Wrap it: `self.{attribute} = nn.Parameter(torch.randn(...))`; use `register_buffer` for state that should not train.",
+    sees={
+        "lint": "`self.w = torch.ones(n, requires_grad=True)` instead of `nn.Parameter`",
+        "run": "a tensor attribute with `requires_grad=True`: it gets gradients but no optimizer ever sees it",
+    },
     doc="""
 ## What it does
 Flags a tensor created with `requires_grad=True` (or `.requires_grad_()`) and assigned to an

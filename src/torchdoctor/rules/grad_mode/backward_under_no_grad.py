@@ -11,6 +11,9 @@ RULE = Rule(
     proof="lint",
     message="`{loss}` is computed and backpropagated with gradients disabled (torch.no_grad / inference_mode): it has no graph",
     hint="Compute the loss and call backward() outside `torch.no_grad()` (keep no_grad for evaluation only).",
+    sees={
+        "lint": "a loss computed and backpropagated under `no_grad` / `inference_mode`",
+    },
     doc="""
 ## What it does
 Flags `loss.backward()` inside a `torch.no_grad()` / `torch.inference_mode()` block (or a

@@ -30,6 +30,9 @@ RULE = Rule(
     proof="run",
     message="backward() is called on a tensor that has no graph: {why}",
     hint="Compute the loss from the model's output outside `torch.no_grad()`; never set `loss.requires_grad = True`, which silences the error and trains nothing.",
+    sees={
+        "lint": "in one function, `loss.backward()` where the loss is a loss function of a model output made under `no_grad`/`inference_mode` and of labels or constants only (`with torch.no_grad(): output = model(x)`; `loss = criterion(output, y)`); not when another model's output, a regulariser or `requires_grad_()` gives it a graph",
+    },
     doc="""
 ## What it does
 Explains the crash "element 0 of tensors does not require grad and does not have a grad_fn"

@@ -11,6 +11,9 @@ RULE = Rule(
     proof="lint",
     message="`{call}` on its own line does nothing: it only takes effect as a `with` block",
     hint="Write `with {manager}:` and indent the code it should cover (or decorate the function with it).",
+    sees={
+        "lint": "`torch.no_grad()` as a statement (it does nothing)",
+    },
     doc="""
 ## What it does
 Flags `torch.no_grad()`, `torch.enable_grad()`, `torch.inference_mode()` and

@@ -24,6 +24,9 @@ RULE = Rule(
     proof="run",
     message="BCELoss needs probabilities in [0, 1] but gets {values}: raw scores (logits), with no sigmoid before the loss",
     hint="Use `nn.BCEWithLogitsLoss()` on the raw outputs (it applies the sigmoid itself, in a numerically stable way), or apply `torch.sigmoid` before `BCELoss`.",
+    sees={
+        "lint": "`BCELoss` / `F.binary_cross_entropy` fed the output of an `nn.Sequential` whose last layer is a `Linear`/`Conv` (raw scores)",
+    },
     doc="""
 ## What it does
 Explains the crash "all elements of input should be between 0 and 1" of `nn.BCELoss` /

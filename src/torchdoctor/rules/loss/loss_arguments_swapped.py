@@ -8,9 +8,13 @@ RULE = Rule(
     name="loss-arguments-swapped",
     category=Category.LOSS,
     severity=Severity.ERROR,
+    unsafe_fix=True,
     proof="run",
     message="{loss} got the labels as its input and the model's output as its target: input is {input}, target is {target}",
     hint="Swap the arguments: losses take `(input, target)`, the model's output first, e.g. `criterion(model(x), y)`.",
+    sees={
+        "lint": "`F.nll_loss(target, output)`, `criterion(labels, model(x))`: a class-index loss given the labels first and a model's output second (labels: drawn from a DataLoader or named `target`/`labels`/`y`...; two model outputs, or an argument of unknown origin, are left alone)",
+    },
     doc="""
 ## What it does
 Explains the crash `"log_softmax_lastdim_kernel_impl" not implemented for 'Long'` (and its

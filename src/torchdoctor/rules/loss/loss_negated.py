@@ -11,6 +11,9 @@ RULE = Rule(
     proof="lint",
     message="`{expression}` flips the sign of {losses}, and the result is backpropagated (line {line}) and stepped: the optimizer maximises the loss",
     hint="Drop the minus sign: a loss is minimised as it is (`loss = criterion(output, target)`); negate only what should grow, such as a log-likelihood or a reward.",
+    sees={
+        "lint": "`loss = -criterion(out, y)`, `(-loss).backward()`, `loss = -(bce + kld)`: every loss-function term of the backpropagated value has its sign flipped, and the iteration steps an optimizer over parameters (a double negation, `ce - 0.1 * entropy`, hand-written policy-gradient/WGAN losses, a flip under an `if`, ascent on an input perturbation and the minimax GAN `-BCE(D(G(z)), zeros)` are left alone)",
+    },
     doc="""
 ## What it does
 Flags a training step whose backpropagated value is a loss with its sign flipped:

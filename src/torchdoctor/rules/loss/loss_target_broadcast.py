@@ -11,6 +11,9 @@ RULE = Rule(
     proof="check",
     message="{loss} broadcasts input {input_shape} against target {target_shape}: it averages {pairs} pairs instead of {expected}",
     hint="Make the shapes equal before the loss, e.g. `output.squeeze(-1)` or `target.view_as(output)`.",
+    sees={
+        "run": "element-wise loss broadcasting `(N, 1)` against `(N,)`: PyTorch's easily missed warning, as an error at your line",
+    },
     doc="""
 ## What it does
 Flags an element-wise loss (`MSELoss`, `L1Loss`, `SmoothL1Loss`, `HuberLoss`, `BCELoss`, ...)

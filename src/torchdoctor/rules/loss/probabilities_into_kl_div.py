@@ -15,6 +15,10 @@ RULE = Rule(
     proof="lint",
     message="KLDivLoss receives {wrong}: it comes from {source}",
     hint="Pass `F.log_softmax(logits, dim=...)` as the input (the first argument); the target stays probabilities, or log-probabilities with `log_target=True`.",
+    sees={
+        "lint": "softmax output as `KLDivLoss`/`F.kl_div`'s input (it wants log-probabilities), or a `log_softmax` target without `log_target=True`",
+        "run": "softmax output as `KLDivLoss`'s input (it wants log-probabilities), or a `log_softmax` target without `log_target=True`, read from the autograd node like TD101",
+    },
     doc="""
 ## What it does
 Flags `nn.KLDivLoss` / `F.kl_div` whose input (the first argument) comes from a softmax, and

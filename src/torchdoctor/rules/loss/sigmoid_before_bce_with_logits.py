@@ -11,6 +11,10 @@ RULE = Rule(
     proof="lint",
     message="BCEWithLogitsLoss receives probabilities: its input comes from {source}",
     hint="Pass the raw logits to BCEWithLogitsLoss (it applies sigmoid itself), or keep the sigmoid and use BCELoss.",
+    sees={
+        "lint": "sigmoid output fed to `BCEWithLogitsLoss`",
+        "run": "sigmoid into `BCEWithLogitsLoss`, read from the loss input's autograd node; reported at the sigmoid's line (or the model's `nn.Sigmoid` layer)",
+    },
     doc="""
 ## What it does
 Flags a sigmoid (`torch.sigmoid`, `F.sigmoid`, `Tensor.sigmoid`, or an `nn.Sigmoid` as the

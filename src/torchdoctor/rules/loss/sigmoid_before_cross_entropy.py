@@ -11,6 +11,10 @@ RULE = Rule(
     proof="lint",
     message="CrossEntropyLoss receives sigmoid outputs, squeezed into (0, 1), where it expects logits: its input comes from {source}",
     hint="Pass the raw logits to CrossEntropyLoss (it applies log_softmax itself); sigmoid belongs with BCELoss for multi-label targets, where BCEWithLogitsLoss on the logits is better still.",
+    sees={
+        "lint": "sigmoid output (also an `nn.Sigmoid` last layer or a `forward` that returns one) fed to `CrossEntropyLoss`",
+        "run": "sigmoid into `CrossEntropyLoss`, read from the loss input's autograd node; reported at the sigmoid's line (or the model's `nn.Sigmoid` layer)",
+    },
     doc="""
 ## What it does
 Flags a sigmoid (`torch.sigmoid`, `F.sigmoid`, `Tensor.sigmoid`, or an `nn.Sigmoid` as the

@@ -11,6 +11,10 @@ RULE = Rule(
     proof="lint",
     message="CrossEntropyLoss receives probabilities: its input comes from {source}",
     hint="Pass the raw logits to CrossEntropyLoss (it applies log_softmax itself); apply softmax only to report predictions.",
+    sees={
+        "lint": "softmax output (also an `nn.Softmax` last layer, a `forward` that returns softmax or a tuple with a softmax head, a method that returns one) fed to `CrossEntropyLoss`",
+        "run": "softmax into `CrossEntropyLoss`, read from the loss input's autograd node; reported at the softmax's line (or the model's `nn.Softmax` layer)",
+    },
     doc="""
 ## What it does
 Flags a softmax (`torch.softmax`, `F.softmax`, `Tensor.softmax`, or an `nn.Softmax` as the

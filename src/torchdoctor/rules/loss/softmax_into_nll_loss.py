@@ -11,6 +11,10 @@ RULE = Rule(
     proof="lint",
     message="NLLLoss receives probabilities, not log-probabilities: its input comes from {source}",
     hint="Use log_softmax instead of softmax before NLLLoss, or drop the softmax and use CrossEntropyLoss on the logits.",
+    sees={
+        "lint": "softmax (not log_softmax) fed to `NLLLoss`",
+        "run": "softmax into `NLLLoss`, read from the loss input's autograd node; reported at the softmax's line (or the model's `nn.Softmax` layer)",
+    },
     doc="""
 ## What it does
 Flags `nn.NLLLoss` / `F.nll_loss` whose input comes from a softmax (or an `nn.Softmax` last

@@ -12,6 +12,9 @@ RULE = Rule(
     fixable=False,
     message="`{call}` normalises the model's output over dim 0, the batch (or node) axis, not over the classes",
     hint="Normalise over the class axis (`dim=-1`, or `dim=1` for (N, C, ...) outputs); with CrossEntropyLoss return the raw logits.",
+    sees={
+        "lint": "a module's `forward` returns `F.log_softmax(x, dim=0)` (or `x.log_softmax(0)`): the output normalised over the batch (node) axis instead of the classes (`softmax(dim=0)`, which a policy over one unbatched observation returns correctly, and softmax over dim 0 inside the model, an attention over sequence-first positions, are left alone)",
+    },
     doc="""
 ## What it does
 Flags a module's `forward` that returns `F.log_softmax(x, dim=0)` (or `x.log_softmax(0)`):

@@ -11,6 +11,9 @@ RULE = Rule(
     proof="run",
     message="softmax normalises over dim {dim}, the batch dimension (size {size}), not over the classes",
     hint="Normalise over the class dimension: `softmax(x, dim=1)` (or `dim=-1`).",
+    sees={
+        "run": "softmax / log-softmax over the batch dimension feeding a classification loss, or over a batch of one (a constant)",
+    },
     doc="""
 ## What it does
 Flags a softmax or log-softmax over the batch dimension (dim 0 of a batched tensor, also the

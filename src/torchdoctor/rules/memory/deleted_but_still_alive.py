@@ -11,6 +11,9 @@ RULE = Rule(
     proof="run",
     message="`del {name}` does not give its {size} back: {holder}",
     hint="`del` removes a name, not the memory: the storage is freed when its last reference goes. Remove that reference too, or keep a copy (`.clone()`) of the part you need.",
+    sees={
+        "run": "\"I deleted it but memory did not come back\": a `del`eted name whose storage outlives the step, or a small view (`first = features[:8]`) that keeps a deleted base alive, with what still holds it; reported at the `del` / the view's line",
+    },
     doc="""
 ## What it does
 Notices, during the first steps and at each census, large tensors (1 MiB or more) that the

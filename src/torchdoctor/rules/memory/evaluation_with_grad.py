@@ -11,6 +11,10 @@ RULE = Rule(
     proof="lint",
     message="`{function}()` puts `{model}` in eval mode and runs it over a DataLoader with autograd on: every batch records a graph no backward() will use",
     hint="Wrap the evaluation in `with torch.no_grad():` (or `torch.inference_mode()`), or decorate `{function}` with `@torch.no_grad()`.",
+    sees={
+        "lint": "a validation function with `model.eval()` but no `no_grad`, called with gradients on; or, without `eval()`, a loop over held-out data (`train=False` dataset, `test_loader` / `val_set` names) running a trained model with gradients on and no backward()",
+        "run": "two or more forward passes of a model in eval mode with autograd on, and no backward() uses their graphs; reported at the forward call",
+    },
     doc="""
 ## What it does
 Flags a function that calls `model.eval()`, then runs the model over a DataLoader with

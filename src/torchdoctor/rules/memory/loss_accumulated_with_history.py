@@ -8,9 +8,14 @@ RULE = Rule(
     name="loss-accumulated-with-history",
     category=Category.MEMORY,
     severity=Severity.WARNING,
+    unsafe_fix=True,
     proof="lint",
     message="`{target} += {value}` keeps the autograd history of every step alive: memory grows with each iteration",
     hint="Accumulate a number instead: `{target} += {value}.item()` (or `.detach()`).",
+    sees={
+        "lint": "`total += loss` in a training loop where `loss` is backpropagated on its own (a total the loop resets after each step is fine)",
+        "run": "a running total (`total += loss`, `total = total + loss`) or a list (`losses.append(loss)`) still holds the previous step's autograd history; reported at the accumulating line",
+    },
     doc="""
 ## What it does
 Flags a running total built from loss tensors (`total += loss`, `total = total + loss`) in a

@@ -11,6 +11,9 @@ RULE = Rule(
     proof="run",
     message="memory grows at every step: {holder} holds {what}",
     hint="Keep numbers (`.item()`) or detached copies (`.detach()`, `.clone()`) of what you store across steps, and bound what you cache.",
+    sees={
+        "run": "memory that grows step after step, with its holder named: tensors kept with their autograd graph (a list or dict filled each step, a module attribute appended in `forward`, a hook's closure), small views that keep whole storages alive, exceptions whose tracebacks keep frames and their tensors, a tensor carried across steps with its history; growth of detached tensors (a replay buffer, collected predictions, a bounded cache) and the allocator warming up are not leaks. When TD147 or TD148 already names the bug, the measured numbers are added to that finding instead; reported at the line that fills the holder",
+    },
     doc="""
 ## What it does
 Follows the tensors the user's code keeps between optimizer steps (in the running functions'

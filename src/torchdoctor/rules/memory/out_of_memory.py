@@ -11,6 +11,9 @@ RULE = Rule(
     proof="run",
     message="out of memory: {device} cannot allocate {want}{held}",
     hint="Reduce the batch size or the model, use mixed precision or activation checkpointing, and do not keep tensors with their graph across steps.",
+    sees={
+        "run": "out of memory (CUDA's message, `torch.OutOfMemoryError`, or the CPU allocator's \"can't allocate memory\"), with the breakdown at the failing line, the largest tensors and the line that makes them, fragmentation when the message shows it, and the cheapest fix whose estimated saving covers what was missing",
+    },
     doc="""
 ## What it does
 Explains "CUDA out of memory. Tried to allocate ..." and the CPU allocator's "can't allocate

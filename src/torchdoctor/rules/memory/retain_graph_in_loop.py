@@ -11,6 +11,10 @@ RULE = Rule(
     proof="lint",
     message="`backward(retain_graph=True)` in a training loop keeps every step's graph alive",
     hint="Drop `retain_graph=True`; if it was added to silence \"Trying to backward through the graph a second time\", `.detach()` the tensor carried across iterations (e.g. an RNN hidden state).",
+    sees={
+        "lint": "`backward(retain_graph=True)` in a loop with no second backward",
+        "run": "`backward(retain_graph=True)` every step when no later backward uses the graph, or when each step's backward reaches further back into earlier steps; reported at the backward() line",
+    },
     doc="""
 ## What it does
 Flags `backward(retain_graph=True)` inside a training loop when no second backward through

@@ -24,6 +24,10 @@ RULE = Rule(
     proof="lint",
     message="{model} is evaluated in train mode (under no_grad, with no optimizer step between the forward passes): {effects}",
     hint="Call `model.eval()` before evaluating and `model.train()` before training resumes (for Monte Carlo dropout on purpose, call `model.train()` right before that loop).",
+    sees={
+        "lint": "a trained model with dropout/batch-norm (same-file class, `nn.Sequential`, torchvision builder; also through a function parameter every call passes it to) called under `no_grad`/`inference_mode` outside the training step, in a file with no `.eval()` anywhere",
+        "run": "a trained model with dropout or batch-norm runs three or more forward passes under `no_grad` with no optimizer step between them (an evaluation), or one at the same line after two different steps that the source places after every backward() of the loop that trains (a full-batch validation each epoch), while in train mode; a no-grad forward before the backward() of its pass (a GAN's fake batch, pseudo-labels, an action) or under an `if` in the step loop (a sample every few steps) and a `model.train()` called after the last step (Monte Carlo dropout) are left alone; reported at the forward call",
+    },
     doc="""
 ## What it does
 Flags a trained model with dropout or batch-norm layers that is evaluated under

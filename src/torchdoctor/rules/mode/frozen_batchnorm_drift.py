@@ -11,6 +11,9 @@ RULE = Rule(
     proof="check",
     message="batch-norm {name} has frozen weights but is in train mode: its running statistics still change every batch",
     hint="Put frozen batch-norm layers in eval mode after every `model.train()` (override `train()` or call `module.eval()` on them), or use `FrozenBatchNorm2d`.",
+    sees={
+        "run": "batch-norm layers whose weights are all frozen update their running statistics, in a model being trained or in a frozen model no optimizer updates (a feature extractor, a teacher) run in train mode; a model frozen only during another optimizer's step (a GAN discriminator) is not; reported at the `model.train()` that put them back in train mode",
+    },
     doc="""
 ## What it does
 Flags batch-norm layers whose affine parameters are all frozen (`requires_grad=False`) while

@@ -12,6 +12,10 @@ RULE = Rule(
     fixable=True,
     message="`{call}` inside forward() has no `training=` argument: it keeps dropping activations after model.eval()",
     hint="Pass `training=self.training`, or use an `nn.Dropout` module, which follows train()/eval().",
+    sees={
+        "lint": "`F.dropout` without `training=` in a module's `forward` (or a method it calls), not under `if self.training:`; a sampling method under `no_grad` is left alone",
+        "run": "`F.dropout(x, p)` without `training=` called from a module in eval mode; reported at the `F.dropout` line",
+    },
     doc="""
 ## What it does
 Flags `F.dropout` (and `dropout1d/2d/3d`, `alpha_dropout`, `feature_alpha_dropout`) called

@@ -11,6 +11,10 @@ RULE = Rule(
     proof="lint",
     message="{where}: the model is in eval mode while the optimizer steps, so dropout and batch-norm behave as at inference",
     hint="Call `model.train()` at the start of every training epoch (after each validation that calls `model.eval()`).",
+    sees={
+        "lint": "`model.eval()` in the training loop (or a validation it calls), or before it, with no way back to `train()`",
+        "run": "`optimizer.step()` while dropout or trainable batch-norm of the trained model are in eval mode (the model itself is in eval mode); reported at the `model.eval()` that was not undone",
+    },
     doc="""
 ## What it does
 Flags optimizer steps taken while the model is in `eval()` mode. Statically: an epoch loop

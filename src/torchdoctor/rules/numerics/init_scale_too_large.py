@@ -11,6 +11,9 @@ RULE = Rule(
     proof="lint",
     message="`{tensor}` is initialised with a standard deviation of {std:.3g} ({how}): layers are initialised at about 1/sqrt(inputs) (0.02 in GPT-style models), so activations and logits saturate and the first steps blow up",
     hint="Check the scale (a factor or a typo): `std=0.02`, or `nn.init.kaiming_normal_` / `xavier_uniform_`, which compute it from the layer's size.",
+    sees={
+        "lint": "`nn.init.normal_` / `trunc_normal_` / `uniform_` (or the tensor methods) on a layer's `weight` with a spread the source fixes above a standard deviation of 2 (constants folded, names bound to constants followed; spreads computed from the layer and tensors that are not weights are fine)",
+    },
     doc="""
 ## What it does
 Flags `nn.init.normal_`, `nn.init.trunc_normal_` and `nn.init.uniform_` (and the tensor methods

@@ -11,6 +11,9 @@ RULE = Rule(
     proof="check",
     message="{what} contains NaN or Inf, first produced by {origin}",
     hint="Look at the named op's inputs: typical causes are log(0), division by zero, sqrt of a negative, exp overflow, or a learning rate that is too high.",
+    sees={
+        "run": "the first NaN/Inf: the aten op and line that made it from finite inputs, what its inputs show (`log` of 0, `sqrt` of a negative, `exp` overflow, division by 0, a softmax row of `-inf` with the line of the mask, float16 past 65504) and the fix; gradients that are not finite are caught before `optimizer.step()` applies them and named by the forward op whose backward made them, in the model or in the code between its output and the loss (or: the data, or an earlier poisoned update, or the loss code)",
+    },
     doc="""
 ## What it does
 Flags NaN or infinite values in the inputs, outputs, loss, gradients or parameters, and names

@@ -11,6 +11,10 @@ RULE = Rule(
     proof="lint",
     message="gradients are reset before every backward() but the optimizer steps only {every}: each step uses the last micro-batch's gradients, and the other backward passes are thrown away",
     hint="Reset the gradients after the step, not before every backward: `if (i + 1) % accum_steps == 0: optimizer.step(); optimizer.zero_grad()`.",
+    sees={
+        "lint": "gradient accumulation undone: an unconditional `zero_grad()` before an unconditional `backward()`, with the step under `if i % k ...:` (a reset under its own periodic `if`, or a gated step with its own backward, is fine)",
+        "run": "gradient accumulation undone: a `zero_grad()` before every `backward()` while the optimizer steps every k backward passes (the same backward line, the same count before each of the first steps), at the `zero_grad` line",
+    },
     doc="""
 ## What it does
 Flags gradient accumulation that a `zero_grad()` undoes: the optimizer steps only every few

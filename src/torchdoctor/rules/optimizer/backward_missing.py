@@ -11,6 +11,9 @@ RULE = Rule(
     proof="lint",
     message="this loop computes `{loss}`, resets the gradients and steps the optimizer, but never calls backward(): every step applies no gradient",
     hint="Call `{loss}.backward()` after computing the loss and before `optimizer.step()`.",
+    sees={
+        "lint": "a loop that computes a loss, resets and steps, and never calls `backward()`; or a function (a per-episode update) that resets, computes a loss and steps with no `backward()` anywhere in it; or, in a loop that backpropagates its losses one by one, a loss of the same loss function that no backward() reaches",
+    },
     doc="""
 ## What it does
 Flags a training loop that computes a loss, calls `zero_grad()` and `optimizer.step()`, and

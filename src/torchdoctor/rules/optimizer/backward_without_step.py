@@ -11,6 +11,9 @@ RULE = Rule(
     proof="run",
     message="backward() ran {count} times but no optimizer ever stepped: the gradients are computed and the weights never change",
     hint="Call `optimizer.step()` after `loss.backward()` in every training step (then `optimizer.zero_grad()` before the next backward).",
+    sees={
+        "run": "`backward()` without any `step()`",
+    },
     doc="""
 ## What it does
 Under `torchdoctor run`, flags a script that creates an optimizer and calls `backward()`

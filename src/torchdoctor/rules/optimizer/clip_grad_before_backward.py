@@ -16,6 +16,10 @@ RULE = Rule(
     proof="lint",
     message="gradients are clipped before backward() computes them: the clip acts on stale or empty gradients",
     hint="Call `clip_grad_norm_` after `loss.backward()` and before `optimizer.step()`.",
+    sees={
+        "lint": "clipping before the gradients exist, or after `optimizer.step()` has applied them (once the iteration's every backward() has run; not a norm measured with `inf`, nor another optimizer's parameters)",
+        "run": "`clip_grad_norm_` / `clip_grad_value_` before this step's backward() (after the previous step: the message says that step used the unclipped gradients); reported at the clip",
+    },
     doc="""
 ## What it does
 Flags `torch.nn.utils.clip_grad_norm_` / `clip_grad_value_` called before `loss.backward()`

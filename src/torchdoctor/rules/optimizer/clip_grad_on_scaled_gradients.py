@@ -11,6 +11,10 @@ RULE = Rule(
     proof="lint",
     message="gradients are clipped while still multiplied by the GradScaler's scale (65536 by default): the clip shrinks every update",
     hint="Call `scaler.unscale_(optimizer)` before clipping, then `scaler.step(optimizer)`.",
+    sees={
+        "lint": "clipping AMP gradients without `scaler.unscale_()`",
+        "run": "clipping gradients of a `GradScaler`-scaled loss before `scaler.unscale_(optimizer)`; reported at the clip",
+    },
     doc="""
 ## What it does
 Flags gradient clipping between `scaler.scale(loss).backward()` and `scaler.step(optimizer)`

@@ -11,6 +11,9 @@ RULE = Rule(
     proof="check",
     message="frozen parameter {name} (requires_grad=False) was changed by optimizer.step(): {cause}",
     hint="Give the optimizer only trainable parameters: `[p for p in model.parameters() if p.requires_grad]`, and reset stale gradients with `zero_grad(set_to_none=True)`.",
+    sees={
+        "run": "a parameter with `requires_grad=False` that an optimizer step changes (it kept a `.grad`); reported at the optimizer's creation line",
+    },
     doc="""
 ## What it does
 Flags parameters with `requires_grad=False` that an optimizer step changes anyway. That

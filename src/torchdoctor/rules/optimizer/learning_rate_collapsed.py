@@ -11,6 +11,9 @@ RULE = Rule(
     proof="run",
     message="the learning rate fell below 1e-6 of its peak ({peak}) at optimizer step {start} and stayed there for {low} of {steps} steps: {call} ({scheduler}) ran {count} times, {cadence}",
     hint="Step an epoch-based scheduler once per epoch, after the batch loop; to step it every batch, size its schedule in optimizer steps (e.g. `step_size=30 * len(loader)`, `total_iters=epochs * len(loader)`).",
+    sees={
+        "run": "the learning rate of every parameter group stays below 1e-6 of its peak from some step to the end, for at least half of the optimizer's steps (and 20), while one of its `LRScheduler`s steps at least once per two optimizer steps (an epoch-based schedule stepped every batch); reported at the `scheduler.step()` call",
+    },
     doc="""
 ## What it does
 Flags a learning-rate scheduler stepped far more often than its schedule assumes, from its

@@ -11,6 +11,10 @@ RULE = Rule(
     proof="lint",
     message="gradients are never reset in this training loop: each optimizer.step() uses the sum of all earlier gradients",
     hint="Call `optimizer.zero_grad()` once per step (before `loss.backward()`), or `model.zero_grad()`.",
+    sees={
+        "lint": "a loop with `backward()` and `step()` and no gradient reset (also when the step is in a function the loop calls, or when only another optimizer, or the model another optimizer is built over, is reset, or when the optimizer is rebuilt every iteration over the model's parameters, or when the parameters are updated by hand from `.grad`; accumulation with a periodic reset is fine)",
+        "run": "gradients never reset between steps (seen as gradients arrive: last step's gradient still in `.grad`, no reset since)",
+    },
     doc="""
 ## What it does
 Flags a training loop that calls `backward()` and `optimizer.step()` on every iteration but

@@ -11,6 +11,9 @@ RULE = Rule(
     proof="lint",
     message="`{optimizer}` is created anew in every iteration of the loop that steps it: its state (momentum, Adam's moment estimates, step count) starts from zero each time",
     hint="Create the optimizer once, before the training loop.",
+    sees={
+        "lint": "a fresh optimizer (and lost momentum) every iteration",
+    },
     doc="""
 ## What it does
 Flags an optimizer constructed inside a loop and stepped in the same loop, so that every

@@ -11,6 +11,10 @@ RULE = Rule(
     proof="check",
     message="{count} trainable parameter(s) are in no optimizer param group and will never be updated: {names}",
     hint="Build the optimizer after the model is final (after replacing or adding layers), from `model.parameters()`.",
+    sees={
+        "lint": "a layer replaced or added (or the model re-created) after the optimizer was built from `model.parameters()`",
+        "run": "parameters that get gradients but are in no optimizer (a head replaced after the optimizer), at the optimizer's line",
+    },
     doc="""
 ## What it does
 Flags trainable parameters (`requires_grad=True`) of the model that belong to no param group

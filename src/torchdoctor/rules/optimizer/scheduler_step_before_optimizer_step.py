@@ -11,6 +11,9 @@ RULE = Rule(
     proof="lint",
     message="`{scheduler}.step()` runs before the first `optimizer.step()`: the schedule skips its first value",
     hint="Call `{scheduler}.step()` after `optimizer.step()` (at the end of the epoch for epoch-based schedulers).",
+    sees={
+        "lint": "the LR scheduler stepped before the optimizer (a scheduler of unknown type: only once per epoch, before the batches)",
+    },
     doc="""
 ## What it does
 Flags a learning-rate scheduler stepped before the optimizer in the same pass of a training

@@ -11,6 +11,9 @@ RULE = Rule(
     proof="lint",
     message="this loop resets `{optimizer}`'s gradients and calls backward(), but never steps an optimizer: the weights never change",
     hint="Call `{optimizer}.step()` after `loss.backward()` (and before the next `zero_grad()`).",
+    sees={
+        "lint": "a loop that resets and backpropagates, and never steps; or one optimizer of several that nothing in the file steps while its gradients are reset and computed (a GAN's discriminator)",
+    },
     doc="""
 ## What it does
 Flags a loop that calls `optimizer.zero_grad()` and `backward()` but never `step()` (on any

@@ -11,6 +11,9 @@ RULE = Rule(
     proof="lint",
     message="`optimizer.step()` applies gradients that `{scaler}.scale(loss).backward()` multiplied by the loss scale (65536 at first), and skips the scaler's inf/NaN check",
     hint="Step through the scaler: `{scaler}.step(optimizer)` then `{scaler}.update()`.",
+    sees={
+        "lint": "`optimizer.step()` instead of `scaler.step(optimizer)` after `scaler.scale(loss).backward()`",
+    },
     doc="""
 ## What it does
 Flags a direct `optimizer.step()` after `scaler.scale(loss).backward()` when the scaler never

@@ -11,6 +11,9 @@ RULE = Rule(
     proof="run",
     message="optimizer.step() ran {steps} times and no backward() call came before any of them: the step has no gradients to apply",
     hint="Call `loss.backward()` between `optimizer.zero_grad()` and `optimizer.step()` in every training step.",
+    sees={
+        "run": "`optimizer.step()` without any `backward()`",
+    },
     doc="""
 ## What it does
 Under `torchdoctor run`, flags an optimizer that steps repeatedly while no `backward()` call

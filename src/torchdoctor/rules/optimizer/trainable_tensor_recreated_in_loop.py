@@ -12,6 +12,9 @@ RULE = Rule(
     message="`{tensor}` is created again from the same initial value in every iteration, with a new `{optimizer}`: "
             "each `{optimizer}.step()` is thrown away at the next iteration, so `{tensor}` never learns",
     hint="Create `{tensor}` (and `{optimizer}`) once, before the loop, so that the steps add up.",
+    sees={
+        "lint": "`lam = torch.tensor(init, requires_grad=True)` and `SGD([lam])` built again in every iteration and stepped once: each step is thrown away",
+    },
     doc="""
 ## What it does
 Flags a tensor created with `requires_grad=True` (or `.requires_grad_()`) inside a loop from

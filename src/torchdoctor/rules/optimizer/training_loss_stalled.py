@@ -11,6 +11,9 @@ RULE = Rule(
     proof="run",
     message="the training loss {trend} over {steps} optimizer steps of this {optimizer}: {first} on average over its first {window} computations, {last} over its last {window} ({chance}){why}",
     hint="Training that does not move from its first steps: check this optimizer's learning rate (far too large settles the loss at a high level without NaN, far too small barely moves the weights), the sign of the loss (minimised, not maximised), and that each input still comes with its own label.",
+    sees={
+        "run": "one optimizer has stepped at least 40 times and the classification loss of the training (`cross_entropy` / `nll_loss`, grad enabled, integer targets) never fell: the mean of its last 10 values is within 2% of (or above) the mean of its first 10, or below it by less than three standard errors of the batches' scatter, and at least half of `ln(C)`; a checkpoint (steps 100, 200, 400, ...) at which it had fallen by 3% and beyond the scatter clears the run. Not judged with two optimizers or other losses; reported only with a sign correct code does not give: the loss climbed (by 10%, to 1.5x chance), stays at 1.5x chance or more, or the weights moved by under 0.1% of their size since the first step; a flat loss at chance with moving weights (random labels give it) is not reported; reported at the optimizer's creation line",
+    },
     doc="""
 ## What it does
 Under `torchdoctor run`, follows the value of the classification loss the training computes

@@ -11,6 +11,10 @@ RULE = Rule(
     proof="lint",
     message="zero_grad() runs between backward() and step(): the step sees no gradients and the model never learns",
     hint="Move `optimizer.zero_grad()` before `loss.backward()` (or after `optimizer.step()`).",
+    sees={
+        "lint": "`zero_grad()` between `backward()` and `step()` (or before a step with no backward in between; also a reset done by a helper function the loop calls, or one between backward() and a hand-written update)",
+        "run": "`zero_grad()` between `backward()` and `step()`, at the `zero_grad` line",
+    },
     doc="""
 ## What it does
 Flags `zero_grad()` (on the optimizer or the model) called after `loss.backward()` and before

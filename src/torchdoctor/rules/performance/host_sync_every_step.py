@@ -11,6 +11,9 @@ RULE = Rule(
     proof="run",
     message="{call} waits for the GPU on every training step ({count}x per step): the CPU stops queueing work until the GPU has finished everything before it",
     hint="Keep values on the GPU and read them every N steps (e.g. accumulate `loss.detach()` and call `.item()` when you log), and avoid using tensors in `if` conditions or `print` inside the step.",
+    sees={
+        "run": "on a GPU run, a line that copies a device value to the host in every traced step (a warning from 3 per step); reported at the `.item()` / `.cpu()` line",
+    },
     doc="""
 ## What it does
 On a GPU run, traces a few training steps after the warm-up and flags the lines that copy a

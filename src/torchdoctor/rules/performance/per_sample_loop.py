@@ -11,6 +11,10 @@ RULE = Rule(
     proof="lint",
     message="forward() loops over the samples of `{batch}` in Python (`{batch}[{index}]`): one small kernel launch per sample instead of one batched operation",
     hint="Express the per-sample computation on the whole batch (broadcasting, `torch.gather`, `torch.bmm`, `torch.vmap`).",
+    sees={
+        "lint": "`for i in range(x.size(0)): ... x[i]` in `forward`",
+        "run": "a module called once per sample, on slices of one batch tensor; reported at the call in the loop",
+    },
     doc="""
 ## What it does
 Flags a `for` loop in an nn.Module's `forward` that runs over the batch dimension of an input

@@ -11,6 +11,9 @@ RULE = Rule(
     proof="lint",
     message="`{call}` copies a tensor through `.{via}()`: slow, and it drops the dtype, device and gradient of `{source}`",
     hint="Copy the tensor directly: `{source}.detach().clone()` (add `.to(dtype)` / `.to(device)` as needed).",
+    sees={
+        "lint": "`torch.tensor(x.tolist())`",
+    },
     doc="""
 ## What it does
 Flags `torch.tensor(x.tolist())`, `torch.tensor(x.numpy())` and the like: a tensor turned into

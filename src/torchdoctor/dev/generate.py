@@ -1,0 +1,160 @@
+"""`python -m torchdoctor.dev generate`: every text derived from the rules, written from them.
+
+A rule's words live in its file (rules/): its doc, its templates and `sees`, the line each
+command's documentation gives it. What the docs repeat of them (docs/rules.md, the rule tables
+of docs/lint.md and docs/run.md, the counts in the README) is written here, so that adding a
+rule edits no document by hand and no table can drift; `--check` says which file is stale
+(tests/dev/test_generate.py runs it on the checkout).
+
+A generated block of a hand-written page lies between two markers:
+
+    <!-- generated: lint rules -->
+    ...
+    <!-- end generated -->
+
+`lint rules`: every rule lint reports. `run rules: compile, memory`: the rules run reports in
+those categories; `run rules: the rest`: those in the categories no other block of the page names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from torchdoctor.catalog.reporters import commands_of
+from torchdoctor.catalog.rules_command import as_markdown
+from torchdoctor.core import registry
+from torchdoctor.core.errors import UsageError
+from torchdoctor.core.finding import Category
+from torchdoctor.core.rule import Rule
+
+BLOCK = re.compile(r"(<!-- generated: (?P<what>[^>]*?) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
+#: the pages with generated blocks (a page without a block is left alone: the scaffold's copy of a checkout)
+PAGES = ("docs/lint.md", "docs/run.md")
+#: the first code that is a rule: TD000-TD099 are the tool's own (a file lint could not read)
+FIRST_RULE = "TD100"
+THE_REST = "the rest"
+
+
+@dataclass(frozen=True)
+class Count:
+    """A number a page states about the rules, found by the words around it."""
+
+    page: str
+    pattern: str  # one group: the number
+    value: Callable[[], int]
+
+    def apply(self, text: str) -> str:
+        return re.sub(self.pattern, lambda m: m.group(0).replace(m.group(1), str(self.value()), 1), text)
+
+
+def lint_rules() -> list[Rule]:
+    return [rule for rule in registry.all_rules() if "lint" in commands_of(rule.code)]
+
+
+def _health_checks() -> int:
+    from torchdoctor.health.runner import CHECKS  # imports torch: only when a count needs it
+
+    return len(CHECKS)
+
+
+COUNTS = (
+    Count("README.md", r"static analysis: (\d+) rules", lambda: sum(r.code >= FIRST_RULE for r in lint_rules())),
+    Count("docs/lint.md", r"\n(\d+) rules have a lint detector", lambda: sum(r.code >= FIRST_RULE for r in lint_rules())),
+    Count("README.md", r"(\d+) rules, each with a stable code", lambda: len(registry.all_rules())),
+    Count("README.md", r"(\d+) checks on a private copy", _health_checks),
+    Count("docs/check.md", r"(\d+) checks on a private copy", _health_checks),
+    Count("docs/check.md", r"## The (\d+) checks", _health_checks),
+)
+
+
+def derived(root: Path) -> dict[Path, str]:
+    """What each derived file of the checkout at `root` should hold (only the files it has)."""
+    texts: dict[Path, str] = {}
+    rules_md = root / "docs" / "rules.md"
+    if rules_md.parent.is_dir():
+        texts[rules_md] = as_markdown(list(registry.all_rules()))
+    for page in dict.fromkeys([*PAGES, *(count.page for count in COUNTS)]):
+        path = root / page
+        if not path.is_file():
+            continue
+        text = fill_blocks(path.read_text(encoding="utf-8"), page)
+        for count in COUNTS:
+            if count.page == page:
+                text = count.apply(text)
+        texts[path] = text
+    return texts
+
+
+def stale(root: Path) -> list[Path]:
+    """The derived files whose text is not what the rules give."""
+    return [path for path, text in derived(root).items()
+            if not path.is_file() or path.read_text(encoding="utf-8") != text]
+
+
+def generate(root: Path) -> list[Path]:
+    """Write every stale derived file; the files written."""
+    written = stale(root)
+    texts = derived(root)
+    for path in written:
+        path.write_text(texts[path], encoding="utf-8")
+    return written
+
+
+def fill_blocks(text: str, page: str) -> str:
+    """`text` with each generated block's body written from the rules."""
+    named = [category for match in BLOCK.finditer(text) for category in _run_categories(match["what"], page) or ()]
+    if text.count("<!-- generated:") != len(BLOCK.findall(text)):
+        raise UsageError(f"{page}: a `<!-- generated: ... -->` marker without its `<!-- end generated -->`")
+
+    def body(match: re.Match[str]) -> str:
+        what = match["what"]
+        if what == "lint rules":
+            table = lint_table(lint_rules())
+        elif (categories := _run_categories(what, page)) is not None:
+            chosen = set(categories) if categories else {c.value for c in Category} - set(named)
+            table = run_table([r for r in registry.all_rules() if "run" in commands_of(r.code) and r.category.value in chosen])
+        else:
+            raise UsageError(f"{page}: unknown generated block {what!r} (lint rules; run rules: CATEGORY, ...; "
+                             f"run rules: {THE_REST})")
+        return match[1] + table + match[4]
+
+    return BLOCK.sub(body, text)
+
+
+def _run_categories(what: str, page: str) -> list[str] | None:
+    """The categories a `run rules: ...` block names ([] for the rest); None for another block."""
+    head, _, tail = what.partition(":")
+    if head.strip() != "run rules":
+        return None
+    if tail.strip() == THE_REST:
+        return []
+    categories = [name.strip() for name in tail.split(",")]
+    if unknown := set(categories) - {c.value for c in Category}:
+        raise UsageError(f"{page}: {what!r} names no category {sorted(unknown)}")
+    return categories
+
+
+def lint_table(rules: Iterable[Rule]) -> str:
+    rows = ["| code | name | severity | fix | catches |", "| --- | --- | --- | --- | --- |"]
+    for rule in rules:
+        fix = "safe " if rule.fixable else "unsafe " if rule.unsafe_fix else ""
+        rows.append(f"| {rule.code} | `{rule.name}` | {rule.severity.value} | {fix}| {_cell(rule.sees.get('lint') or rule.summary)} |")
+    return "\n".join(rows) + "\n"
+
+
+def run_table(rules: Iterable[Rule]) -> str:
+    """Sorted by category (the contract's order), then code: a category's bugs read together."""
+    order = {category: number for number, category in enumerate(Category)}
+    rows = ["| rule | category | severity | what run sees, and where it points |", "| --- | --- | --- | --- |"]
+    for rule in sorted(rules, key=lambda r: (order[r.category], r.code)):
+        rows.append(f"| {rule.code} `{rule.name}` | {rule.category.value} | {rule.severity.value} | "
+                    f"{_cell(rule.sees.get('run') or rule.summary)} |")
+    return "\n".join(rows) + "\n"
+
+
+def _cell(text: str) -> str:
+    """`text` as one table cell: a `|` would end it."""
+    return " ".join(text.split()).replace("|", "\\|")
