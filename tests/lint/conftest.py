@@ -15,7 +15,10 @@ from torchdoctor.lint.runner import Options, lint_paths
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CLEAN = Path(__file__).parent / "clean"
-EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>TD\d{3}(?:\s*,\s*TD\d{3})*)")
+#: `# expect: TD110`, `# expect: TD110, TD111`; a code may pin a fragment of its message: `TD110 "never reset"`
+_MARK = r'TD\d{3}(?:\s+"[^"]*")?'
+EXPECT = re.compile(rf"#\s*expect:\s*(?P<codes>{_MARK}(?:\s*,\s*{_MARK})*)")
+PINNED = re.compile(r'(?P<code>TD\d{3})(?:\s+"(?P<fragment>[^"]*)")?')
 
 
 def lint_file(path: Path, config: Config | None = None, **options: object) -> list[Finding]:
@@ -25,11 +28,17 @@ def lint_file(path: Path, config: Config | None = None, **options: object) -> li
 def expected(path: Path) -> set[tuple[int, str]]:
     """`(line, code)` for every `# expect: TD123` marker in a fixture: in a comment, not in a
     string or docstring that explains the markers."""
-    found = set()
+    return set(markers(path))
+
+
+def markers(path: Path) -> dict[tuple[int, str], str | None]:
+    """Every marker's `(line, code)` and the fragment of the message it pins (None: no pin), so
+    the words a user reads are under test where a fixture says them."""
+    found: dict[tuple[int, str], str | None] = {}
     for token in tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline):
         match = EXPECT.search(token.string) if token.type == tokenize.COMMENT else None
-        if match:
-            found.update((token.start[0], code.strip()) for code in match.group("codes").split(","))
+        for mark in PINNED.finditer(match.group("codes") if match else ""):
+            found[(token.start[0], mark["code"])] = mark["fragment"]
     return found
 
 

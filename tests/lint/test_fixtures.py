@@ -1,4 +1,5 @@
-"""Every fixture: the lines marked `# expect: TD123` are flagged with those codes, and nothing else is.
+"""Every fixture: the lines marked `# expect: TD123` are flagged with those codes, and nothing else is;
+a marker that pins a fragment of the message (`# expect: TD110 "never reset"`) finds it there.
 
 Fixtures keep the bad and the similar correct code side by side (see tests/lint/fixtures/).
 """
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lint.conftest import CLEAN, FIXTURES, expected, lint_file
+from tests.lint.conftest import CLEAN, FIXTURES, expected, lint_file, markers
 
 FIXTURE_FILES = sorted(FIXTURES.glob("*.py"))
 CLEAN_FILES = sorted(CLEAN.glob("*.py"))
@@ -19,6 +20,14 @@ CLEAN_FILES = sorted(CLEAN.glob("*.py"))
 def test_fixture_findings_are_exactly_the_marked_ones(path: Path) -> None:
     found = {(f.line, f.rule) for f in lint_file(path)}
     assert found == expected(path), f"unexpected: {sorted(found - expected(path))}, missing: {sorted(expected(path) - found)}"
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.stem)
+def test_pinned_words_are_in_the_message_of_the_marked_finding(path: Path) -> None:
+    messages = {(f.line, f.rule): f.message for f in lint_file(path)}
+    for (line, code), fragment in markers(path).items():
+        if fragment is not None:
+            assert fragment in messages.get((line, code), ""), f"line {line}: {code} does not say {fragment!r}"
 
 
 @pytest.mark.parametrize("path", CLEAN_FILES, ids=lambda p: p.stem)

@@ -40,11 +40,11 @@ def manual_update_without_reset(tree: ast.Module, ctx: Context) -> None:
             if passed_to_a_call(info.node, {b.receiver or "" for b in backwards}, ctx):
                 continue
             reported.add(id(update))
-            where = (f"only when the update by hand does not run (the reset at line {resets[0].line} is in the other "
-                     "branch)" if resets else "never in this loop")
+            when = (f"are reset only when the update by hand does not run (the reset at line {resets[0].line} is in "
+                    "the other branch)" if resets else "are never reset in this loop")
             ctx.report(MISSING_ZERO_GRAD, backwards[-1].node, message=(
                 f"the parameters are updated by hand from their `.grad` (line {update.lineno}) but their gradients "
-                f"are reset {where}: each backward() adds to the last, so each update applies the sum of all earlier "
+                f"{when}: each backward() adds to the last, so each update applies the sum of all earlier "
                 "gradients"),
                 hint="Reset the gradients before backward(): `model.zero_grad()`, or `p.grad = None` / `p.grad.zero_()` after the update.")
 
