@@ -15,7 +15,7 @@ import weakref
 from collections import Counter
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -29,6 +29,9 @@ from torchdoctor.run.detector import Detector
 from torchdoctor.run.detectors.support import place, source_call
 from torchdoctor.run.events import Backward, Location, ModuleCall, Step
 from torchdoctor.run.instruments.optim import params_of
+
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
 
 #: run the GPU-only checks on CPU tensors (tests and doc proofs on machines without a GPU)
 ENV_DEVICE_CHECKS_ON_CPU = "TORCHDOCTOR_DEVICE_CHECKS_ON_CPU"
@@ -49,7 +52,7 @@ class PerSampleLoop(Detector):
     rules = (PER_SAMPLE,)
     MIN_CALLS = 4
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._calls: dict[tuple[int, int], SampleCalls] = {}
         self._reported: set[int] = set()
@@ -178,7 +181,7 @@ class HostSyncs(Detector):
     #: every N steps for logging is not in all of them)
     TRACED = (6, 13, 23)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._device: bool | None = None
         self._windows: list[SyncWatcher] = []
