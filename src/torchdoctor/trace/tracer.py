@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 class StepTracer(Detector):
     """See the module's doc. `result` holds the record once tracing ended (for in-process use)."""
 
+    rules = ()  # it reports nothing: trace/diagnose.py reads its record
     #: set by in-process callers (tests); under `torchdoctor trace` the run folder's config says
     options: ClassVar[TraceOptions | None] = None
 

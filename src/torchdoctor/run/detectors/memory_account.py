@@ -84,6 +84,7 @@ class MemoryAccount(Detector):
     """Keeps the memory account (see the module's doc); reports nothing itself."""
 
     ORDER = 380  # before the detectors that read its account (memory_leaks, memory_deleted)
+    rules = ()
 
     def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)

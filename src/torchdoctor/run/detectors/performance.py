@@ -131,7 +131,7 @@ class SyncWatcher:
 
     def seen(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any, location: Location | None) -> None:
         tensor = args[0] if args else None
-        if location is None or not isinstance(tensor, torch.Tensor) or not self.detector.on_device(tensor):
+        if location is None or not isinstance(tensor, torch.Tensor) or not self.detector.lives_on_device(tensor):
             return
         if not _called_by_user(sys._getframe(2)):
             return  # torch's own reads (an optimizer's step counter), not a line of the script
@@ -187,7 +187,7 @@ class HostSyncs(Detector):
         self._windows: list[SyncWatcher] = []
         self._on_cpu = os.environ.get(ENV_DEVICE_CHECKS_ON_CPU) == "1"
 
-    def on_device(self, tensor: torch.Tensor) -> bool:
+    def lives_on_device(self, tensor: torch.Tensor) -> bool:
         """A tensor whose values live on an accelerator (CPU ones too when asked to, for tests)."""
         return tensor.device.type not in ("cpu", "meta") or (self._on_cpu and tensor.device.type == "cpu")
 
@@ -195,7 +195,7 @@ class HostSyncs(Detector):
         if self.ctx.steps not in self.TRACED:
             return
         if self._device is None:
-            self._device = any(self.on_device(p) for p in params_of(event.optimizer))
+            self._device = any(self.lives_on_device(p) for p in params_of(event.optimizer))
         if self._device:
             self.ctx.trace_next_step(SyncWatcher(self))
 

@@ -163,6 +163,8 @@ class SeriesRecorder(Detector):
     Other instruments add their own series with `table(name, ...)` and `step` (the memory
     account: `ctx.series.table("memory", unit="bytes", kind="stacked").add(ctx.series.step + 1, {...})`)."""
 
+    rules = ()
+
     def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self.tables: dict[str, Table] = {}
