@@ -22,6 +22,7 @@ from typing import TextIO
 from torchdoctor._version import __version__
 from torchdoctor.core import config as config_module
 from torchdoctor.core.errors import UsageError
+from torchdoctor.core.plugins import PluginError
 from torchdoctor.core.report import ExitStatus, Report
 from torchdoctor.report import FORMATS, outputs, render
 
@@ -148,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         args.outputs = outputs.resolve(args.output, args.output_format, args.html)  # before the command runs anything
         report = module.execute(args, config)
         return finish(report, args, config, sys.stderr if report.stream == "stderr" else sys.stdout)
-    except UsageError as exc:
+    except (UsageError, PluginError) as exc:  # a malformed plugin is its author's to fix, not ours
         print(f"torchdoctor: error: {exc}", file=sys.stderr)
         return ExitStatus.TOOL_ERROR
     except KeyboardInterrupt:

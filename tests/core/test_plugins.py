@@ -1,9 +1,13 @@
 """Plugins: the units of every family are found the same way, built-in or shipped by another
-package through an entry point (core/plugins.py). The example plugin (tests/plugins/
-td_example_plugin) is installed for real and `torchdoctor lint` reports its rule end to end."""
+package through an entry point (core/plugins.py), and each is checked against its family's
+contract as it loads: a malformed one, built-in or a plugin's, fails naming itself. The example
+plugin (tests/plugins/td_example_plugin) is installed for real and `torchdoctor lint` reports
+its rule end to end."""
 
 from __future__ import annotations
 
+import ast
+import importlib
 import json
 import os
 import shutil
@@ -11,13 +15,22 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import pytest
 
 from torchdoctor.core import plugins
 from torchdoctor.health.runner import CHECKS
+from torchdoctor.lint import engine
+from torchdoctor.lint.engine import FILE_END, check
+from torchdoctor.rules.loss.softmax_before_cross_entropy import RULE as TD101
 from torchdoctor.run.crash.explain import explainers
+from torchdoctor.run.detector import EVENTS, Detector
 from torchdoctor.run.detectors import all_detectors
+from torchdoctor.run.events import Step
+from torchdoctor.run.instruments.series import SeriesRecorder
+from torchdoctor.trace.tracer import StepTracer
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "plugins" / "td_example_plugin"
 
@@ -110,3 +123,215 @@ def test_lint_reports_the_rule_of_an_installed_plugin(installed: Path, tmp_path:
     assert shown.returncode == 0 and "print-in-forward" in shown.stdout, shown.stderr
     without = torchdoctor(None, "lint", "model.py", "--format", "json", cwd=tmp_path)
     assert "TD998" not in [f["rule"] for f in json.loads(without.stdout)["findings"]]
+
+
+# -- the contract of each family, checked as its units load ------------------------------------
+
+
+def test_every_built_in_unit_keeps_its_contract() -> None:
+    """Every built-in unit loads (each is checked as it loads), and no check module is left out."""
+    for group in plugins.GROUPS:
+        plugins.modules(group)
+    package = importlib.import_module("torchdoctor.health.checks")
+    assert {check.__name__ for check in CHECKS} == {module.__name__ for module in plugins.walk(package)[1:]}
+    assert all_detectors() and engine.all_checks() and explainers()
+    assert StepTracer.rules == SeriesRecorder.rules == ()  # they report nothing: installed always
+
+
+def defined(namespace: dict[str, Any]) -> type[Detector]:
+    return type("Late", (Detector,), {"__module__": "td_plugin.detectors", **namespace})
+
+
+def on_step(self: Detector, event: Step) -> None:
+    """An event method."""
+
+
+def test_a_well_formed_detector_is_defined() -> None:
+    defined({"rules": (TD101,), "on_step": on_step, "on_gpu": False})  # `on_gpu`: a flag, not a method
+    defined({"rules": ()})  # reports nothing: installed always
+    inherited = type("Later", (defined({"rules": (TD101,)}),), {"on_step_end": on_step})
+    assert inherited.rules == (TD101,)
+
+
+@pytest.mark.parametrize(("namespace", "problem"), [
+    ({"rules": (TD101,), "on_stpe": on_step},
+     "defines on_stpe, which is no event and would never be called (did you mean on_step?)"),
+    ({"rules": (TD101,), "on_everything": on_step},
+     f"defines on_everything, which is no event and would never be called (the events are {', '.join(EVENTS)})"),
+    ({}, "declares no rules (`rules = (RULE, ...)`, the rules it may report; `rules = ()` if it reports none)"),
+    ({"rule": (TD101,)},
+     "declares no rules (`rules = (RULE, ...)`, the rules it may report; `rules = ()` if it reports none)"),
+    ({"rules": TD101}, "has rules of type Rule, not a tuple of Rules (`rules = (RULE, ...)`)"),
+    ({"rules": ("TD101",)}, "lists 'TD101' in its rules, not a Rule (give the rule object, `RULE`, not its code)"),
+])
+def test_a_malformed_detector_fails_as_it_is_defined(namespace: dict[str, Any], problem: str) -> None:
+    with pytest.raises(plugins.PluginError) as raised:
+        defined(namespace)
+    assert str(raised.value) == f"td_plugin.detectors: the detector Late {problem}"
+
+
+def node_and_ctx(node: ast.AST, ctx: object) -> None:
+    """A lint check's signature."""
+
+
+def node_only(node: ast.AST) -> None:
+    """Not a lint check's: the engine calls it with the context too."""
+
+
+def test_a_well_formed_check_registers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(engine, "_CHECKS", [])
+    check(TD101, ast.Call, names={"softmax"})(node_and_ctx)
+    check([TD101], FILE_END, tracks=("step",), needs_text=["backward"])(node_and_ctx)
+    assert [(item.codes, item.on) for item in engine._CHECKS] == [(("TD101",), ast.Call), (("TD101",), FILE_END)]
+
+
+@pytest.mark.parametrize(("function", "rules", "on", "keywords", "problem"), [
+    (node_only, TD101, ast.Call, {}, "takes (node: 'ast.AST') -> 'None'; a check is called as check(node, ctx)"),
+    (node_and_ctx, "TD101", ast.Call, {}, "is given 'TD101', not a Rule (give the rule object, RULE, not its code)"),
+    (node_and_ctx, (), ast.Call, {}, "names no rule, so it would never run"),
+    (node_and_ctx, TD101, "Call", {}, "is given on='Call', neither an ast node class nor FILE_END"),
+    (node_and_ctx, TD101, ast.Name, {"names": {"x"}}, "is given names=, which only applies to on=ast.Call"),
+    (node_and_ctx, TD101, ast.Call, {"names": "step"},
+     "is given names='step', one string, not a collection of them (names={'step'})"),
+    (node_and_ctx, TD101, FILE_END, {"tracks": "step"},
+     "is given tracks='step', one string, not a collection of them (tracks={'step'})"),
+])
+def test_a_malformed_check_fails_as_it_is_decorated(
+    monkeypatch: pytest.MonkeyPatch, function: Any, rules: Any, on: Any, keywords: dict[str, Any], problem: str
+) -> None:
+    monkeypatch.setattr(engine, "_CHECKS", [])
+    with pytest.raises(plugins.PluginError) as raised:
+        check(rules, on, **keywords)(function)
+    assert str(raised.value) == f"{__name__}: the @check function {function.__qualname__} {problem}"
+    assert engine._CHECKS == []
+
+
+def unit(name: str, **parts: object) -> ModuleType:
+    """A module with these attributes, as a plugin's would be once imported."""
+    module = ModuleType(name)
+    vars(module).update(parts)
+    return module
+
+
+def explain_nothing(crash: object, observed: object) -> None:
+    """An explainer that explains nothing."""
+
+
+def run_check(ctx: object) -> None:
+    """A health check's run."""
+
+
+HEALTH = {"NAME": "bad-check", "TITLE": "a check", "RULES": ("TD998",), "run": run_check}
+
+
+@pytest.mark.parametrize(("group", "parts"), [
+    ("torchdoctor.rules", {"RULE": TD101}),
+    ("torchdoctor.rules", {"CODE": "TD101"}),  # no RULE: a package's module of helpers
+    ("torchdoctor.crash", {"EXPLAINERS": (explain_nothing,), "ORDER": 5}),
+    ("torchdoctor.crash", {"EXPLAINERS": [explain_nothing, print]}),  # a builtin: no signature to read
+    ("torchdoctor.crash", {"describe": explain_nothing}),  # no EXPLAINERS: a helper module
+    ("torchdoctor.check", HEALTH),
+    ("torchdoctor.check", {**HEALTH, "RULES": ()}),
+    ("torchdoctor.check", {"shape": run_check}),  # none of a check's parts: a helper module
+])
+def test_a_well_formed_module_keeps_its_contract(group: str, parts: dict[str, object]) -> None:
+    plugins.CONTRACTS[group](unit("td_plugin.unit", **parts))
+
+
+@pytest.mark.parametrize(("group", "parts", "problem"), [
+    ("torchdoctor.rules", {"RULE": "TD101"}, "RULE is a str, not a Rule"),
+    ("torchdoctor.crash", {"EXPLAINERS": explain_nothing},
+     "EXPLAINERS is a function, not a tuple of explainers (functions (crash, observed) -> Explanation | None)"),
+    ("torchdoctor.crash", {"EXPLAINERS": ("TD101",)},
+     "the explainer 'TD101' in EXPLAINERS is a str, not a function; an explainer is called as explainer(crash, observed)"),
+    ("torchdoctor.crash", {"EXPLAINERS": (run_check,)},
+     "the explainer run_check in EXPLAINERS takes (ctx: 'object') -> 'None'; an explainer is called as "
+     "explainer(crash, observed)"),
+    ("torchdoctor.check", {**HEALTH, "run": None},
+     "run is a NoneType, not a function; a health check is called as run(ctx)"),
+    ("torchdoctor.check", {**HEALTH, "run": explain_nothing},
+     "run takes (crash: 'object', observed: 'object') -> 'None'; a health check is called as run(ctx)"),
+    ("torchdoctor.check", {"NAME": "bad-check", "RULES": ("TD998",)},
+     "a health check defines NAME, TITLE, RULES and run(ctx); it lacks TITLE, run"),
+    ("torchdoctor.check", {**HEALTH, "NAME": ""}, "NAME is '', not a non-empty string"),
+    ("torchdoctor.check", {**HEALTH, "RULES": ["TD998"]},
+     "RULES is a list, not a tuple of rule codes such as (RULE.code,)"),
+    ("torchdoctor.check", {**HEALTH, "RULES": (TD101,)}, "RULES holds the Rule TD101 itself, not its code (RULE.code)"),
+    ("torchdoctor.check", {**HEALTH, "RULES": ("td998",)},
+     "RULES holds 'td998', not a rule code ('TD' and 3 digits, RULE.code)"),
+])
+def test_a_malformed_module_fails_naming_itself(group: str, parts: dict[str, object], problem: str) -> None:
+    with pytest.raises(plugins.PluginError) as raised:
+        plugins.CONTRACTS[group](unit("td_plugin.unit", **parts))
+    assert str(raised.value) == f"td_plugin.unit: {problem}"
+
+
+MALFORMED = {
+    "torchdoctor.run": ("""\
+        from torchdoctor.rules.loss.softmax_before_cross_entropy import RULE
+        from torchdoctor.run.detector import Detector
+
+
+        class Late(Detector):
+            rules = (RULE,)
+
+            def on_stpe(self, event):
+                pass
+        """, "the detector Late defines on_stpe, which is no event and would never be called (did you mean on_step?)"),
+    "torchdoctor.check": ("""\
+        NAME = "bad-check"
+        TITLE = "a check that lost its run"
+        RULES = ("TD998",)
+        """, "a health check defines NAME, TITLE, RULES and run(ctx); it lacks run"),
+    "torchdoctor.lint": ("""\
+        import ast
+
+        from torchdoctor.lint.api import check
+
+
+        @check("TD101", ast.Call)
+        def by_code(node, ctx):
+            pass
+        """, "the @check function by_code is given 'TD101', not a Rule (give the rule object, RULE, not its code)"),
+    "torchdoctor.crash": ("""\
+        EXPLAINERS = "explain"
+        """, "EXPLAINERS is a str, not a tuple of explainers (functions (crash, observed) -> Explanation | None)"),
+}
+
+
+def malformed_plugin(folder: Path, group: str) -> str:
+    """An installed plugin of `group` whose module breaks the family's contract; its module's name."""
+    name = "td_malformed_" + group.rpartition(".")[2]
+    (folder / f"{name}.py").write_text(textwrap.dedent(MALFORMED[group][0]), encoding="utf-8")
+    dist_info(folder, name, f"[{group}]\nmalformed = {name}\n")
+    return name
+
+
+@pytest.mark.parametrize("group", sorted(MALFORMED))
+def test_a_malformed_plugin_fails_naming_itself(group: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if group == "torchdoctor.lint":
+        monkeypatch.setattr(engine, "_CHECKS", [])
+    name = malformed_plugin(tmp_path, group)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(plugins.PluginError) as raised:
+        plugins.modules(group)
+    assert str(raised.value) == f"{name}: {MALFORMED[group][1]}"
+
+
+def test_a_malformed_check_plugin_is_a_one_line_error_of_the_command(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    name = malformed_plugin(site, "torchdoctor.check")
+    (tmp_path / "train.py").write_text("import torch\n", encoding="utf-8")
+    checked = torchdoctor(site, "check", "train.py", cwd=tmp_path)
+    assert checked.returncode == 2
+    assert checked.stderr == f"torchdoctor: error: {name}: {MALFORMED['torchdoctor.check'][1]}\n"
+
+
+def test_a_malformed_detector_plugin_is_named_in_the_run_report(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    name = malformed_plugin(site, "torchdoctor.run")
+    (tmp_path / "train.py").write_text("import torch\n\ntorch.zeros(1)\n", encoding="utf-8")
+    ran = torchdoctor(site, "run", "train.py", cwd=tmp_path)
+    assert f"could not start observing: PluginError: {name}: {MALFORMED['torchdoctor.run'][1]}" in ran.stdout + ran.stderr

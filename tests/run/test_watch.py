@@ -104,6 +104,8 @@ def test_a_failing_detector_does_not_stop_training() -> None:
     from torchdoctor.run.session import Session
 
     class Broken(Detector):
+        rules = ()
+
         def on_step(self, event: object) -> None:
             raise ValueError("bug in a detector")
 

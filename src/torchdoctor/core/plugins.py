@@ -14,18 +14,27 @@ package, walked), read exactly as the built-in modules of the family's package a
 Where order matters (run detectors, crash explainers, health checks) the unit declares it:
 `ORDER`, lower first; ties keep the order found (built-in modules by name, then plugins by
 entry-point name). See CONTRIBUTING.md, "Plugins".
+
+Every unit is checked against its family's contract when it is loaded, so a malformed one
+fails at once with a `PluginError` ("<module>: <what is wrong>") instead of never being
+called: the module-level units (`RULE`, `EXPLAINERS`, a health check's parts) here, as
+`modules` finds them; `Detector` subclasses when the class is defined
+(`Detector.__init_subclass__`) and `@check` functions when they are decorated (lint/engine.py).
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 import pkgutil
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from importlib.metadata import entry_points
 from types import ModuleType
 from typing import Any, TypeVar
+
+from torchdoctor.core.rule import CODE_PATTERN, Rule
 
 #: entry-point group -> the package of the built-in units
 GROUPS: dict[str, str] = {
@@ -42,20 +51,28 @@ T = TypeVar("T")
 
 
 class PluginError(RuntimeError):
-    """A plugin's entry point could not be loaded."""
+    """A unit that cannot be used, built-in or a plugin's: its entry point failed to load, or it
+    breaks its family's contract (the message names the module at fault)."""
 
 
 def modules(group: str) -> list[ModuleType]:
-    """The modules of `group`: the built-in package's, then every plugin's (imported)."""
+    """The modules of `group`: the built-in package's, then every plugin's (imported), each
+    checked against the family's contract."""
     found = walk(importlib.import_module(GROUPS[group]))
     for point in sorted(_entry_points(tuple(sys.path)).select(group=group), key=lambda point: point.name):
         try:
             loaded = point.load()
+        except PluginError:  # a unit of it broke its contract as it was defined: the error names it
+            raise
         except Exception as exc:  # noqa: BLE001 - any failure of a third party's import is its plugin's
             raise PluginError(f"the {group} plugin {point.name!r} ({point.value}) failed to load: {exc!r}") from exc
         if not isinstance(loaded, ModuleType):
             raise PluginError(f"the {group} plugin {point.name!r} names {point.value}, not a module")
         found += walk(loaded)
+    contract = CONTRACTS.get(group)
+    if contract is not None:
+        for module in found:
+            contract(module)
     return found
 
 
@@ -79,3 +96,91 @@ def walk(module: ModuleType) -> list[ModuleType]:
 def ordered(units: Iterable[T]) -> list[T]:
     """`units` by their declared `ORDER` (stable: ties keep the order found)."""
     return sorted(units, key=lambda unit: getattr(unit, "ORDER", DEFAULT_ORDER))
+
+
+def call_problem(func: object, arguments: int) -> str | None:
+    """Why `func` cannot be called with `arguments` positional arguments, the way its family
+    calls it (None when it can): said when the unit is loaded, not at its first call mid-run."""
+    if not callable(func):
+        return f"is a {type(func).__name__}, not a function"
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):  # no signature to read (some builtins): trust it
+        return None
+    try:
+        signature.bind(*range(arguments))
+    except TypeError:
+        return f"takes {signature}"
+    return None
+
+
+def _rule_module(module: ModuleType) -> None:
+    """A `RULE` that is not a Rule would be left out of the catalogue without a word."""
+    if hasattr(module, "RULE") and not isinstance(module.RULE, Rule):
+        raise PluginError(f"{module.__name__}: RULE is a {type(module.RULE).__name__}, not a Rule")
+
+
+def _crash_module(module: ModuleType) -> None:
+    """An explainer that cannot be called fails only when a script crashes, and then silently
+    (explain.py takes a failed explanation for no explanation)."""
+    explainers = getattr(module, "EXPLAINERS", ())
+    if not isinstance(explainers, (tuple, list)):
+        raise PluginError(f"{module.__name__}: EXPLAINERS is a {type(explainers).__name__}, not a tuple of "
+                          "explainers (functions (crash, observed) -> Explanation | None)")
+    for explainer in explainers:
+        problem = call_problem(explainer, 2)
+        if problem:
+            name = getattr(explainer, "__qualname__", repr(explainer))
+            raise PluginError(f"{module.__name__}: the explainer {name} in EXPLAINERS {problem}; "
+                              "an explainer is called as explainer(crash, observed)")
+
+
+#: what a health check module defines: all of them, or none (a helper module, a package's `__init__`)
+CHECK_PARTS = ("NAME", "TITLE", "RULES", "run")
+
+
+def _check_module(module: ModuleType) -> None:
+    """A module with some of a health check's parts is one that lost the others: the runner
+    would leave it out, or fail on it in the middle of `torchdoctor check`."""
+    missing = [part for part in CHECK_PARTS if not hasattr(module, part)]
+    if len(missing) == len(CHECK_PARTS):
+        return
+    if missing:
+        problem: str | None = f"a health check defines NAME, TITLE, RULES and run(ctx); it lacks {', '.join(missing)}"
+    else:
+        problem = (_text_problem(module, "NAME") or _text_problem(module, "TITLE") or _codes_problem(module.RULES)
+                   or _run_problem(module.run))
+    if problem:
+        raise PluginError(f"{module.__name__}: {problem}")
+
+
+def _text_problem(module: ModuleType, part: str) -> str | None:
+    """NAME is what `--skip` names, TITLE the report's line: both are shown as text."""
+    value = getattr(module, part)
+    return None if isinstance(value, str) and value else f"{part} is {value!r}, not a non-empty string"
+
+
+def _codes_problem(rules: object) -> str | None:
+    """RULES holds codes, not Rules: the report matches them against its findings' codes."""
+    if not isinstance(rules, tuple):
+        return f"RULES is a {type(rules).__name__}, not a tuple of rule codes such as (RULE.code,)"
+    for item in rules:
+        if isinstance(item, Rule):
+            return f"RULES holds the Rule {item.code} itself, not its code (RULE.code)"
+        if not isinstance(item, str) or not CODE_PATTERN.match(item):
+            return f"RULES holds {item!r}, not a rule code ('TD' and 3 digits, RULE.code)"
+    return None
+
+
+def _run_problem(run: object) -> str | None:
+    problem = call_problem(run, 1)
+    return f"run {problem}; a health check is called as run(ctx)" if problem else None
+
+
+#: entry-point group -> the check of its modules' contract (lint checks and run detectors are
+#: checked where they are defined: see the module doc)
+CONTRACTS: dict[str, Callable[[ModuleType], None]] = {
+    "torchdoctor.rules": _rule_module,
+    "torchdoctor.crash": _crash_module,
+    "torchdoctor.check": _check_module,
+}

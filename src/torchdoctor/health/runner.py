@@ -16,9 +16,9 @@ from torchdoctor.health.checks import Outcome
 from torchdoctor.health.context import CheckContext
 
 #: the checks, built-in and the `torchdoctor.check` plugins', in the order of the report (their
-#: `ORDER`: "the model runs" first)
+#: `ORDER`: "the model runs" first); a module with one of a check's parts has them all (core/plugins.py)
 CHECKS: tuple[ModuleType, ...] = tuple(plugins.ordered(
-    module for module in plugins.modules("torchdoctor.check") if hasattr(module, "NAME") and hasattr(module, "run")
+    module for module in plugins.modules("torchdoctor.check") if hasattr(module, "NAME")
 ))
 NAMES = tuple(check.NAME for check in CHECKS)
 

@@ -65,17 +65,44 @@ def check(
     `needs_text`: the check cannot report in a file whose text contains none of these strings
     (`backward` for a check that reports at a backward() call), and is not called there; give
     it only when every check of the rule that feeds the reporting one says the same.
+
+    The arguments are checked as the function is decorated (a `PluginError` naming it): a check
+    with a wrong signature, no rule or a rule's code instead of the rule would never report.
     """
-    code_tuple = tuple(rule.code for rule in ((rules,) if isinstance(rules, Rule) else rules))
+    given = tuple(rules) if isinstance(rules, Iterable) and not isinstance(rules, str) else (rules,)
 
     def register(func: Handler) -> Handler:
-        if names is not None and on is not ast.Call:
-            raise ValueError(f"{func.__name__}: names= only applies to on=ast.Call")
-        _CHECKS.append(Check(func, code_tuple, on, frozenset(names) if names is not None else None,
+        problem = _check_problem(func, given, on, {"names": names, "tracks": tracks, "needs_text": needs_text})
+        if problem:
+            raise plugins.PluginError(f"{func.__module__}: the @check function {func.__qualname__} {problem}")
+        _CHECKS.append(Check(func, tuple(rule.code for rule in given), on,
+                             frozenset(names) if names is not None else None,
                              frozenset(tracks), needs_torch, frozenset(needs_text)))
         return func
 
     return register
+
+
+def _check_problem(func: Handler, rules: tuple[object, ...], on: object,
+                   words: dict[str, Iterable[str] | None]) -> str | None:
+    """What makes a `@check` unusable: its signature, its rules, `on`, or a collection of names
+    given as one string (`names="step"` would be the letters s, t, e, p)."""
+    problem = plugins.call_problem(func, 2)
+    if problem:
+        return f"{problem}; a check is called as check(node, ctx)"
+    if not rules:
+        return "names no rule, so it would never run"
+    for rule in rules:
+        if not isinstance(rule, Rule):
+            return f"is given {rule!r}, not a Rule (give the rule object, RULE, not its code)"
+    if on != FILE_END and not (isinstance(on, type) and issubclass(on, ast.AST)):
+        return f"is given on={on!r}, neither an ast node class nor FILE_END"
+    if words["names"] is not None and on is not ast.Call:
+        return "is given names=, which only applies to on=ast.Call"
+    for keyword, value in words.items():
+        if isinstance(value, str):
+            return f"is given {keyword}={value!r}, one string, not a collection of them ({keyword}={{{value!r}}})"
+    return None
 
 
 def all_checks() -> list[Check]:

@@ -8,9 +8,11 @@ See docs/run-detectors-dev.md for the contract (cost, no side effects, precision
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+import difflib
+import inspect
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from torchdoctor.core.plugins import DEFAULT_ORDER
+from torchdoctor.core.plugins import DEFAULT_ORDER, PluginError
 from torchdoctor.core.rule import Rule
 from torchdoctor.run.events import Backward, Batch, CompiledCall, LoaderIter, LossCall, ModuleCall, Step, ZeroGrad
 from torchdoctor.run.outcome import Outcome
@@ -43,9 +45,17 @@ class Detector:
     with the device on every step, never draw random numbers, never change a tensor, a
     module, the grad mode or the RNG state. Do expensive work only during warm-up
     (`self.ctx.warmup`), or once something looks wrong.
+
+    A subclass is checked when it is defined (a `PluginError` naming it): each `on_*` method
+    must be one of `EVENTS` (a misspelt one would never be called), and `rules` must be
+    declared, by the class or a detector it derives from, as a tuple of `Rule`s. There are no
+    abstract detectors: every subclass a detectors module defines is installed, so every one
+    is checked.
     """
 
-    #: the rules this detector may report; it is not installed when all of them are disabled
+    #: the rules this detector may report; it is not installed when all of them are disabled.
+    #: Every subclass declares its own (or inherits a detector's): `()` for one that reports
+    #: nothing (an instrument other detectors read, like memory_account's), installed always
     rules: ClassVar[tuple[Rule, ...]] = ()
     #: where the session installs it and tells it of each event: lower first (core/plugins.py);
     #: declare one when it must come before or after another detector
@@ -53,6 +63,12 @@ class Detector:
 
     def __init__(self, ctx: Observed) -> None:
         self.ctx = ctx
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        problem = _event_problem(cls) or _rules_problem(cls)
+        if problem:
+            raise PluginError(f"{cls.__module__}: the detector {cls.__qualname__} {problem}")
 
     @classmethod
     def unsupported(cls) -> str | None:
@@ -106,6 +122,29 @@ class Detector:
 
     def on_finish(self, outcome: Outcome) -> None:
         """The run (or the `watch()` block) ended; `outcome` says how."""
+
+
+def _event_problem(cls: type[Detector]) -> str | None:
+    """An `on_*` method the session never calls: the session dispatches only `EVENTS`."""
+    for name, value in vars(cls).items():
+        if name.startswith("on_") and name not in EVENTS and inspect.isroutine(value):
+            close = difflib.get_close_matches(name, EVENTS, n=1)
+            hint = f"did you mean {close[0]}?" if close else f"the events are {', '.join(EVENTS)}"
+            return f"defines {name}, which is no event and would never be called ({hint})"
+    return None
+
+
+def _rules_problem(cls: type[Detector]) -> str | None:
+    """`rules` forgotten or misspelt (the detector would be installed even with its rules
+    disabled), or not Rules (the session asks each whether it is enabled)."""
+    if not any("rules" in vars(base) for base in cls.__mro__ if base is not Detector):
+        return "declares no rules (`rules = (RULE, ...)`, the rules it may report; `rules = ()` if it reports none)"
+    if not isinstance(cls.rules, tuple):
+        return f"has rules of type {type(cls.rules).__name__}, not a tuple of Rules (`rules = (RULE, ...)`)"
+    for rule in cls.rules:
+        if not isinstance(rule, Rule):
+            return f"lists {rule!r} in its rules, not a Rule (give the rule object, `RULE`, not its code)"
+    return None
 
 
 def lacking_torch(what: str, needs: str) -> str:

@@ -17,7 +17,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from torch._C._profiler import _RecordFunctionFast
@@ -37,14 +37,18 @@ from torchdoctor.trace.heap import keep_heap
 from torchdoctor.trace.marks import LineMarks
 from torchdoctor.trace.options import CONFIG_KEY, STEP_PREFIX, TraceOptions
 
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
+
 
 class StepTracer(Detector):
     """See the module's doc. `result` holds the record once tracing ended (for in-process use)."""
 
+    rules = ()  # it reports nothing: trace/diagnose.py reads its record
     #: set by in-process callers (tests); under `torchdoctor trace` the run folder's config says
     options: ClassVar[TraceOptions | None] = None
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self.opts = type(self).options or TraceOptions.from_dict(boot.config().get(CONFIG_KEY))
         self._leader: int | None = None

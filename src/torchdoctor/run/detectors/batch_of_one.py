@@ -11,7 +11,7 @@ batch is a one-off); when the second is not traced, the finding is at the backwa
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.introspect.graph import graph_nodes
@@ -20,6 +20,9 @@ from torchdoctor.run.detector import Detector
 from torchdoctor.run.detectors.loss import Locator, softmax_dim
 from torchdoctor.run.detectors.support import backward_roots
 from torchdoctor.run.events import Backward, Location
+
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
 
 #: graph nodes visited at most per backward() call
 MAX_NODES = 20_000
@@ -49,7 +52,7 @@ class SoftmaxOverBatchOfOne(Detector):
     ORDER = 75
     rules = (BATCH_DIM,)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._locator: Locator | None = None
         self._done = False

@@ -13,7 +13,7 @@ something is wrong.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.rules.optimizer.clip_grad_before_backward import AFTER_STEP
@@ -24,6 +24,9 @@ from torchdoctor.run.events import Backward, Location, Step, ZeroGrad
 from torchdoctor.run.instruments.clipping import Clip, GradientClipping, ScalerState
 from torchdoctor.run.instruments.optim import params_of
 
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
+
 
 class Clipping(Detector):
     """TD112 (clip before backward) and TD113 (clip on scaled gradients)."""
@@ -31,7 +34,7 @@ class Clipping(Detector):
     ORDER = 330
     rules = (CLIP_BEFORE_BACKWARD, CLIP_SCALED)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._scaler: ScalerState | None = None
         self._last_step_seq = 0

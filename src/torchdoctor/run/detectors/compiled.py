@@ -14,7 +14,7 @@ import re
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -35,6 +35,9 @@ from torchdoctor.run.detectors.support import place
 from torchdoctor.run.events import CompiledCall, Location
 from torchdoctor.run.instruments.compiled import CompileSites, eager
 from torchdoctor.run.outcome import Outcome
+
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
 
 #: how much of an output's scale rounding and kernel reordering explain, by dtype
 TOLERANCE = {torch.float64: 1e-6, torch.float32: 1e-3, torch.float16: 5e-2, torch.bfloat16: 5e-2}
@@ -72,7 +75,7 @@ class CompileDoctor(Detector):
     ORDER = 180
     rules = (GRAPH_BREAK, RECOMPILES, DIVERGES, COST)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._measured: list[Measured] = []
         self._compared: set[int] = set()

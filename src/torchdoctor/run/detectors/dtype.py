@@ -9,7 +9,7 @@ float64 (to point at the forward() that does it).
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -21,6 +21,9 @@ from torchdoctor.run.detectors.support import first_tensor, listing
 from torchdoctor.run.events import Location, LossCall, ModuleCall, Step
 from torchdoctor.run.instruments.optim import params_of
 
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
+
 LOW_PRECISION = (torch.float32, torch.float16, torch.bfloat16)
 
 
@@ -30,7 +33,7 @@ class Float64(Detector):
     ORDER = 300
     rules = (FLOAT64,)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._checked: weakref.WeakSet[Any] = weakref.WeakSet()
         self._origin: tuple[str, Location | None] | None = None

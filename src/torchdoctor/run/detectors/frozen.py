@@ -10,7 +10,7 @@ compared after it; correct programs have none, so nothing is copied for them.
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 from torch.optim.optimizer import Optimizer
@@ -20,6 +20,9 @@ from torchdoctor.run.detector import Detector
 from torchdoctor.run.detectors.support import due, listing, param_sample
 from torchdoctor.run.events import Step
 from torchdoctor.run.instruments.optim import params_of
+
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
 
 #: parameters sampled per step
 MAX_PARAMS = 32
@@ -31,7 +34,7 @@ class FrozenUpdates(Detector):
     ORDER = 340
     rules = (FROZEN_UPDATED,)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._before: dict[int, list[tuple[weakref.ref[torch.Tensor], torch.Tensor]]] = {}
         self._reported: weakref.WeakSet[Optimizer] = weakref.WeakSet()

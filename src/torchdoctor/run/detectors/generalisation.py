@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler
@@ -34,6 +34,9 @@ from torchdoctor.rules.optimizer.validation_loss_rising import RULE as RISING
 from torchdoctor.run.detector import Detector
 from torchdoctor.run.events import LoaderIter, Location, LossCall
 from torchdoctor.run.outcome import Outcome
+
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
 
 #: overfitting: the validation loss rose at each of the last PATIENCE evaluations, by ROSE of its
 #: best value in all and to GAP above the training loss (Debugger's ratio), while the training
@@ -75,7 +78,7 @@ class ValidationGap(Detector):
     ORDER = 375
     rules = (RISING, BELOW)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._function: str | None = None  # the training loss's function
         self._train: deque[torch.Tensor] = deque(maxlen=TRAIN_WINDOW)
@@ -166,7 +169,7 @@ class ClassImbalance(Detector):
     ORDER = 376
     rules = (IMBALANCE,)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._counts: torch.Tensor | None = None
         self._calls = 0

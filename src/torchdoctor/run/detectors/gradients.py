@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -29,6 +29,9 @@ from torchdoctor.run.detectors.optimizer import names_text
 from torchdoctor.run.events import Location, ModuleCall, Step
 from torchdoctor.run.instruments.optim import params_of
 from torchdoctor.run.outcome import Outcome
+
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
 
 #: torch functions and Tensor methods that leave autograd (attribute reads by name, e.g. `data`)
 CUTS = frozenset({"detach", "detach_", "item", "tolist", "numpy", "data", "tensor", "as_tensor"})
@@ -86,7 +89,7 @@ class ParametersWithoutGradient(Detector):
     #: outputs of models run without autograd, remembered during warm-up (then pruned)
     KEEP_OUTPUTS = 256
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._seen: set[int] = set()
         self._starved: dict[int, Starved] = {}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -27,6 +27,9 @@ from torchdoctor.run.instruments.clipping import GradientClipping
 from torchdoctor.run.instruments.grad_norms import GradNorms
 from torchdoctor.run.instruments.optim import params_of
 from torchdoctor.run.outcome import Outcome
+
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
 
 #: explosion: the norm this many times its median of `BASELINE` steps before ...
 GROWTH = 1e3
@@ -49,7 +52,7 @@ class GradientGrowth(Detector):
     ORDER = 90
     rules = (EXPLODING,)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._totals: dict[int, list[float]] = {}
         self._recent: dict[int, deque[torch.Tensor]] = {}
@@ -100,7 +103,7 @@ class WeightDrift(Detector):
     ORDER = 100
     rules = (DIVERGING,)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._first: dict[int, float] = {}
         self._reported: set[int] = set()
@@ -136,7 +139,7 @@ class ScalerSkips(Detector):
     ORDER = 110
     rules = (SCALER_SKIPS,)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._clipping: GradientClipping | None = None
 
@@ -164,7 +167,7 @@ class LowPrecisionLoss(Detector):
     rules = (LOW_PRECISION,)
     DIGITS = {torch.bfloat16: 3, torch.float16: 4}
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._done = False
 

@@ -9,7 +9,7 @@ else (not 1) as dim 1, where the batch should be.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -18,6 +18,9 @@ from torchdoctor.introspect.source import child_built_at
 from torchdoctor.rules.data.batch_samples_mixed import RULE as BATCH_MIXED
 from torchdoctor.run.detector import Detector
 from torchdoctor.run.events import Batch, ModuleCall
+
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
 
 #: layers with a `batch_first` flag that defaults to False
 SEQUENCE_LAYERS = (nn.RNNBase, nn.MultiheadAttention, nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)
@@ -29,7 +32,7 @@ class SequenceFirstLayout(Detector):
     ORDER = 270
     rules = (BATCH_MIXED,)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._batch_size: int | None = None
         self._reported = False

@@ -21,7 +21,7 @@ import shutil
 import sys
 import weakref
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torchdoctor.core.wording import size_text
 from torchdoctor.introspect.tensors import tensors_in
@@ -32,6 +32,9 @@ from torchdoctor.run.events import Batch, LoaderIter
 from torchdoctor.run.memory.census import Census
 from torchdoctor.run.memory.process import available, private_dirty
 from torchdoctor.run.memory.storages import storage_of
+
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
 
 #: private memory a worker must gain for copy-on-access to be reported (and that the Dataset's
 #: Python objects must take, to explain it)
@@ -56,7 +59,7 @@ class LoaderHostMemory(Detector):
     ORDER = 410
     rules = (HOST_MEMORY,)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         #: (loader, iterator, where the loader was made) for loaders with workers; the loader may be gone
         #: (`for x in DataLoader(...)`): its iterator has what is needed

@@ -21,7 +21,7 @@ import os
 import weakref
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torch import nn
 
@@ -32,6 +32,9 @@ from torchdoctor.run.detector import Detector
 from torchdoctor.run.events import Location, Step
 from torchdoctor.run.instruments.loading import StateLoad, StateLoads
 from torchdoctor.run.outcome import Outcome
+
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
 
 #: where a prefix on every key usually comes from
 ORIGINS = {
@@ -47,7 +50,7 @@ class LoadsMatchingNothing(Detector):
     ORDER = 350
     rules = (RULE,)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         #: (pid, the module, the user's line, the finding's fields), reported unless a later load matches
         self._pending: list[tuple[int, weakref.ref[nn.Module], Location | None, dict[str, Any]]] = []

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -27,6 +27,9 @@ from torchdoctor.rules.loss.wrong_inputs import WRONG_PRODUCERS
 from torchdoctor.run.detector import Detector
 from torchdoctor.run.events import Location, LossCall
 from torchdoctor.run.outcome import Outcome
+
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
 
 #: nodes that move or relabel values without changing them (probabilities stay probabilities)
 VIEWS = frozenset(
@@ -144,7 +147,7 @@ class LossInputs(Detector):
     ORDER = 70
     rules = (*WRONG_PRODUCERS.values(), BATCH_DIM, BROADCAST, KL_DIV)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._pending: dict[str, Pending] = {}
         self._done: set[str] = set()

@@ -20,7 +20,7 @@ import sys
 import weakref
 from dataclasses import dataclass
 from types import CodeType, FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -33,6 +33,9 @@ from torchdoctor.run.detector import Detector
 from torchdoctor.run.detectors.support import backward_roots, graph_sequences
 from torchdoctor.run.events import Backward, Location, Step
 from torchdoctor.run.instruments.grad_calls import GradCalls
+
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
 
 #: how far back from a total's node its previous value is looked for
 ACCUMULATION_DEPTH = 4
@@ -147,7 +150,7 @@ class LossHistory(Detector):
     #: how far back from its end a list is searched for the previous step's tensor
     LIST_TAIL = 256
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         #: (code, target) -> what the total or list held at the previous checked step: the
         #: total's autograd node, or the list's last tensor
@@ -274,7 +277,7 @@ class RetainedGraphs(Detector):
     #: nodes visited at most per walk
     MAX_NODES = 100_000
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._sites: dict[Location | None, Retained] = {}
         self._grad_calls: GradCalls | None = None

@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torchdoctor.introspect.tensors import tensors_in
 from torchdoctor.run.detector import Detector
@@ -32,6 +32,9 @@ from torchdoctor.run.memory.storages import is_tensor
 from torchdoctor.run.memory.timeline import Timeline
 from torchdoctor.run.outcome import Outcome
 from torchdoctor.run.patching import Patches
+
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
 
 #: steps with a census at the end of each phase and the activations by module: the warm-up,
 #: while the global module hooks that name the modules are on anyway (Session.WARMUP_STEPS)
@@ -81,8 +84,9 @@ class MemoryAccount(Detector):
     """Keeps the memory account (see the module's doc); reports nothing itself."""
 
     ORDER = 380  # before the detectors that read its account (memory_leaks, memory_deleted)
+    rules = ()
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self.state: MemoryState | None = None
         self._resident = Resident()

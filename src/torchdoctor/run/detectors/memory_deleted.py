@@ -20,7 +20,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import CodeType, FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torch.multiprocessing.reductions import StorageWeakRef
 
@@ -34,6 +34,9 @@ from torchdoctor.run.detectors.memory_account import FULL_STEPS, MemoryState
 from torchdoctor.run.events import Backward, Location, LossCall, Step
 from torchdoctor.run.memory.census import BIG, Big, Census
 from torchdoctor.run.memory.storages import Storage, is_tensor, storage_of
+
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
 
 #: the steps during which deleted names are followed
 WATCHED_STEPS = 2 * FULL_STEPS
@@ -79,7 +82,7 @@ class DeletedButAlive(Detector):
     ORDER = 400
     rules = (DELETED,)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._bound: dict[tuple[int, str], Bound] = {}
         self._deleted: list[Bound] = []

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.core.wording import counted, listing, size_text
@@ -30,6 +30,9 @@ from torchdoctor.run.detector import Detector
 from torchdoctor.run.detectors.memory_account import FULL_STEPS, MemoryState
 from torchdoctor.run.memory import holders, paths
 from torchdoctor.run.memory.census import Census, Holder
+
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
 
 #: consecutive censuses over which a holder must grow (3 intervals)
 POINTS = 4
@@ -71,7 +74,7 @@ class MemoryLeaks(Detector):
     ORDER = 390
     rules = (LEAK,)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._tracked: dict[str, Tracked] = {}
         self._reported: set[str] = set()

@@ -19,7 +19,7 @@ import sys
 import weakref
 from dataclasses import dataclass, field
 from types import CodeType, FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -53,6 +53,9 @@ from torchdoctor.run.instruments.grad_calls import GradCalls
 from torchdoctor.run.instruments.modes import ModeSwitch, ModeSwitches
 from torchdoctor.run.outcome import Outcome
 
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
+
 #: how many user frames up from a dropout call the module whose forward made it is looked for
 MODULE_FRAMES = 4
 #: user frames read, from a lone no-grad forward outwards, to find the loop that trains
@@ -80,7 +83,7 @@ class EvalModeTraining(Detector):
     ORDER = 190
     rules = (TRAINING_IN_EVAL,)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._models = TrainedModels(ctx)
         self._dependent: weakref.WeakKeyDictionary[nn.Module, list[tuple[str, weakref.ref[nn.Module]]]] = weakref.WeakKeyDictionary()
@@ -166,7 +169,7 @@ class FrozenBatchNormDrift(Detector):
     ORDER = 210
     rules = (BATCHNORM_DRIFT,)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._models = TrainedModels(ctx)
         self._versions: weakref.WeakKeyDictionary[nn.Module, int] = weakref.WeakKeyDictionary()
@@ -256,7 +259,7 @@ class EvaluationInTrainMode(Detector):
     #: lines remembered per model for lone forwards
     MAX_FIRSTS = 32
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._models = TrainedModels(ctx)
         self._watched: dict[int, NoGradCalls] = {}
@@ -393,7 +396,7 @@ class EvalGraphs(Detector):
     #: or a model evaluated under no_grad, used correctly)
     IDLE_CALLS = 64
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._phases: dict[int, EvalPhase] = {}
         self._grad_calls: GradCalls | None = None

@@ -29,7 +29,7 @@ import math
 import sys
 import warnings
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -45,12 +45,15 @@ from torchdoctor.run.instruments.grad_norms import GradNorms
 from torchdoctor.run.instruments.optim import params_of
 from torchdoctor.run.replay import leaves, strong, weak
 
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
+
 
 class NonFiniteLoss(Detector):
     ORDER = 80
     rules = (RULE,)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._done = False
         #: id(model) -> the model, its last training call's arguments and output tensors (all weakly)

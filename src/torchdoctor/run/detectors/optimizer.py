@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torch import nn
 from torch.optim.optimizer import Optimizer
@@ -25,6 +25,9 @@ from torchdoctor.run.events import Backward, Location, Step, ZeroGrad
 from torchdoctor.run.instruments.optim import params_of
 from torchdoctor.run.outcome import Outcome
 
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
+
 #: how many parameter names a message lists before "..."
 SHOWN = 6
 
@@ -40,7 +43,7 @@ class GradientResets(Detector):
     ORDER = 10
     rules = (MISSING_ZERO_GRAD, ZERO_GRAD_BEFORE_STEP)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._previous_step_seq: weakref.WeakKeyDictionary[Optimizer, int] = weakref.WeakKeyDictionary()
         self._reported: set[int] = set()
@@ -125,7 +128,7 @@ class AccumulationResets(Detector):
     #: consecutive steps with the same pattern before it is reported (warm-up has 3)
     STEPS = 3
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._pending: list[Location | None] = []  # backward sites since the last reset or step
         self._discards: weakref.WeakKeyDictionary[Optimizer, Discards] = weakref.WeakKeyDictionary()
@@ -184,7 +187,7 @@ class StepsWithoutGradients(Detector):
     ORDER = 30
     rules = (STEP_WITHOUT_BACKWARD, BACKWARD_WITHOUT_STEP)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._backward_at_step: weakref.WeakKeyDictionary[Optimizer, int] = weakref.WeakKeyDictionary()
         self._empty: weakref.WeakKeyDictionary[Optimizer, tuple[int, int, Location | None]] = weakref.WeakKeyDictionary()
@@ -227,7 +230,7 @@ class OptimizerCoverage(Detector):
     ORDER = 40
     rules = (NOT_IN_OPTIMIZER,)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._reported: set[int] = set()
 

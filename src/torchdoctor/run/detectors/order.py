@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.utils.data import BatchSampler, DataLoader, IterableDataset, SequentialSampler
@@ -25,6 +25,9 @@ from torchdoctor.run.detector import Detector
 from torchdoctor.run.events import Batch, LoaderIter, Location, Step
 from torchdoctor.run.instruments.loader_sites import LoaderSites
 from torchdoctor.run.outcome import Outcome
+
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
 
 LABEL_KEYS = ("label", "labels", "target", "targets", "y")
 
@@ -137,7 +140,7 @@ class LoaderOrder(Detector):
     MAX_LABELS = 4096
     MIN_BATCHES = 4
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._last_loader: weakref.ref[DataLoader[Any]] | None = None
         self._training: weakref.WeakSet[DataLoader[Any]] = weakref.WeakSet()

@@ -15,7 +15,7 @@ import weakref
 from collections import Counter
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -29,6 +29,9 @@ from torchdoctor.run.detector import Detector
 from torchdoctor.run.detectors.support import place, source_call
 from torchdoctor.run.events import Backward, Location, ModuleCall, Step
 from torchdoctor.run.instruments.optim import params_of
+
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
 
 #: run the GPU-only checks on CPU tensors (tests and doc proofs on machines without a GPU)
 ENV_DEVICE_CHECKS_ON_CPU = "TORCHDOCTOR_DEVICE_CHECKS_ON_CPU"
@@ -49,7 +52,7 @@ class PerSampleLoop(Detector):
     rules = (PER_SAMPLE,)
     MIN_CALLS = 4
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._calls: dict[tuple[int, int], SampleCalls] = {}
         self._reported: set[int] = set()
@@ -128,7 +131,7 @@ class SyncWatcher:
 
     def seen(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any, location: Location | None) -> None:
         tensor = args[0] if args else None
-        if location is None or not isinstance(tensor, torch.Tensor) or not self.detector.on_device(tensor):
+        if location is None or not isinstance(tensor, torch.Tensor) or not self.detector.lives_on_device(tensor):
             return
         if not _called_by_user(sys._getframe(2)):
             return  # torch's own reads (an optimizer's step counter), not a line of the script
@@ -178,13 +181,13 @@ class HostSyncs(Detector):
     #: every N steps for logging is not in all of them)
     TRACED = (6, 13, 23)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._device: bool | None = None
         self._windows: list[SyncWatcher] = []
         self._on_cpu = os.environ.get(ENV_DEVICE_CHECKS_ON_CPU) == "1"
 
-    def on_device(self, tensor: torch.Tensor) -> bool:
+    def lives_on_device(self, tensor: torch.Tensor) -> bool:
         """A tensor whose values live on an accelerator (CPU ones too when asked to, for tests)."""
         return tensor.device.type not in ("cpu", "meta") or (self._on_cpu and tensor.device.type == "cpu")
 
@@ -192,7 +195,7 @@ class HostSyncs(Detector):
         if self.ctx.steps not in self.TRACED:
             return
         if self._device is None:
-            self._device = any(self.on_device(p) for p in params_of(event.optimizer))
+            self._device = any(self.lives_on_device(p) for p in params_of(event.optimizer))
         if self._device:
             self.ctx.trace_next_step(SyncWatcher(self))
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -10,6 +10,9 @@ from torch import nn
 from torchdoctor.rules.data.unnormalized_image_input import RULE as RAW_PIXELS
 from torchdoctor.run.detector import Detector
 from torchdoctor.run.events import ModuleCall
+
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
 
 
 class RawPixels(Detector):
@@ -28,7 +31,7 @@ class RawPixels(Detector):
     MIN_FEATURES = 256
     MIN_DISTINCT = 32
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._looked = 0
         self._seen_layer = False

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -20,6 +20,9 @@ from torchdoctor.rules.grad_flow.tensor_attribute_not_parameter import RULE as T
 from torchdoctor.run.detector import Detector
 from torchdoctor.run.events import Location, Step
 
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
+
 CONTAINERS: dict[type, str] = {list: "list", tuple: "tuple", dict: "dict"}
 
 
@@ -27,7 +30,7 @@ class UnregisteredTrainables(Detector):
     ORDER = 50
     rules = (PLAIN_CONTAINER, TENSOR_ATTRIBUTE)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._reported: set[tuple[int, str]] = set()
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import functools
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torch.optim.optimizer import Optimizer
 
@@ -44,6 +44,9 @@ from torchdoctor.run.detectors.support import source_call
 from torchdoctor.run.events import Step
 from torchdoctor.run.instruments.schedulers import SchedulerInfo, Schedulers
 from torchdoctor.run.outcome import Outcome
+
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
 
 #: a step is low when every learning rate is below this fraction of its peak
 RATIO = 1e-6
@@ -109,7 +112,7 @@ class LearningRateCollapse(Detector):
     ORDER = 360
     rules = (RULE,)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._rates: dict[int, LearningRates] = {}
         #: optimizers freed during the run whose learning rate had collapsed: reported at the next step

@@ -24,7 +24,7 @@ import os
 import statistics
 from collections import Counter, deque
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -38,6 +38,9 @@ from torchdoctor.run.instruments.batch_indices import BatchIndices
 from torchdoctor.run.instruments.clipping import GradientClipping
 from torchdoctor.run.instruments.series import unscaled_loss
 from torchdoctor.run.outcome import Outcome
+
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
 
 WINDOW = 50
 #: losses seen before the first test
@@ -64,7 +67,7 @@ class LossSpikes(Detector):
     ORDER = 135
     rules = (RULE,)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._window: deque[float] = deque(maxlen=WINDOW)
         self._seen = 0

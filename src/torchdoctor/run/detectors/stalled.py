@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 import weakref
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -43,6 +43,9 @@ from torchdoctor.run.detectors.support import param_sample
 from torchdoctor.run.events import LossCall, Step
 from torchdoctor.run.instruments.optim import params_of
 from torchdoctor.run.outcome import Outcome
+
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
 
 WINDOW = 10
 MIN_STEPS = 40
@@ -66,7 +69,7 @@ class StalledLoss(Detector):
     ORDER = 370
     rules = (RULE,)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._first: list[torch.Tensor] = []
         self._last: deque[torch.Tensor] = deque(maxlen=WINDOW)

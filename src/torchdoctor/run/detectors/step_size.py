@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.optim.optimizer import Optimizer
@@ -35,6 +35,9 @@ from torchdoctor.run.detector import Detector
 from torchdoctor.run.detectors.support import param_sample
 from torchdoctor.run.events import Backward, Step
 from torchdoctor.run.instruments.optim import params_of
+
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
 
 #: the steps measured, from each optimizer's first
 STEPS = 3
@@ -69,7 +72,7 @@ class _FirstSteps:
 class StepSize(Detector):
     rules = (RULE,)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._followed: dict[int, _FirstSteps] = {}
         self._done: set[int] = set()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import linecache
 import re
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -20,6 +20,9 @@ from torchdoctor.introspect.graph import graph_nodes
 from torchdoctor.introspect.source import child_built_at
 from torchdoctor.run.events import Location
 from torchdoctor.run.instruments.optim import params_of
+
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
 
 #: a check that needs to look at all parameters or modules runs on the first steps, then on
 #: every EVERY-th step: a late change (layers frozen after a warm-up phase) is still seen
@@ -59,7 +62,7 @@ class TrainedModels:
     """The top-level models whose parameters each optimizer updates (cached; recomputed when
     new models appear)."""
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         self.ctx = ctx
         self._cache: weakref.WeakKeyDictionary[Optimizer, tuple[int, list[weakref.ref[nn.Module]]]] = weakref.WeakKeyDictionary()
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -37,6 +37,9 @@ from torchdoctor.run.detector import Detector
 from torchdoctor.run.detectors.support import TrainedModels, built_at, first_tensor
 from torchdoctor.run.events import ModuleCall, Step
 from torchdoctor.run.instruments.grad_norms import GradNorms
+
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
 
 #: optimizer steps whose training forward is sampled after the warm-up (steps 1-3)
 SAMPLE_STEPS = frozenset({8, 16, 32, 64, 128, 256, 512})
@@ -103,7 +106,7 @@ class InactiveUnits(Detector):
     ORDER = 382
     rules = (DEAD, SATURATED)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._layers: dict[tuple[int, int], _Layer] = {}
         self._calls: dict[int, int] = {}  # module -> calls in this forward
@@ -241,7 +244,7 @@ class VanishingGradients(Detector):
     ORDER = 392
     rules = (VANISHING,)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._seen: dict[int, list[tuple[float, list[str], dict[str, float]]]] = {}
         self._done: set[int] = set()
@@ -300,7 +303,7 @@ class ActivationScale(Detector):
     ORDER = 395
     rules = (SCALE,)
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._layers: list[tuple[nn.Module, float]] = []
         self._closed = False

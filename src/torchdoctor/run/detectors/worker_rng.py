@@ -18,7 +18,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -32,6 +32,9 @@ from torchdoctor.run.instruments.worker_fetch import FirstFetch
 from torchdoctor.run.outcome import Outcome
 from torchdoctor.run.records import ENV_DIR
 
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
+
 
 class WorkerRandomness(Detector):
     """TD140: a random generator on the dataset starts from the same state in several workers
@@ -42,7 +45,7 @@ class WorkerRandomness(Detector):
     rules = (RNG_COPIED,)
     FOLDER = "worker-rng"
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self._folder: Path | None = None
         self._own_folder: Path | None = None

@@ -25,7 +25,7 @@ import time
 import weakref
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.optim.optimizer import Optimizer
@@ -36,6 +36,9 @@ from torchdoctor.run.instruments.clipping import GradientClipping
 from torchdoctor.run.instruments.grad_norms import GradNorms
 from torchdoctor.run.instruments.optim import params_of
 from torchdoctor.run.outcome import Outcome
+
+if TYPE_CHECKING:
+    from torchdoctor.run.observed import Observed
 
 #: rows kept per table before decimating: scalar curves, per-layer tables (heatmaps)
 CURVE_ROWS = 2048
@@ -139,7 +142,7 @@ def _number(value: Any, read_device: bool) -> float | None:
     return float(f"{value:.6g}")
 
 
-def unscaled_loss(ctx: Any, loss: Any) -> torch.Tensor | None:
+def unscaled_loss(ctx: Observed, loss: Any) -> torch.Tensor | None:
     """The loss handed to backward(), detached, as the user's loss function made it (a GradScaler's
     scale divided out); None when it is not one floating-point value."""
     if not isinstance(loss, torch.Tensor) or not loss.is_floating_point() or loss.numel() != 1:
@@ -160,7 +163,9 @@ class SeriesRecorder(Detector):
     Other instruments add their own series with `table(name, ...)` and `step` (the memory
     account: `ctx.series.table("memory", unit="bytes", kind="stacked").add(ctx.series.step + 1, {...})`)."""
 
-    def __init__(self, ctx: Any) -> None:
+    rules = ()
+
+    def __init__(self, ctx: Observed) -> None:
         super().__init__(ctx)
         self.tables: dict[str, Table] = {}
         self.loss = self.table("loss", title="loss")
