@@ -1,7 +1,7 @@
 """TD415 backward-through-freed-graph."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD415",
@@ -11,6 +11,10 @@ RULE = Rule(
     proof="run",
     message="backward() reaches a graph whose saved tensors were already freed: {cause}",
     hint="Detach what you carry from one step to the next (`h = h.detach()`); for two losses, call backward() once on their sum.",
+    variants={
+        # a recurrent state carried from batch to batch (lint)
+        'carried-state': Variant(message="`{state}` goes back into the model with the graph of the previous batch: the next backward() reaches that graph, which the previous backward() freed, and fails (with retain_graph=True, every batch's graph stays in memory)", hint='Detach the state at the top of each batch: `{state} = {state}.detach()` (each tensor of a tuple).'),
+    },
     sees={
         "lint": "`out, h = model(x, h)` in a loop that runs backward() (without `retain_graph=True`), where `model` is an `nn.LSTM`/`GRU`/`RNN` or a class of the file that builds one and never detaches, and nothing else in the loop binds `h` (a detach before or after the call, a fresh state) or detaches in place",
     },
