@@ -12,6 +12,8 @@ RULE = Rule(
     message="gradients are never reset in this training loop: each optimizer.step() uses the sum of all earlier gradients",
     hint="Call `optimizer.zero_grad()` once per step (before `loss.backward()`), or `model.zero_grad()`.",
     variants={
+        # no reset in the closure given to optimizer.step() (run)
+        'closure': Variant(message="gradients are never reset in the closure given to optimizer.step(): every evaluation of the closure adds its gradients to all earlier ones", hint="Call `optimizer.zero_grad()` at the start of the closure, before `loss.backward()`."),
         # only other optimizers' gradients are reset in the loop (lint)
         'others-reset': Variant(message="`{optimizer}` is stepped in this loop but its gradients are never reset (only {others} is): each `{optimizer}.step()` uses the sum of all earlier gradients", hint="Call `{optimizer}.zero_grad()` before the backward() whose gradients it applies."),
         # the step is in a function the loop calls (lint)
