@@ -19,8 +19,6 @@ ALLOWED: dict[str, str] = {
 }
 #: modules whose worded findings are still to become variants (issue 30.1 goes on): remove each as it is done
 NOT_YET: dict[str, str] = {
-    "env/verdicts/gpu.py": "the driver-too-old wording",
-    "health/checks/overfit.py": "the cannot-overfit wordings",
     "run/crash/autograd.py": "crash explainers' hints",
     "run/crash/loss.py": "crash explainers' hints",
     "run/crash/tensors.py": "crash explainers' hints",
