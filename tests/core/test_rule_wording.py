@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule, Variant
+from torchdoctor.core.registry import all_rules
+from torchdoctor.core.rule import Rule, Variant, template_fields
 
 SOURCE = Path(__file__).resolve().parents[2] / "src" / "torchdoctor"
 
@@ -19,7 +20,6 @@ ALLOWED: dict[str, str] = {
 }
 #: modules whose worded findings are still to become variants (issue 30.1 goes on): remove each as it is done
 NOT_YET: dict[str, str] = {
-    "run/crash/autograd.py": "crash explainers' hints",
     "run/crash/loss.py": "crash explainers' hints",
     "run/crash/tensors.py": "crash explainers' hints",
     "run/detectors/numerics.py": "the NaN-origin wordings (with nan_origin.py's and singular.py's cause tables)",
@@ -53,6 +53,21 @@ def test_the_fields_must_fill_the_variants_templates() -> None:
         rule.finding(fields={"what": "a"}, variant="both")
     with pytest.raises(TypeError, match=r"TD999 .*unknown \['where'\]"):
         rule.finding(fields={"what": "a", "where": "here"})
+
+
+def test_a_variant_is_named_in_kebab_case_and_says_something() -> None:
+    with pytest.raises(ValueError, match="TD999: variants"):
+        _rule(Manual=Variant(message="x"))
+    with pytest.raises(ValueError, match="TD999: variants"):
+        _rule(empty=Variant())
+
+
+def test_every_variants_templates_parse() -> None:
+    """A stray brace in a variant raises here, not in the run that first picks the variant."""
+    for rule in all_rules():
+        for name in rule.variants:
+            for template in rule.templates(name):
+                template_fields(template)
 
 
 def test_variants_leave_the_rule_hashable_and_equal() -> None:

@@ -68,6 +68,9 @@ class Rule:
             raise ValueError(f"rule {self.code}: proof {self.proof!r} not in {PROOF_KINDS}")
         if unknown := set(self.sees) - set(SEEING_COMMANDS):
             raise ValueError(f"rule {self.code}: sees names {sorted(unknown)}, not one of {SEEING_COMMANDS}")
+        if odd := [name for name, variant in self.variants.items()
+                   if not NAME_PATTERN.match(name) or variant.message is None and variant.hint is None]:
+            raise ValueError(f"rule {self.code}: variants {odd} are not kebab-case or set neither message nor hint")
         object.__setattr__(self, "doc", textwrap.dedent(self.doc).strip() + "\n")
 
     def finding(

@@ -13,7 +13,7 @@ RULE = Rule(
     hint="Put the model and every tensor it meets on one device: `model.to(device)` once, `.to(device)` for each batch, `device=` for tensors you create.",
     variants={
         # a batch tensor left on the CPU while the rest is moved (lint)
-        'unmoved-batch': Variant(message='`{name}` from the DataLoader is never moved to the device, but {others}: on a GPU `{use}` fails with "Expected all tensors to be on the same device" (on a CPU-only machine nothing shows)', hint='Move it with the others: `{name} = {name}.to(device)`.'),
+        "unmoved-batch": Variant(message='`{name}` from the DataLoader is never moved to the device, but {others}: on a GPU `{use}` fails with "Expected all tensors to be on the same device" (on a CPU-only machine nothing shows)', hint="Move it with the others: `{name} = {name}.to(device)`."),
     },
     sees={
         "lint": "in a loop over a DataLoader whose other batch tensors and model are moved to the device, a batch tensor that reaches the model (first argument) or the loss never moved (`data, target = data, target.to(device)`); not lengths for `pack_padded_sequence`/CTC, nor a tensor moved at the call or later. A batch of one tensor counts when the same model is given a moved tensor elsewhere in the file (its evaluation batch, `torch.randn(...).to(device)`), unless a dataset may already hold device tensors (`TensorDataset(x.cuda())`, a move in `__getitem__` or a collate function)",

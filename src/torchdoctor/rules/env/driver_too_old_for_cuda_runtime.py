@@ -13,7 +13,7 @@ RULE = Rule(
     hint='{remedy}',
     variants={
         # the same CUDA major version: minor-version compatibility covers most of it
-        'minor-version': Variant(message="the NVIDIA driver {driver} supports CUDA up to {driver_cuda}, older than the CUDA {cuda} torch {version} was built with: minor-version compatibility runs most kernels, but kernels compiled just in time from PTX fail", hint="Upgrade the NVIDIA driver to one that supports CUDA {cuda} when you can."),
+        "minor-version": Variant(message="the NVIDIA driver {driver} supports CUDA up to {driver_cuda}, older than the CUDA {cuda} torch {version} was built with: minor-version compatibility runs most kernels, but kernels compiled just in time from PTX fail", hint="Upgrade the NVIDIA driver to one that supports CUDA {cuda} when you can."),
     },
     doc="""
 ## What it does

@@ -13,7 +13,7 @@ RULE = Rule(
     hint="Keep the computation in torch on the same tensor (no `.item()`, `.numpy()`, `.data`, `torch.tensor(t)`); use `.detach()` only where you mean to stop gradients.",
     variants={
         # forward() returns a detached output: the whole module is cut off
-        'detached-output': Variant(message="forward() returns `{call}`: the whole output is cut from the autograd graph, so no layer of this module receives a gradient"),
+        "detached-output": Variant(message="forward() returns `{call}`: the whole output is cut from the autograd graph, so no layer of this module receives a gradient"),
     },
     sees={
         "lint": "`torch.tensor(h.numpy())`, `h.data`, `h = h.detach()`, `return out.detach()` on activations in `forward`",

@@ -14,7 +14,7 @@ RULE = Rule(
     hint="Use `nn.ModuleList` / `nn.ModuleDict` for modules and `nn.ParameterList` / `nn.ParameterDict` for parameters.",
     variants={
         # trained by the class's own optimizers: only the rest of registration is lost
-        'own-optimizers': Variant(message="{what} stored in a plain {container} in `self.{attribute}`: the class's own optimizers train them, but they are not registered, so `model.parameters()`, `.to()` and the state_dict (checkpoints) leave them out"),
+        "own-optimizers": Variant(message="{what} stored in a plain {container} in `self.{attribute}`: the class's own optimizers train them, but they are not registered, so `model.parameters()`, `.to()` and the state_dict (checkpoints) leave them out"),
     },
     sees={
         "lint": "layers in a plain `list`/`dict` attribute of an nn.Module (`nn.Parameter`s: a warning, TorchScript code keeps them so on purpose)",

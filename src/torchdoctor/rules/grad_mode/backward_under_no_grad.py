@@ -13,7 +13,7 @@ RULE = Rule(
     hint="Compute the loss and call backward() outside `torch.no_grad()` (keep no_grad for evaluation only).",
     variants={
         # a decorator turns gradients off in the whole function
-        'decorator': Variant(message='`@{decorator}` turns gradients off in all of `{function}()`, which computes `{loss}` and calls backward() on it (line {backward_line}): it has no graph', hint='Remove the decorator from `{function}()` (keep no_grad for evaluation only).'),
+        "decorator": Variant(message="`@{decorator}` turns gradients off in all of `{function}()`, which computes `{loss}` and calls backward() on it (line {backward_line}): it has no graph", hint="Remove the decorator from `{function}()` (keep no_grad for evaluation only)."),
     },
     sees={
         "lint": "a loss computed and backpropagated under `no_grad` / `inference_mode`",

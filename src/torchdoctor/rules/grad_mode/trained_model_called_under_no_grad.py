@@ -13,7 +13,7 @@ RULE = Rule(
     hint="Call `{model}(...)` outside `{manager}` in the training step; if it is meant to stay frozen, leave its parameters out of the optimizer (and call `{model}.requires_grad_(False)`).",
     variants={
         # one term of a summed loss comes from the model under no_grad
-        'constant-term': Variant(message='`{term}` (`{how}`) comes from `{model}(...)` called under `{manager}` at line {block_line}: in `{total}` it is a constant, so `{backward}` at line {backward_line} trains `{model}` on the other terms only', hint='Call `{model}(...)` outside `{manager}` where its output feeds a loss that trains it.'),
+        "constant-term": Variant(message="`{term}` (`{how}`) comes from `{model}(...)` called under `{manager}` at line {block_line}: in `{total}` it is a constant, so `{backward}` at line {backward_line} trains `{model}` on the other terms only", hint="Call `{model}(...)` outside `{manager}` where its output feeds a loss that trains it."),
     },
     sees={
         "lint": "a model the optimizer is built from, called only under `no_grad`/`inference_mode`, whose output feeds the loss of the training step (it never learns; a frozen model with `requires_grad_(False)`, a GAN generator also called with gradients, outputs that reach the loss only as data are fine; an output that alone makes the loss, so that backward() fails, is TD416); also a loss term of such a no-grad output added to a loss that backpropagates (a constant there)",

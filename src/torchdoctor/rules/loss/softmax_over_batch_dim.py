@@ -13,9 +13,9 @@ RULE = Rule(
     hint="Normalise over the class dimension: `softmax(x, dim=1)` (or `dim=-1`).",
     variants={
         # softmax over dim 0 of a batch of one (run); `{where}` names the backward() line when it differs
-        'batch-of-one': Variant(message="{kind} normalises over dim 0 of a {shape} tensor, a batch of one, not over the {classes} classes: every probability is 1, whatever the scores, so no gradient reaches the layers before it{where}", hint="Normalise over the class dimension: `softmax(x, dim=-1)`."),
+        "batch-of-one": Variant(message="{kind} normalises over dim 0 of a {shape} tensor, a batch of one, not over the {classes} classes: every probability is 1, whatever the scores, so no gradient reaches the layers before it{where}", hint="Normalise over the class dimension: `softmax(x, dim=-1)`."),
         # the same for log_softmax
-        'log-batch-of-one': Variant(message="{kind} normalises over dim 0 of a {shape} tensor, a batch of one, not over the {classes} classes: every log-probability is 0, whatever the scores, so no gradient reaches the layers before it{where}", hint="Normalise over the class dimension: `softmax(x, dim=-1)`."),
+        "log-batch-of-one": Variant(message="{kind} normalises over dim 0 of a {shape} tensor, a batch of one, not over the {classes} classes: every log-probability is 0, whatever the scores, so no gradient reaches the layers before it{where}", hint="Normalise over the class dimension: `softmax(x, dim=-1)`."),
     },
     sees={
         "run": "softmax / log-softmax over the batch dimension feeding a classification loss, or over a batch of one (a constant)",

@@ -13,13 +13,13 @@ RULE = Rule(
     hint="Wrap the evaluation in `with torch.no_grad():` (or `torch.inference_mode()`), or decorate `{function}` with `@torch.no_grad()`.",
     variants={
         # the evaluation runs inside a `with` block that could turn gradients off
-        'block': Variant(hint='Use `torch.no_grad()` (or `torch.inference_mode()`) here: nothing in this block needs gradients.'),
+        "block": Variant(hint="Use `torch.no_grad()` (or `torch.inference_mode()`) here: nothing in this block needs gradients."),
         # the evaluation loop is at the script's top level (lint)
-        'script': Variant(message='after `{model}.eval()` (line {eval_line}) the script runs `{model}` over a DataLoader with autograd on: every batch records a graph no backward() will use', hint='Wrap the evaluation loop in `with torch.no_grad():` (or `torch.inference_mode()`).'),
+        "script": Variant(message="after `{model}.eval()` (line {eval_line}) the script runs `{model}` over a DataLoader with autograd on: every batch records a graph no backward() will use", hint="Wrap the evaluation loop in `with torch.no_grad():` (or `torch.inference_mode()`)."),
         # the same, inside a `with` block
-        'script-block': Variant(message='after `{model}.eval()` (line {eval_line}) the script runs `{model}` over a DataLoader with autograd on: every batch records a graph no backward() will use', hint='Use `torch.no_grad()` (or `torch.inference_mode()`) here: nothing in this block needs gradients.'),
+        "script-block": Variant(message="after `{model}.eval()` (line {eval_line}) the script runs `{model}` over a DataLoader with autograd on: every batch records a graph no backward() will use", hint="Use `torch.no_grad()` (or `torch.inference_mode()`) here: nothing in this block needs gradients."),
         # a trained model run over held-out data with nothing backpropagated (lint)
-        'held-out': Variant(message='`{model}` runs over held-out data (`{loader}`) with autograd on, and nothing here backpropagates: every batch records a graph no backward() will use', hint='Wrap the evaluation loop in `with torch.no_grad():` (or `torch.inference_mode()`), and call `model.eval()` before it.'),
+        "held-out": Variant(message="`{model}` runs over held-out data (`{loader}`) with autograd on, and nothing here backpropagates: every batch records a graph no backward() will use", hint="Wrap the evaluation loop in `with torch.no_grad():` (or `torch.inference_mode()`), and call `model.eval()` before it."),
     },
     sees={
         "lint": "a validation function with `model.eval()` but no `no_grad`, called with gradients on; or, without `eval()`, a loop over held-out data (`train=False` dataset, `test_loader` / `val_set` names) running a trained model with gradients on and no backward()",

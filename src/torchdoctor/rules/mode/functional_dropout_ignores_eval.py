@@ -14,7 +14,7 @@ RULE = Rule(
     hint="Pass `training=self.training`, or use an `nn.Dropout` module, which follows train()/eval().",
     variants={
         # the dropout is in a method forward() calls
-        'called-by-forward': Variant(message="`{call}` in `{method}()`, which forward() calls, has no `training=` argument: it keeps dropping activations after model.eval()"),
+        "called-by-forward": Variant(message="`{call}` in `{method}()`, which forward() calls, has no `training=` argument: it keeps dropping activations after model.eval()"),
     },
     sees={
         "lint": "`F.dropout` without `training=` in a module's `forward` (or a method it calls), not under `if self.training:`; a sampling method under `no_grad` is left alone",

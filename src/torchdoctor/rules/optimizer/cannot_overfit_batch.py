@@ -13,9 +13,9 @@ RULE = Rule(
     hint="A model that cannot memorise a handful of samples has a bug between output and loss, or an optimizer that barely moves it: see the other findings, and check the learning rate.",
     variants={
         # the model's optimizer is slow where Adam(lr=0.001) halves the loss: the optimizer's settings
-        'adam-overfits': Variant(message="the loss on one batch of {samples} samples stops falling with {optimizer}: {curve}; Adam(lr=0.001) halves it ({adam_curve}): the learning rate or weight decay is likely off (expected during a warm-up that starts near 0)"),
+        "adam-overfits": Variant(message="the loss on one batch of {samples} samples stops falling with {optimizer}: {curve}; Adam(lr=0.001) halves it ({adam_curve}): the learning rate or weight decay is likely off (expected during a warm-up that starts near 0)"),
         # the same, Adam(lr=0.001) still lowering the loss
-        'adam-still-falling': Variant(message="the loss on one batch of {samples} samples stops falling with {optimizer}: {curve}; Adam(lr=0.001) keeps lowering it ({adam_curve}): the learning rate or weight decay is likely off (expected during a warm-up that starts near 0)"),
+        "adam-still-falling": Variant(message="the loss on one batch of {samples} samples stops falling with {optimizer}: {curve}; Adam(lr=0.001) keeps lowering it ({adam_curve}): the learning rate or weight decay is likely off (expected during a warm-up that starts near 0)"),
     },
     doc="""
 ## What it does

@@ -13,7 +13,7 @@ RULE = Rule(
     hint="Call `clip_grad_norm_` after `loss.backward()` and before `optimizer.step()`.",
     variants={
         # a clip after the optimizer step (the rule's own message is for one before backward()); `{step}` names the step
-        'after-step': Variant(message="gradients are clipped after {step} has applied them: that step used the unclipped gradients, so the update the clip was meant to limit is not clipped"),
+        "after-step": Variant(message="gradients are clipped after {step} has applied them: that step used the unclipped gradients, so the update the clip was meant to limit is not clipped"),
     },
     sees={
         "lint": "clipping before the gradients exist, or after `optimizer.step()` has applied them (once the iteration's every backward() has run; not a norm measured with `inf`, nor another optimizer's parameters)",

@@ -13,9 +13,9 @@ RULE = Rule(
     hint="Build the optimizer after the model is final (after replacing or adding layers), from `model.parameters()`.",
     variants={
         # the model is built again after its optimizer (lint)
-        'model-re-created': Variant(message='`{target}` is re-created after the optimizer was built from `{built_from}.parameters()` (line {built_line}): its parameters are in no param group and will never be updated'),
+        "model-re-created": Variant(message="`{target}` is re-created after the optimizer was built from `{built_from}.parameters()` (line {built_line}): its parameters are in no param group and will never be updated"),
         # a layer of the model is replaced after its optimizer (lint)
-        'layer-replaced': Variant(message='`{target}` is assigned a new layer after the optimizer was built from `{built_from}.parameters()` (line {built_line}): its parameters are in no param group and will never be updated'),
+        "layer-replaced": Variant(message="`{target}` is assigned a new layer after the optimizer was built from `{built_from}.parameters()` (line {built_line}): its parameters are in no param group and will never be updated"),
     },
     sees={
         "lint": "a layer replaced or added (or the model re-created) after the optimizer was built from `model.parameters()`",

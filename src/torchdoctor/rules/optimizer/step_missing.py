@@ -13,7 +13,7 @@ RULE = Rule(
     hint="Call `{optimizer}.step()` after `loss.backward()` (and before the next `zero_grad()`).",
     variants={
         # an optimizer no code of the file steps (lint)
-        'never-stepped': Variant(message="`{optimizer}` is never stepped, though the gradients of {model} it was built over are reset and computed here: they are thrown away, and its weights never change"),
+        "never-stepped": Variant(message="`{optimizer}` is never stepped, though the gradients of {model} it was built over are reset and computed here: they are thrown away, and its weights never change"),
     },
     sees={
         "lint": "a loop that resets and backpropagates, and never steps; or one optimizer of several that nothing in the file steps while its gradients are reset and computed (a GAN's discriminator)",

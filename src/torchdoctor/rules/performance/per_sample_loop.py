@@ -13,7 +13,7 @@ RULE = Rule(
     hint="Express the per-sample computation on the whole batch (broadcasting, `torch.gather`, `torch.bmm`, `torch.vmap`).",
     variants={
         # a module called once per sample of a batch (run)
-        'module-per-sample': Variant(message="`{module}` is called {calls} times per step, once per sample of the same batch of {batch_size}: one small launch per sample instead of one batched call", hint="Call `{module}` once on the whole batch (modules take a batch dimension), or use `torch.vmap` for a per-sample function."),
+        "module-per-sample": Variant(message="`{module}` is called {calls} times per step, once per sample of the same batch of {batch_size}: one small launch per sample instead of one batched call", hint="Call `{module}` once on the whole batch (modules take a batch dimension), or use `torch.vmap` for a per-sample function."),
     },
     sees={
         "lint": "`for i in range(x.size(0)): ... x[i]` in `forward`",
