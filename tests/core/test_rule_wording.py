@@ -20,7 +20,6 @@ ALLOWED: dict[str, str] = {
 }
 #: modules whose worded findings are still to become variants (issue 30.1 goes on): remove each as it is done
 NOT_YET: dict[str, str] = {
-    "run/crash/tensors.py": "crash explainers' hints",
     "run/detectors/numerics.py": "the NaN-origin wordings (with nan_origin.py's and singular.py's cause tables)",
 }
 

@@ -12,6 +12,12 @@ RULE = Rule(
     message="{first} is on {first_device} but {second} is on {second_device}{where}",
     hint="Put the model and every tensor it meets on one device: `model.to(device)` once, `.to(device)` for each batch, `device=` for tensors you create.",
     variants={
+        # the crash, when the second tensor is a parameter (the first is the one to move)
+        "first-off-model-device": Variant(hint="Move {first} to the model's device before the call: `.to({second_device!r})` (or create it there with `device=`)."),
+        # the crash, when the first tensor is a parameter
+        "second-off-model-device": Variant(hint="Move {second} to the model's device before the call: `.to({first_device!r})` (or create it there with `device=`)."),
+        # the crash, when run cannot tell which side is the model's
+        "both-devices": Variant(hint="Put both on one device: move the model once with `model.to(device)` after building it, and every batch with `.to(device)`; create new tensors with `device=`."),
         # a batch tensor left on the CPU while the rest is moved (lint)
         "unmoved-batch": Variant(message='`{name}` from the DataLoader is never moved to the device, but {others}: on a GPU `{use}` fails with "Expected all tensors to be on the same device" (on a CPU-only machine nothing shows)', hint="Move it with the others: `{name} = {name}.to(device)`."),
     },
