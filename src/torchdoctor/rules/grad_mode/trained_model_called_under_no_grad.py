@@ -12,6 +12,8 @@ RULE = Rule(
     message="`{model}` is given to the optimizer (line {optimizer_line}) but the training step calls it only under `{manager}`: no gradient reaches its parameters, so it never learns",
     hint="Call `{model}(...)` outside `{manager}` in the training step; if it is meant to stay frozen, leave its parameters out of the optimizer (and call `{model}.requires_grad_(False)`).",
     variants={
+        # run: the optimizer's parameters got no gradient, their model ran only under no_grad
+        "parameters-without-gradient": Variant(message="{count} trainable parameter(s) given to the optimizer got no gradient: {names}; their model ran only with autograd off (no_grad), and its output fed `{consumer}`, which trained", hint="Call this model outside `torch.no_grad()` in the training step; if it is meant to stay frozen, leave its parameters out of the optimizer (and call `requires_grad_(False)` on it)."),
         # one term of a summed loss comes from the model under no_grad
         "constant-term": Variant(message="`{term}` (`{how}`) comes from `{model}(...)` called under `{manager}` at line {block_line}: in `{total}` it is a constant, so `{backward}` at line {backward_line} trains `{model}` on the other terms only", hint="Call `{model}(...)` outside `{manager}` where its output feeds a loss that trains it."),
     },
