@@ -12,6 +12,10 @@ RULE = Rule(
     message="{count} trainable parameter(s) got no gradient from the loss: {names}",
     hint="Find where the graph is cut between these modules and the loss (`.detach()`, `.item()`, `.numpy()`, `.data`, `torch.tensor(...)`), or freeze them on purpose with `requires_grad_(False)`.",
     variants={
+        # check: the objective it backpropagated, and the cause it found
+        "no-gradient": Variant(message="{count} trainable parameter(s) got no gradient from {objective}: {names}; {cause}"),
+        # check: gradients that are exactly zero
+        "all-zero": Variant(message="{count} trainable parameter(s) got an all-zero gradient: {names}; their gradient is exactly zero (a dead ReLU, a multiplication by zero, a comparison or integer cast in between)"),
         # run saw the call that cut the graph
         "cut": Variant(message="{count} trainable parameter(s) got no gradient from the loss: {names}; `{call}` on this line cuts the graph between them and the loss"),
         # their module never ran

@@ -12,6 +12,8 @@ RULE = Rule(
     message="class targets reach {max_label} but the model outputs {num_classes} classes (valid: 0..{last})",
     hint="Make num_classes match the labels (output size = max label + 1), remap the labels, or set ignore_index for padding labels such as -1/255.",
     variants={
+        # a negative label the loss does not ignore (padding such as -1 without `ignore_index=-1`; check)
+        "negative-label": Variant(message="class targets include {low}, which {loss} does not ignore (ignore_index={ignore}); the model outputs {num_classes} classes (valid: 0..{last})"),
         # a negative label: padding the loss does not ignore
         "ignore-label": Variant(hint="Label {max_label} is a padding/ignore label: pass `ignore_index={max_label}` to the loss (the default ignores only -100)."),
         # the labels were shifted at a line run found (`{made}` says where)
@@ -52,11 +54,4 @@ def make():
     return {"model": model, "data": (x, y), "loss_fn": nn.CrossEntropyLoss()}
 ```
 """,
-)
-
-#: the message for a negative label the loss does not ignore (padding such as -1 without
-#: `ignore_index=-1`)
-NEGATIVE_MESSAGE = (
-    "class targets include {low}, which {loss} does not ignore (ignore_index={ignore}); "
-    "the model outputs {num_classes} classes (valid: 0..{last})"
 )
