@@ -12,6 +12,10 @@ RULE = Rule(
     message="`{function}()` puts `{model}` in eval mode and runs it over a DataLoader with autograd on: every batch records a graph no backward() will use",
     hint="Wrap the evaluation in `with torch.no_grad():` (or `torch.inference_mode()`), or decorate `{function}` with `@torch.no_grad()`.",
     variants={
+        # run: forward passes in eval mode with autograd on, in a function
+        "forwards-in-function": Variant(message="{model} runs in eval mode with autograd on in `{function}()` ({forwards} forward passes): each one records a graph and keeps its activations for a backward() that never comes", hint="Wrap the evaluation in `with torch.no_grad():` (or `torch.inference_mode()`), or decorate `{function}` with `@torch.no_grad()`."),
+        # the same, at the script's top level
+        "forwards": Variant(message="{model} runs in eval mode with autograd on ({forwards} forward passes): each one records a graph and keeps its activations for a backward() that never comes", hint="Wrap the evaluation in `with torch.no_grad():` (or `torch.inference_mode()`)."),
         # the evaluation runs inside a `with` block that could turn gradients off
         "block": Variant(hint="Use `torch.no_grad()` (or `torch.inference_mode()`) here: nothing in this block needs gradients."),
         # the evaluation loop is at the script's top level (lint)

@@ -472,17 +472,12 @@ class EvalGraphs(Detector):
         if module is None or graphs < self.MIN_FORWARDS:
             return
         model = type(unwrapped(module)).__name__
-        inside = f" in `{phase.function}()`" if phase.function and not phase.function.startswith("<") else ""
-        message = (
-            f"{model} runs in eval mode with autograd on{inside} ({graphs} forward passes): each one "
-            "records a graph and keeps its activations for a backward() that never comes"
-        )
-        hint = (
-            "Wrap the evaluation in `with torch.no_grad():` (or `torch.inference_mode()`), "
-            f"or decorate `{phase.function}` with `@torch.no_grad()`."
-            if inside else "Wrap the evaluation in `with torch.no_grad():` (or `torch.inference_mode()`)."
-        )
-        self.ctx.report(EVAL_WITH_GRAD, at=phase.location, key=id(module), message=message, hint=hint,
+        fields = {"model": model, "forwards": graphs}
+        if phase.function and not phase.function.startswith("<"):
+            variant, fields = "forwards-in-function", fields | {"function": phase.function}
+        else:
+            variant = "forwards"
+        self.ctx.report(EVAL_WITH_GRAD, at=phase.location, key=id(module), variant=variant, fields=fields,
                         evidence={"forward_passes": graphs})
 
 
