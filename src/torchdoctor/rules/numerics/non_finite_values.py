@@ -20,7 +20,7 @@ RULE = Rule(
         "singular-divisor": Variant(message="{what} contain NaN or Inf, first produced by the backward of `{op}` on this line: its divisor holds {value} ({operand}), and {effect}"),
         # ...by its input
         "singular-input": Variant(message="{what} contain NaN or Inf, first produced by the backward of `{op}` on this line: its input holds {value} ({operand}), and {effect}"),
-        # ...in a custom autograd.Function's forward
+        # ...in the forward of a custom autograd.Function, by its divisor or its input
         "singular-divisor-in-function": Variant(message="{what} contain NaN or Inf, first produced by the backward of `{op}` in the forward of the custom autograd.Function `{function}`, whose backward computes this gradient, on this line: its divisor holds {value} ({operand}), and {effect}"),
         "singular-input-in-function": Variant(message="{what} contain NaN or Inf, first produced by the backward of `{op}` in the forward of the custom autograd.Function `{function}`, whose backward computes this gradient, on this line: its input holds {value} ({operand}), and {effect}"),
         # the parameters an earlier step filled with NaN/Inf (run)
