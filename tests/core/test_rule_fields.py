@@ -16,7 +16,7 @@ SOURCE = Path(__file__).resolve().parents[2] / "src" / "torchdoctor"
 #: helpers that pass their keyword arguments on to `Session.report` or `Rule.finding` (rule first)
 WRAPPERS = {"_finding", "_report"}
 #: their keyword arguments that are the finding's own
-OWN = {"severity", "evidence", "message", "hint"}
+OWN = {"severity", "evidence", "message", "hint", "variant"}
 
 
 def test_template_fields_names_each_placeholder_once() -> None:
@@ -62,8 +62,8 @@ def _literal_keys(node: ast.expr) -> set[str] | None:
     return None
 
 
-def _call_sites() -> Iterator[tuple[str, Rule, set[str], set[str]]]:
-    """(place, rule, template fields named, finding arguments named) for each call whose rule and fields are
+def _call_sites() -> Iterator[tuple[str, Rule, set[str], set[str], str | None]]:
+    """(place, rule, template fields named, finding arguments named, variant named) for each call whose rule and fields are
     written out: `RULE.finding(fields={...})`, lint's `ctx.report(RULE, node, fields={...})`, run's
     `self.ctx.report(RULE, ..., fields={...})`, a crash explainer's `Explanation(RULE, {...})` and the
     helpers that pass keywords on."""
@@ -105,17 +105,20 @@ def _call_sites() -> Iterator[tuple[str, Rule, set[str], set[str]]]:
                 continue
             module = module or importlib.import_module(name)
             rule = _rule_of(rule_node, module)
-            if rule is not None:
-                yield f"{path.relative_to(SOURCE)}:{call.lineno}", rule, fields, own
+            variant = keywords.get("variant")
+            if rule is not None and (variant is None or isinstance(variant, ast.Constant)):
+                yield (f"{path.relative_to(SOURCE)}:{call.lineno}", rule, fields, own,
+                       variant.value if isinstance(variant, ast.Constant) else None)
 
 
 def test_every_written_out_call_fills_its_rules_templates_exactly() -> None:
     sites = list(_call_sites())
     assert len(sites) > 150  # the walk finds the package's call sites
     wrong = []
-    for place, rule, fields, own in sites:
+    for place, rule, fields, own, variant in sites:
         try:
-            rule.check_fields(dict.fromkeys(fields), message="message" not in own, hint="hint" not in own)
-        except TypeError as error:
+            rule.check_fields(dict.fromkeys(fields), message="message" not in own, hint="hint" not in own,
+                              variant=variant)
+        except (TypeError, ValueError) as error:
             wrong.append(f"{place}: {error}")
     assert not wrong, "\n".join(wrong)

@@ -24,6 +24,15 @@ SEEING_COMMANDS = ("lint", "run")
 
 
 @dataclass(frozen=True)
+class Variant:
+    """Another wording of a rule for one case its detectors tell apart, kept in the rule's file
+    so all of a bug's prose lives in one place; a part left None is the rule's own template."""
+
+    message: str | None = None
+    hint: str | None = None
+
+
+@dataclass(frozen=True)
 class Rule:
     """One kind of bug.
 
@@ -33,7 +42,8 @@ class Rule:
     `torchdoctor lint --fix` can repair it safely, `unsafe_fix` that only `--fix --unsafe-fixes`
     can (the fix may change behaviour). `sees` says in one line, per command, what
     that command sees of the bug and where it points: the rule tables of docs/lint.md and
-    docs/run.md are generated from it (`python -m torchdoctor.dev generate`).
+    docs/run.md are generated from it (`python -m torchdoctor.dev generate`). `variants` are
+    named other wordings (`Variant`) a detector picks with `finding(variant=...)`.
     """
 
     code: str
@@ -47,6 +57,7 @@ class Rule:
     fixable: bool = False
     unsafe_fix: bool = False
     sees: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
+    variants: Mapping[str, Variant] = field(default_factory=dict, hash=False, compare=False)
 
     def __post_init__(self) -> None:
         if not CODE_PATTERN.match(self.code):
@@ -57,6 +68,9 @@ class Rule:
             raise ValueError(f"rule {self.code}: proof {self.proof!r} not in {PROOF_KINDS}")
         if unknown := set(self.sees) - set(SEEING_COMMANDS):
             raise ValueError(f"rule {self.code}: sees names {sorted(unknown)}, not one of {SEEING_COMMANDS}")
+        if odd := [name for name, variant in self.variants.items()
+                   if not NAME_PATTERN.match(name) or variant.message is None and variant.hint is None]:
+            raise ValueError(f"rule {self.code}: variants {odd} are not kebab-case or set neither message nor hint")
         object.__setattr__(self, "doc", textwrap.dedent(self.doc).strip() + "\n")
 
     def finding(
@@ -75,21 +89,25 @@ class Rule:
         message: str | None = None,
         hint: str | None = None,
         severity: Severity | None = None,
+        variant: str | None = None,
     ) -> Finding:
         """A finding of this rule; `fields` fill the message and hint templates.
 
-        A `message` or `hint` given as text replaces its template. The fields must fill the
-        templates in use exactly: a missing or unknown one raises at once, naming the rule.
+        `variant` names one of the rule's `variants`, whose templates replace the rule's. A
+        `message` or `hint` given as text (data, not the rule's prose) replaces its template. The
+        fields must fill the templates in use exactly: a missing or unknown one raises at once,
+        naming the rule.
         """
         fields = dict(fields or {})
-        self.check_fields(fields, message=message is None, hint=hint is None)
+        message_template, hint_template = self.templates(variant)
+        self.check_fields(fields, message=message is None, hint=hint is None, variant=variant)
         return Finding(
             rule=self.code,
             name=self.name,
             category=self.category,
             severity=severity or self.severity,
-            message=message if message is not None else self.message.format(**fields),
-            hint=hint if hint is not None else self.hint.format(**fields),
+            message=message if message is not None else message_template.format(**fields),
+            hint=hint if hint is not None else hint_template.format(**fields),
             file=file,
             line=line,
             column=column,
@@ -101,17 +119,29 @@ class Rule:
             fix=fix,
         )
 
+    def templates(self, variant: str | None = None) -> tuple[str, str]:
+        """The message and hint templates of `variant` (the rule's own where it sets none)."""
+        if variant is None:
+            return self.message, self.hint
+        chosen = self.variants.get(variant)
+        if chosen is None:
+            raise ValueError(f"{self.code} ({self.name}): no variant {variant!r} (has {sorted(self.variants)})")
+        return (chosen.message if chosen.message is not None else self.message,
+                chosen.hint if chosen.hint is not None else self.hint)
+
     @property
     def placeholders(self) -> frozenset[str]:
         """The template fields the message and the hint name."""
         return template_fields(self.message) | template_fields(self.hint)
 
-    def check_fields(self, fields: Mapping[str, Any], *, message: bool = True, hint: bool = True) -> None:
-        """Raise when `fields` name a placeholder neither template has, or leave one of the
-        templates in use (`message`, `hint`) unfilled."""
-        unknown = set(fields) - self.placeholders
-        needed = (template_fields(self.message) if message else frozenset()) | (
-            template_fields(self.hint) if hint else frozenset())
+    def check_fields(self, fields: Mapping[str, Any], *, message: bool = True, hint: bool = True,
+                     variant: str | None = None) -> None:
+        """Raise when `fields` name a placeholder neither template of `variant` has, or leave
+        one of the templates in use (`message`, `hint`) unfilled."""
+        message_template, hint_template = self.templates(variant)
+        unknown = set(fields) - (template_fields(message_template) | template_fields(hint_template))
+        needed = (template_fields(message_template) if message else frozenset()) | (
+            template_fields(hint_template) if hint else frozenset())
         missing = needed - set(fields)
         if unknown or missing:
             said = [f"unknown {sorted(unknown)}"] if unknown else []

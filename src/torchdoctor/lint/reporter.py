@@ -31,8 +31,10 @@ class Reporter:
         message: str | None = None,
         hint: str | None = None,
         evidence: dict[str, Any] | None = None,
+        variant: str | None = None,
     ) -> None:
-        """Report `rule` at `node`; `fields` fill the rule's message and hint templates.
+        """Report `rule` at `node`; `fields` fill the message and hint templates of the rule or
+        of its `variant`.
 
         Findings of rules that are not enabled, or silenced by a `# noqa` / `# torchdoctor:
         ignore[...]` comment on the node's first line, are dropped here.
@@ -52,6 +54,7 @@ class Reporter:
             severity=severity,
             message=message,
             hint=hint,
+            variant=variant,
             evidence=evidence,
             fields=fields,
         )

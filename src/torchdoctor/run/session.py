@@ -259,13 +259,13 @@ class Session:
         return self._enabled is None or rule.code in self._enabled
 
     def report(self, rule: Rule, *, at: Location | None | bool = True, key: Any = None,
-               fields: Mapping[str, Any] | None = None, **own: Any) -> Finding | None:
+               variant: str | None = None, fields: Mapping[str, Any] | None = None, **own: Any) -> Finding | None:
         """Report one finding of `rule`; repeats of the same (rule, place, key) only count.
 
         `at` is the user's line; by default the innermost user frame of the current call
         stack (the line in the script that led here). Pass `at=None` for no line. `fields`
         fill the rule's templates; other keyword arguments are the finding's own
-        (`message=`, `hint=`, `severity=`, `evidence=`, `rank=`), passed to `Rule.finding`.
+        (`variant=`, `message=`, `hint=`, `severity=`, `evidence=`, `rank=`), passed to `Rule.finding`.
         """
         if not self.enabled(rule):
             return None
@@ -277,7 +277,7 @@ class Session:
 
             self._found[dedup] = replace(known, count=known.count + 1)
             return None
-        finding = reporting.build(rule, location, fields or {}, own)
+        finding = reporting.build(rule, location, fields or {}, {**own, "variant": variant})
         self._found[dedup] = finding
         self._send(finding, dedup)
         return finding

@@ -87,10 +87,10 @@ def _at(line: Record) -> tuple[str | None, int | None]:
 
 
 def _finding(rule: Rule, line: Record | None, *, fields: Mapping[str, Any] | None = None, severity: Severity | None = None,
-             message: str | None = None, evidence: dict[str, Any] | None = None) -> Finding:
+             variant: str | None = None, evidence: dict[str, Any] | None = None) -> Finding:
     """A finding at the line's place, as `Rule.finding` makes it."""
     file, number = _at(line) if line is not None else (None, None)
-    return rule.finding(fields=fields, file=file, line=number, severity=severity, evidence=evidence, message=message)
+    return rule.finding(fields=fields, file=file, line=number, severity=severity, evidence=evidence, variant=variant)
 
 
 def _pct(value: float) -> str:
@@ -136,9 +136,8 @@ def host_syncs(record: Record) -> list[Finding]:
         ops = ", ".join(op["op"] for op in line.get("ops") or [] if op["op"] in ("aten::_local_scalar_dense", "aten::nonzero",
                                                                                    "aten::copy_", "aten::_to_copy"))
         found.append(_finding(
-            HOST_SYNC, line, severity=Severity.WARNING if count >= 3 else Severity.INFO,
-            message=(f"this line makes the CPU wait for the GPU {count}x on every traced step"
-                     + (f" ({ops})" if ops else "") + ": the CPU stops queueing work until the GPU has finished everything before it"),
+            HOST_SYNC, line, severity=Severity.WARNING if count >= 3 else Severity.INFO, variant="traced",
+            fields={"count": count, "ops": f" ({ops})" if ops else ""},
             evidence={"per_step": per_step, "line": line.get("location")},
         ))
     return found
@@ -275,9 +274,7 @@ def data_wait(record: Record) -> list[Finding]:
     data = statistics.median(s.get("data_in_process_us", 0) for s in steps)
     wall = statistics.median(s.get("wall_us", 0) for s in steps)
     return [_finding(
-        INPUT_BOUND, line,
-        message=(f"each training step waits for the DataLoader {_pct(share)} of its time ({_ms(data)} of "
-                 f"{_ms(wall)} per traced step), most of it on this line: the model waits for data"),
+        INPUT_BOUND, line, variant="traced", fields={"share": _pct(share), "data": _ms(data), "wall": _ms(wall)},
         evidence={"data_share_per_step": [round(s, 3) for s in shares], "data_us": data, "wall_us": wall},
     )]
 

@@ -51,14 +51,7 @@ def driver_too_old(facts: EnvFacts) -> Iterator[Finding]:
                f"build for CUDA {nvidia.driver_cuda} or older. {_install_hint(facts)}")
         yield DRIVER_TOO_OLD.finding(fields={"remedy": fix, **fields}, evidence=fields)
         return
-    yield DRIVER_TOO_OLD.finding(
-        severity=Severity.INFO,
-        message=f"the NVIDIA driver {nvidia.driver} supports CUDA up to {nvidia.driver_cuda}, older than the CUDA "
-                 f"{torch.cuda} torch {torch.version} was built with: minor-version compatibility runs most "
-                 "kernels, but kernels compiled just in time from PTX fail",
-        hint=f"Upgrade the NVIDIA driver to one that supports CUDA {torch.cuda} when you can.",
-        evidence=fields,
-    )
+    yield DRIVER_TOO_OLD.finding(severity=Severity.INFO, variant="minor-version", fields=fields, evidence=fields)
 
 
 def driver_major_too_old(facts: EnvFacts) -> bool:

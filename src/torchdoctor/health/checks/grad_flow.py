@@ -42,11 +42,11 @@ def run(ctx: CheckContext) -> Outcome:
     frozen_on_purpose = [n for n, _ in missing if _under_no_grad(tp, module_of(n))]
     missing = [(n, p) for n, p in missing if n not in frozen_on_purpose]
     for (cause, site, severity), names in _explain(ctx, tp, missing).items():
-        findings.append(_finding(ctx, names, f"got no gradient from {tp.objective or 'the loss'}", cause, site, severity))
+        findings.append(_finding(ctx, names, site, "no-gradient", {"objective": tp.objective or "the loss", "cause": cause},
+                                 severity))
     if zero:
         names = [n for n, _ in zero]
-        cause = "their gradient is exactly zero (a dead ReLU, a multiplication by zero, a comparison or integer cast in between)"
-        findings.append(_finding(ctx, names, "got an all-zero gradient", cause, ctx.locate.module(module_of(names[0]))))
+        findings.append(_finding(ctx, names, ctx.locate.module(module_of(names[0])), "all-zero"))
     got = len(trainable) - len(missing) - len(zero) - len(frozen_on_purpose)
     detail = f"{got} of {len(trainable)} trainable parameter tensors got a gradient"
     if frozen_on_purpose:
@@ -56,11 +56,10 @@ def run(ctx: CheckContext) -> Outcome:
     return Outcome(findings, detail=detail)
 
 
-def _finding(ctx: CheckContext, names: list[str], what: str, cause: str, site: Site | None,  # type: ignore[no-untyped-def]
-             severity: Severity | None = None):
-    message = f"{len(names)} trainable parameter(s) {what}: {listing(names)}; {cause}"
-    return NO_GRADIENT.finding(**where(ctx.locate.best(site)), message=message, fields={"names": listing(names)},
-                               severity=severity)
+def _finding(ctx: CheckContext, names: list[str], site: Site | None, variant: str,  # type: ignore[no-untyped-def]
+             fields: dict[str, str] | None = None, severity: Severity | None = None):
+    return NO_GRADIENT.finding(**where(ctx.locate.best(site)), variant=variant, severity=severity,
+                               fields={"count": len(names), "names": listing(names), **(fields or {})})
 
 
 def _under_no_grad(tp, module: str) -> bool:  # type: ignore[no-untyped-def]

@@ -21,7 +21,6 @@ from torchdoctor.health.tracer import LossCall, Producer, producer_of
 from torchdoctor.introspect.sites import Site, definition_site, where
 from torchdoctor.introspect.tensors import tensors_in
 from torchdoctor.rules.dtype.class_target_not_integer import RULE as TARGET_NOT_INTEGER
-from torchdoctor.rules.loss.class_target_out_of_range import NEGATIVE_MESSAGE
 from torchdoctor.rules.loss.class_target_out_of_range import RULE as TARGET_OUT_OF_RANGE
 from torchdoctor.rules.loss.initial_loss_far_from_chance import RULE as FAR_FROM_CHANCE
 from torchdoctor.rules.loss.loss_target_broadcast import RULE as BROADCAST
@@ -172,9 +171,9 @@ def _class_targets(ctx: CheckContext, call: LossCall) -> list[Finding]:
     high, low = int(target.max()), int(bad.min())
     site = ctx.data_site(1)
     if low < 0:
-        message = NEGATIVE_MESSAGE.format(low=low, loss=loss, ignore=ignore, num_classes=classes, last=classes - 1)
-        return [TARGET_OUT_OF_RANGE.finding(**where(site), message=message,
-                                            fields={"max_label": high, "num_classes": classes, "last": classes - 1})]
+        return [TARGET_OUT_OF_RANGE.finding(**where(site), variant="negative-label",
+                                            fields={"low": low, "loss": loss, "ignore": ignore, "num_classes": classes,
+                                                    "last": classes - 1})]
     return [TARGET_OUT_OF_RANGE.finding(**where(site),
                                         fields={"max_label": high, "num_classes": classes, "last": classes - 1})]
 

@@ -237,16 +237,11 @@ def _describe(optimizer: torch.optim.Optimizer) -> str:
 def _report(ctx: CheckContext, batch: Batch, first: Attempt, second: Attempt | None, still_falling: bool = False) -> Outcome:
     samples = batch.size or "?"
     if second is not None and (second.succeeded or still_falling):
-        outcome = "halves it" if second.succeeded else "keeps lowering it"
-        message = (
-            f"the loss on one batch of {samples} samples stops falling with {first.label}: {first.curve()}; "
-            f"Adam(lr=0.001) {outcome} ({second.curve(3)}): "
-            "the learning rate or weight decay is likely off (expected during a warm-up that starts near 0)"
-        )
         site = ctx.locate.best(ctx.locate.of(ctx.subject.optimizer))
-        finding = CANNOT_OVERFIT.finding(**where(site), message=message, severity=Severity.INFO,
-                                         evidence=_evidence([first, second]),
-                                         fields={"samples": samples, "optimizer": first.label, "curve": first.curve()})
+        finding = CANNOT_OVERFIT.finding(**where(site), severity=Severity.INFO, evidence=_evidence([first, second]),
+                                         variant="adam-overfits" if second.succeeded else "adam-still-falling",
+                                         fields={"samples": samples, "optimizer": first.label, "curve": first.curve(),
+                                                 "adam_curve": second.curve(3)})
         return Outcome([finding], detail=f"{first.label} is slow; Adam(lr=0.001) overfits")
     attempts = [first] + ([second] if second is not None else [])
     labels = " nor ".join(a.label for a in attempts) if len(attempts) > 1 else first.label
@@ -254,7 +249,6 @@ def _report(ctx: CheckContext, batch: Batch, first: Attempt, second: Attempt | N
     site = ctx.locate.best(ctx.locate.of(ctx.subject.model))
     finding = CANNOT_OVERFIT.finding(
         **where(site),
-        message=f"the loss on one batch of {samples} samples stops falling far from zero with {labels}: {curves}",
         fields={"samples": samples, "optimizer": labels, "curve": curves},
         evidence=_evidence(attempts),
     )

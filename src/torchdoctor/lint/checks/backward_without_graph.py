@@ -168,7 +168,6 @@ def _constant_term_backpropagated(node: ast.Call, total: str, ctx: Context) -> N
     if block is None or model is None or model not in optimized_models(ctx.module_scope.node, ctx):  # type: ignore[arg-type]
         return
     manager = next(ctx.text(item.context_expr) for item in block.items if ctx.grad_mode(item.context_expr) is False)
-    ctx.report(TRAINED_UNDER_NO_GRAD, block, message=(
-        f"`{term}` (`{how[:60]}`) comes from `{model}(...)` called under `{manager}` at line {block.lineno}: in "
-        f"`{total}` it is a constant, so `{ctx.text(node)}` at line {node.lineno} trains `{model}` on the other terms only"),
-        hint=f"Call `{model}(...)` outside `{manager}` where its output feeds a loss that trains it.")
+    ctx.report(TRAINED_UNDER_NO_GRAD, block, variant="constant-term", fields={
+        "term": term, "how": how[:60], "model": model, "manager": manager, "block_line": block.lineno,
+        "total": total, "backward": ctx.text(node), "backward_line": node.lineno})

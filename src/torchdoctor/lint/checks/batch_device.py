@@ -245,11 +245,8 @@ def report_unmoved_batches(tree: ast.Module, ctx: Context) -> None:
             reported.add(name)
             bound = state.names.get(name)
             at = bound if isinstance(bound, ast.Assign) else where  # where it was last prepared, else the use
-            ctx.report(DEVICE_MISMATCH, at, message=(
-                f"`{name}` from the DataLoader is never moved to the device, but {others}: on a GPU "
-                f"`{ctx.text(where)[:60]}` fails with \"Expected all tensors to be on the same device\" (on a "
-                "CPU-only machine nothing shows)"),
-                hint=f"Move it with the others: `{name} = {name}.to(device)`.")
+            ctx.report(DEVICE_MISMATCH, at, variant="unmoved-batch",
+                       fields={"name": name, "others": others, "use": ctx.text(where)[:60]})
 
 
 def _model_moved(callee: str, moves: list[Event], ctx: Context) -> bool:

@@ -41,11 +41,7 @@ def report_carried_states(tree: ast.Module, ctx: Context) -> None:
     for scope, loop, node, state in ctx.memo.get(BACKWARD_THROUGH_FREED_GRAPH.code, []):
         if not _backward_each_pass(scope, loop) or _rebound(loop, node, state):
             continue
-        ctx.report(BACKWARD_THROUGH_FREED_GRAPH, node, message=(
-            f"`{state}` goes back into the model with the graph of the previous batch: the next backward() "
-            "reaches that graph, which the previous backward() freed, and fails (with retain_graph=True, every "
-            "batch's graph stays in memory)"),
-            hint=f"Detach the state at the top of each batch: `{state} = {state}.detach()` (each tensor of a tuple).")
+        ctx.report(BACKWARD_THROUGH_FREED_GRAPH, node, variant="carried-state", fields={"state": state})
 
 
 def _items(target: ast.expr) -> list[ast.expr]:

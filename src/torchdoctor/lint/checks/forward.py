@@ -175,9 +175,7 @@ def detached_output(node: ast.Return, ctx: Context) -> None:
         return
     if (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "detach"
             and _carries(value.func.value, _activations(ctx), _methods(ctx))):
-        message = (f"forward() returns `{ctx.text(value)}`: the whole output is cut from the autograd graph, "
-                   "so no layer of this module receives a gradient")
-        ctx.report(GRAPH_CUT_IN_FORWARD, value, fields={"call": ctx.text(value)}, message=message)
+        ctx.report(GRAPH_CUT_IN_FORWARD, value, fields={"call": ctx.text(value)}, variant="detached-output")
 
 
 #: dtypes without gradients: a tensor of counts, sizes or masks has nothing to cut
@@ -300,9 +298,8 @@ def dropout_in_methods_forward_calls(tree: ast.Module, ctx: Context) -> None:
             reachable[id(info)] = _called_from_forward(info, ctx)
         if method in reachable[id(info)]:
             call = ctx.text(node.func)
-            ctx.report(FUNCTIONAL_DROPOUT_IGNORES_EVAL, node, fields={"call": call}, fix=fix,
-                       message=f"`{call}` in `{method}()`, which forward() calls, has no `training=` argument: it keeps dropping "
-                "activations after model.eval()")
+            ctx.report(FUNCTIONAL_DROPOUT_IGNORES_EVAL, node, fields={"call": call, "method": method}, fix=fix,
+                       variant="called-by-forward")
 
 
 def _called_from_forward(info: ClassInfo, ctx: Context) -> set[str]:

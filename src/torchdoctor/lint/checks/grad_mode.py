@@ -50,10 +50,8 @@ def backward_under_no_grad(node: ast.Call, ctx: Context) -> None:
         ctx.report(BACKWARD_UNDER_NO_GRAD, node, fields={"loss": ctx.text(loss)})
         return
     function = _function_name(ctx)
-    ctx.report(BACKWARD_UNDER_NO_GRAD, decorator, message=(
-        f"`@{ctx.text(decorator)}` turns gradients off in all of `{function}()`, which computes "
-        f"`{ctx.text(loss)}` and calls backward() on it (line {node.lineno}): it has no graph"),
-        hint=f"Remove the decorator from `{function}()` (keep no_grad for evaluation only).")
+    ctx.report(BACKWARD_UNDER_NO_GRAD, decorator, variant="decorator", fields={
+        "decorator": ctx.text(decorator), "function": function, "loss": ctx.text(loss), "backward_line": node.lineno})
 
 
 def _function_name(ctx: Context) -> str:

@@ -40,13 +40,9 @@ def manual_update_without_reset(tree: ast.Module, ctx: Context) -> None:
             if passed_to_a_call(info.node, {b.receiver or "" for b in backwards}, ctx):
                 continue
             reported.add(id(update))
-            when = (f"are reset only when the update by hand does not run (the reset at line {resets[0].line} is in "
-                    "the other branch)" if resets else "are never reset in this loop")
-            ctx.report(MISSING_ZERO_GRAD, backwards[-1].node, message=(
-                f"the parameters are updated by hand from their `.grad` (line {update.lineno}) but their gradients "
-                f"{when}: each backward() adds to the last, so each update applies the sum of all earlier "
-                "gradients"),
-                hint="Reset the gradients before backward(): `model.zero_grad()`, or `p.grad = None` / `p.grad.zero_()` after the update.")
+            fields = {"update_line": update.lineno} | ({"reset_line": resets[0].line} if resets else {})
+            ctx.report(MISSING_ZERO_GRAD, backwards[-1].node, fields=fields,
+                       variant="manual-update-reset-elsewhere" if resets else "manual-update")
 
 
 def _other_mode(reset: Event, update: ast.stmt, loop: ast.AST) -> bool:
@@ -78,10 +74,8 @@ def _reset_before_update(update: ast.stmt, backwards: list[Event], resets: list[
         before = [b for b in backwards if order(b, reset) == -1]
         if before and not any(reset.line < b.line < update.lineno for b in backwards):
             reported.add(id(update))
-            ctx.report(ZERO_GRAD_BEFORE_STEP, reset.node, message=(
-                f"this reset erases the gradients backward() computed (line {before[-1].line}) before the update by "
-                f"hand at line {update.lineno} reads them: `.grad` is None (or zero) there, so nothing learns"),
-                hint="Reset the gradients before the backward() (at the top of the iteration), or after the update.")
+            ctx.report(ZERO_GRAD_BEFORE_STEP, reset.node, variant="manual-update",
+                       fields={"backward_line": before[-1].line, "update_line": update.lineno})
             return
 
 

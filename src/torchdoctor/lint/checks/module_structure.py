@@ -145,10 +145,8 @@ def report_plain_containers(tree: ast.Module, ctx: Context) -> None:
         fix = _wrap_fix(node, container, registered, ctx)
         if (id(info), attribute) in optimized:
             # trained by optimizers of their own: what is lost is the rest of registration
-            ctx.report(MODULE_IN_PLAIN_CONTAINER, node, severity=Severity.WARNING, fix=fix, message=(
-                f"{what} stored in a plain {container} in `self.{attribute}`: the class's own optimizers train "
-                "them, but they are not registered, so `model.parameters()`, `.to()` and the state_dict "
-                "(checkpoints) leave them out"))
+            ctx.report(MODULE_IN_PLAIN_CONTAINER, node, severity=Severity.WARNING, fix=fix, variant="own-optimizers",
+                       fields={"what": what, "container": container, "attribute": attribute})
             continue
         # a plain list of parameters is also how TorchScript code indexes them by a variable
         # (an nn.ParameterList cannot be), filled from the checkpoint by hand: a warning only

@@ -65,11 +65,9 @@ def report_layers_after_optimizer(tree: ast.Module, ctx: Context) -> None:
                 target = ctx.text(replaced.node.targets[0])  # type: ignore[union-attr]
                 if target == model and not _still_used(before[-1], replaced, scope):
                     continue  # a new model with a new life: the old optimizer is not used again
-                what = "is re-created" if target == model else "is assigned a new layer"
-                ctx.report(PARAMETER_NOT_IN_OPTIMIZER, replaced.node, message=(
-                    f"`{target}` {what} after the optimizer was built from "
-                    f"`{before[-1].receiver}.parameters()` (line {_line(before[-1])}): its parameters are in no "
-                    "param group and will never be updated"))
+                ctx.report(PARAMETER_NOT_IN_OPTIMIZER, replaced.node,
+                           variant="model-re-created" if target == model else "layer-replaced",
+                           fields={"target": target, "built_from": before[-1].receiver, "built_line": _line(before[-1])})
 
 
 def _covers(optimized: str | None, model: str) -> bool:

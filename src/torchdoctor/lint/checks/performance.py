@@ -37,17 +37,13 @@ def evaluation_with_grad(tree: ast.Module, ctx: Context) -> None:
             if not uses or not (at_top or _called_with_grad(scope, ctx)):
                 continue
             where = _evaluation_with_grad_at(uses[0], scope, ctx)
-            hint: str | None = None
-            if isinstance(where, (ast.With, ast.AsyncWith)):
-                hint = "Use `torch.no_grad()` (or `torch.inference_mode()`) here: nothing in this block needs gradients."
-            elif at_top:
-                hint = "Wrap the evaluation loop in `with torch.no_grad():` (or `torch.inference_mode()`)."
+            in_block = isinstance(where, (ast.With, ast.AsyncWith))
             if at_top:
-                ctx.report(EVALUATION_WITH_GRAD, where, message=(
-                    f"after `{mode.receiver}.eval()` (line {mode.line}) the script runs `{mode.receiver}` over a "
-                    "DataLoader with autograd on: every batch records a graph no backward() will use"), hint=hint)
+                ctx.report(EVALUATION_WITH_GRAD, where, variant="script-block" if in_block else "script",
+                           fields={"model": mode.receiver, "eval_line": mode.line})
             else:
-                ctx.report(EVALUATION_WITH_GRAD, where, fields={"model": mode.receiver, "function": scope.name}, hint=hint)
+                ctx.report(EVALUATION_WITH_GRAD, where, variant="block" if in_block else None,
+                           fields={"model": mode.receiver, "function": scope.name})
             ctx.memo.setdefault("TD161-reported", set()).add(id(scope))
             break
     _held_out_with_grad(tree, ctx)
@@ -76,10 +72,8 @@ def _held_out_with_grad(tree: ast.Module, ctx: Context) -> None:
             if not uses or not (at_top or _called_with_grad(scope, ctx)):
                 continue
             where = _evaluation_with_grad_at(uses[0], scope, ctx)
-            ctx.report(EVALUATION_WITH_GRAD, where, message=(
-                f"`{uses[0].receiver}` runs over held-out data (`{info.iter_name or 'the loader'}`) with autograd on, and "
-                "nothing here backpropagates: every batch records a graph no backward() will use"),
-                hint="Wrap the evaluation loop in `with torch.no_grad():` (or `torch.inference_mode()`), and call `model.eval()` before it.")
+            ctx.report(EVALUATION_WITH_GRAD, where, variant="held-out",
+                       fields={"model": uses[0].receiver, "loader": info.iter_name or "the loader"})
 
 
 @check(EVALUATION_WITH_GRAD, ast.For, needs_torch=False)

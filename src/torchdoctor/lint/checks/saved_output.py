@@ -252,16 +252,11 @@ def report_saved_outputs_changed(tree: ast.Module, ctx: Context) -> None:
             op, grade = details[id(saved)]
             dropout = details.get(id(change)) == "dropout"
             certain = scope.name.rpartition(".")[2] in _FORWARD_METHODS and grade == _LAYER and not dropout
-            when = " (an in-place dropout does so in training whenever its p > 0)" if dropout else ""
             ctx.report(
                 SAVED_TENSOR_MODIFIED_IN_PLACE, change.node,
                 severity=None if certain else Severity.WARNING,
-                message=(f"`{change.receiver}` is the output of {op} (line {saved.line}), which backward() reads; "
-                         f"changing it in place here{when} makes backward() raise \"one of the variables needed for "
-                         f"gradient computation has been modified by an inplace operation\""),
-                hint=(f"Make a new tensor instead: `{change.receiver} = {change.receiver} + ...` for `+=`, "
-                      f"`{change.receiver} = {change.receiver}.masked_fill(...)` for `masked_fill_`, or "
-                      f"`{change.receiver} = {change.receiver}.clone()` before assigning into a slice; no `inplace=True` after it."),
+                variant="dropout-on-saved-output" if dropout else "saved-output",
+                fields={"tensor": change.receiver, "op": op, "saved_line": saved.line},
             )
 
 

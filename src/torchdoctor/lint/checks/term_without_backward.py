@@ -49,10 +49,8 @@ def report_terms_without_backward(tree: ast.Module, ctx: Context) -> None:
         if not trained or made is None or made & said or _reaches_training(made, loop, backpropagated):
             continue
         said |= made
-        ctx.report(BACKWARD_MISSING, node, message=(
-            f"`{name}` is computed by `{function}` like `{trained[0]}`, which is backpropagated on its own, but no "
-            f"backward() reaches `{name}` or anything made from it: this term trains nothing"),
-            hint=f"Call `{name}.backward()` (or backpropagate the sum of the terms once).")
+        ctx.report(BACKWARD_MISSING, node, variant="untrained-term",
+                   fields={"term": name, "function": function, "trained": trained[0]})
 
 
 def _made_from(name: str, loop: ast.AST) -> set[str] | None:

@@ -42,7 +42,6 @@ from torchdoctor.rules.optimizer.accumulation_reset_every_micro_batch import (
     RULE as ACCUMULATION_RESET_EVERY_MICRO_BATCH,
 )
 from torchdoctor.rules.optimizer.backward_missing import RULE as BACKWARD_MISSING
-from torchdoctor.rules.optimizer.clip_grad_before_backward import AFTER_STEP
 from torchdoctor.rules.optimizer.clip_grad_before_backward import RULE as CLIP_GRAD_BEFORE_BACKWARD
 from torchdoctor.rules.optimizer.clip_grad_on_scaled_gradients import RULE as CLIP_GRAD_ON_SCALED_GRADIENTS
 from torchdoctor.rules.optimizer.missing_zero_grad import RULE as MISSING_ZERO_GRAD
@@ -79,10 +78,8 @@ def missing_zero_grad(tree: ast.Module, ctx: Context) -> None:
                 elif resets and _other_optimizers_only(step, resets, loop, tree, ctx):
                     optimizer = stepped_optimizer(step)
                     others = ", ".join(sorted({f"`{r.receiver}`" for r in resets}))
-                    ctx.report(MISSING_ZERO_GRAD, _accumulating_backward(step, scope, loop), message=(
-                        f"`{optimizer}` is stepped in this loop but its gradients are never reset (only {others} "
-                        f"is): each `{optimizer}.step()` uses the sum of all earlier gradients"),
-                        hint=f"Call `{optimizer}.zero_grad()` before the backward() whose gradients it applies.")
+                    ctx.report(MISSING_ZERO_GRAD, _accumulating_backward(step, scope, loop), variant="others-reset",
+                               fields={"optimizer": optimizer, "others": others})
                 break
     reported: set[int] = set()
     for scope in ctx.scopes:
@@ -119,9 +116,8 @@ def _step_in_called_function(loop: ast.AST, scope: Scope, reported: set[int], ct
             continue
         reported.add(id(step.node))
         callee = via.receiver or "a function"
-        ctx.report(MISSING_ZERO_GRAD, step.node, message=(
-            f"gradients are never reset in the loop that calls `{callee}()` (line {via.line}): each "
-            "optimizer.step() uses the sum of all earlier gradients"))
+        ctx.report(MISSING_ZERO_GRAD, step.node, variant="in-called-function",
+                   fields={"callee": callee, "call_line": via.line})
 
 
 def _made_in(step: Event, scope: Scope | None) -> bool:
@@ -240,10 +236,8 @@ def zero_grad_before_step(tree: ast.Module, ctx: Context) -> None:
                 if backward:
                     ctx.report(ZERO_GRAD_BEFORE_STEP, at.node)
                 elif after and (step.loops or id(scope) in called_in_loops(ctx)):  # at the step: it is the call out of place
-                    ctx.report(ZERO_GRAD_BEFORE_STEP, step.node, message=(
-                        f"{optimizer}.step() runs after zero_grad() (line {at.line}) and before backward(): every "
-                        "step sees gradients that were just erased, so the model never learns"),
-                        hint=f"Call `{optimizer}.step()` after `loss.backward()`.")
+                    ctx.report(ZERO_GRAD_BEFORE_STEP, step.node, variant="step-before-backward",
+                               fields={"optimizer": optimizer, "reset_line": at.line})
                 elif not after and not gradients:
                     _backward_dropped(scope, at, step, optimizer, ctx)
                 break
@@ -262,9 +256,8 @@ def _backward_dropped(scope: Scope, reset: Event, step: Event, optimizer: str, c
         return
     done.add(id(step.node))
     loss = losses[-1]
-    ctx.report(BACKWARD_MISSING, step.node, fields={"loss": loss}, message=(
-        f"`{optimizer}.step()` runs after its gradients are reset (line {reset.line}) and no backward() of `{loss}` "
-        "comes between: it applies zero (or no) gradients, and the weights never learn"))
+    ctx.report(BACKWARD_MISSING, step.node, variant="reset-then-step",
+               fields={"loss": loss, "optimizer": optimizer, "reset_line": reset.line})
 
 
 @check(ACCUMULATION_RESET_EVERY_MICRO_BATCH, FILE_END, tracks=TRACKED, needs_torch=False)
@@ -338,8 +331,8 @@ def clip_grad_before_backward(tree: ast.Module, ctx: Context) -> None:
             if any(is_backward(e) and order(e, clip) == -1 and _same_pass(e, clip) for e in events):
                 step = _step_before(clip, events)
                 if step is not None:
-                    ctx.report(CLIP_GRAD_BEFORE_BACKWARD, clip.node, message=AFTER_STEP.format(
-                        step=f"`{ctx.text(step.node)}` (line {step.node.lineno})"))
+                    ctx.report(CLIP_GRAD_BEFORE_BACKWARD, clip.node, variant="after-step",
+                               fields={"step": f"`{ctx.text(step.node)}` (line {step.node.lineno})"})
                 continue
             backward = next((e for e in events if is_backward(e) and order(clip, e) == -1 and _same_pass(e, clip)), None)
             if backward is None:
@@ -586,9 +579,13 @@ def backward_missing(tree: ast.Module, ctx: Context) -> None:
             if id(steps[0].node) in done:
                 continue
             done.add(id(steps[0].node))
-            fields = {"loss": losses[0].receiver or "loss"}
-            ctx.report(BACKWARD_MISSING, steps[0].node, fields=fields,
-                       message=_in_called(BACKWARD_MISSING.message, steps[0], pairs, fields))
+            loss = losses[0].receiver or "loss"
+            via = _calling(steps[0], pairs)
+            if via is None:
+                ctx.report(BACKWARD_MISSING, steps[0].node, fields={"loss": loss})
+            else:
+                ctx.report(BACKWARD_MISSING, steps[0].node, variant="in-called-function",
+                           fields={"loss": loss, "callee": via.receiver, "call_line": via.line})
 
 
 @check(STEP_MISSING, FILE_END, tracks=TRACKED, needs_torch=False)
@@ -616,9 +613,7 @@ def step_missing(tree: ast.Module, ctx: Context) -> None:
                        fields={"optimizer": resets[0].receiver})
     for optimizer, model, where in never_stepped(tree, ctx):
         if optimizer not in reported:
-            ctx.report(STEP_MISSING, where, fields={"optimizer": optimizer}, message=(
-                f"`{optimizer}` is never stepped, though the gradients of {model} it was built over are reset and "
-                f"computed here: they are thrown away, and its weights never change"))
+            ctx.report(STEP_MISSING, where, variant="never-stepped", fields={"optimizer": optimizer, "model": model})
 
 
 def _step_of(everything: list[tuple[Event, Event]], loop: ast.AST) -> list[tuple[Event, Event]]:
@@ -630,13 +625,11 @@ def _step_of(everything: list[tuple[Event, Event]], loop: ast.AST) -> list[tuple
             if via.loops[-1:] == (loop,) and (via is event or not event.loops)]
 
 
-def _in_called(template: str, event: Event, pairs: list[tuple[Event, Event]], fields: dict[str, str]) -> str | None:
-    """The rule's message, saying which loop when the step is in a function it calls (None:
-    the rule's own message, for a step in the loop itself)."""
+def _calling(event: Event, pairs: list[tuple[Event, Event]]) -> Event | None:
+    """The call in the loop that runs `event` in a function it calls, for the message to name
+    that loop (None: `event` is in the loop itself)."""
     via = next((v for e, v in pairs if e is event), event)
-    if via is event:
-        return None
-    return template.format(**fields).replace("this loop", f"the loop that calls `{via.receiver}()` (line {via.line})", 1)
+    return None if via is event else via
 
 
 def _passed_on(loop: ast.AST, pairs: list[tuple[Event, Event]], names: set[str], ctx: Context) -> bool:

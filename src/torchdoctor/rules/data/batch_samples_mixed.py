@@ -1,7 +1,7 @@
 """TD302 batch-samples-mixed."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD302",
@@ -11,6 +11,12 @@ RULE = Rule(
     proof="check",
     message="in eval mode, the output for sample {sample} depends on the inputs of other samples in the batch (gradient {other:.2g} toward them, {own:.2g} toward its own input): forward() mixes the batch",
     hint="Look for view()/reshape() that moves the batch dimension (use transpose()/permute() to swap dimensions), reductions over dim 0, or an RNN fed (batch, seq, ...) without batch_first=True.",
+    variants={
+        # run: a sequence layer without batch_first given the DataLoader's batch in dim 0
+        "sequence-not-batch-first": Variant(message="{kind} `{layer}` (batch_first=False) gets input {shape} whose dim 0 is the DataLoader's batch size {batch}: it reads dim 0 as time and dim 1 ({dim1}) as the batch, so the samples of each batch are processed as one sequence and their outputs depend on each other", hint="Build it with `{kind}(..., batch_first=True)`, or pass `x.transpose(0, 1)` (time first) and read the output the same way."),
+        # the crash of an RNN built without batch_first=True fed (batch, seq, features)
+        "rnn-not-batch-first": Variant(message="{layer} is built without batch_first=True, so it reads its input {shape} as (seq={batch}, batch={seq}, features) and wants a hidden state for batch {seq}; the hidden state is {hidden} for batch {batch}, the input's dim 0: the input is (batch, seq, features){crashed}", hint="Pass `batch_first=True` to `{kind}(...)` (the hidden state stays (layers, batch, hidden)), or feed `x.transpose(0, 1)`."),
+    },
     sees={
         "run": "an `nn.LSTM`/`GRU`/`RNN`, `nn.MultiheadAttention` or `nn.Transformer*Layer` with `batch_first=False` gets an input whose dim 0 is the DataLoader's `batch_size` and whose dim 1 is neither that nor 1 (warm-up steps); time-first input (transposed, or collated by `pad_sequence`) is not; reported at the call of the layer",
     },

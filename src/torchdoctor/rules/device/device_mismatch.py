@@ -1,7 +1,7 @@
 """TD410 device-mismatch."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD410",
@@ -11,6 +11,16 @@ RULE = Rule(
     proof="run",
     message="{first} is on {first_device} but {second} is on {second_device}{where}",
     hint="Put the model and every tensor it meets on one device: `model.to(device)` once, `.to(device)` for each batch, `device=` for tensors you create.",
+    variants={
+        # the crash, when the second tensor is a parameter (the first is the one to move)
+        "first-off-model-device": Variant(hint="Move {first} to the model's device before the call: `.to({second_device!r})` (or create it there with `device=`)."),
+        # the crash, when the first tensor is a parameter
+        "second-off-model-device": Variant(hint="Move {second} to the model's device before the call: `.to({first_device!r})` (or create it there with `device=`)."),
+        # the crash, when run cannot tell which side is the model's
+        "both-devices": Variant(hint="Put both on one device: move the model once with `model.to(device)` after building it, and every batch with `.to(device)`; create new tensors with `device=`."),
+        # a batch tensor left on the CPU while the rest is moved (lint)
+        "unmoved-batch": Variant(message='`{name}` from the DataLoader is never moved to the device, but {others}: on a GPU `{use}` fails with "Expected all tensors to be on the same device" (on a CPU-only machine nothing shows)', hint="Move it with the others: `{name} = {name}.to(device)`."),
+    },
     sees={
         "lint": "in a loop over a DataLoader whose other batch tensors and model are moved to the device, a batch tensor that reaches the model (first argument) or the loss never moved (`data, target = data, target.to(device)`); not lengths for `pack_padded_sequence`/CTC, nor a tensor moved at the call or later. A batch of one tensor counts when the same model is given a moved tensor elsewhere in the file (its evaluation batch, `torch.randn(...).to(device)`), unless a dataset may already hold device tensors (`TensorDataset(x.cuda())`, a move in `__getitem__` or a collate function)",
     },

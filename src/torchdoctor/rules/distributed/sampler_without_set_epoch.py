@@ -1,7 +1,7 @@
 """TD141 sampler-without-set-epoch."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD141",
@@ -11,6 +11,10 @@ RULE = Rule(
     proof="lint",
     message="DistributedSampler {sampler} is iterated every epoch but `set_epoch()` is never called: every epoch sees the same order",
     hint="Call `sampler.set_epoch(epoch)` at the start of every epoch, before iterating the DataLoader.",
+    variants={
+        # set_epoch() called, but with the same value every epoch (run)
+        "same-epoch": Variant(message="DistributedSampler {sampler} is iterated again with the same epoch: `set_epoch()` gets the same value every time, so every epoch sees the same order"),
+    },
     sees={
         "lint": "a shuffling `DistributedSampler` iterated every epoch, `set_epoch()` never called",
         "run": "a shuffling `DistributedSampler` of a training loader starts a second training epoch with the same epoch; reported at the `for batch in loader` line",

@@ -1,7 +1,7 @@
 """TD106 class-target-not-integer."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD106",
@@ -11,6 +11,10 @@ RULE = Rule(
     proof="check",
     message="{loss} gets class targets of dtype {dtype}; class indices must be int64 (torch.long)",
     hint="Convert the labels with `y.long()` (or build them as int64); float targets of the same shape as the input mean class probabilities.",
+    variants={
+        # the labels were converted at a line run found (`{made}` says where)
+        "converted": Variant(message="{loss} gets class targets of dtype {dtype}; class indices must be int64 (torch.long){made}", hint="`{conversion}` makes the labels {made_dtype}: keep them int64 (drop the conversion, or `.long()`)."),
+    },
     doc="""
 ## What it does
 Flags class-index targets (one label per sample, shape `(N,)` or `(N, d1, ...)`) of a

@@ -1,7 +1,7 @@
 """TD411 dtype-mismatch."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD411",
@@ -11,6 +11,18 @@ RULE = Rule(
     proof="run",
     message="{first} is {first_dtype} but {second} is {second_dtype}{where}",
     hint="Convert the odd one out where it is created: `.float()` for float64 data that comes from NumPy or from Python floats.",
+    variants={
+        # the crash, when run found the line that converted the odd tensor (`{where}` says where)
+        "converted": Variant(hint="`{conversion}` makes it {made}: make it {want} there instead (`.to(torch.{want})`, `dtype=torch.{want}`) or drop the conversion; run the model in {made} only on purpose (`model.to(torch.{made})`)."),
+        # the crash, with a float64 side
+        "float64": Variant(hint="Convert {culprit} with `.float()` where it is created: float64 comes from NumPy arrays (`torch.from_numpy`), Python floats batched by the default collate, or `torch.tensor(list_of_floats, dtype=torch.float64)`."),
+        # the crash, with two other dtypes
+        "mixed": Variant(hint="Convert one side so both match (`.to(other.dtype)`), or run the mixed-precision region under `torch.autocast`."),
+        # token ids converted to floats before an embedding
+        "embedding-indices": Variant(hint="Token ids must stay whole numbers: drop the conversion, or convert them with `.long()`."),
+        # the same, at a line run found
+        "embedding-indices-converted": Variant(hint="Token ids must stay whole numbers: drop the conversion at {place} (`{conversion}`), or convert them with `.long()`."),
+    },
     sees={
         "lint": "a tensor converted to float64 (`x.double()`, `x.to(torch.float64)`, at the call or in the assignment of the name passed) given to a model that nothing in the file makes float64 (`model.double()`, `dtype=` layers, `.to(dtype)`, `set_default_dtype`, a dtype in a string all silence the file); not a model whose `forward()` converts its input",
     },

@@ -1,7 +1,7 @@
 """TD602 driver-too-old-for-cuda-runtime."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD602",
@@ -11,6 +11,10 @@ RULE = Rule(
     proof="env",
     message='the NVIDIA driver {driver} supports CUDA up to {driver_cuda}, but torch {version} was built with CUDA {cuda}',
     hint='{remedy}',
+    variants={
+        # the same CUDA major version: minor-version compatibility covers most of it
+        "minor-version": Variant(message="the NVIDIA driver {driver} supports CUDA up to {driver_cuda}, older than the CUDA {cuda} torch {version} was built with: minor-version compatibility runs most kernels, but kernels compiled just in time from PTX fail", hint="Upgrade the NVIDIA driver to one that supports CUDA {cuda} when you can."),
+    },
     doc="""
 ## What it does
 Compares the newest CUDA version the driver supports (the "CUDA Version" in `nvidia-smi`'s banner)

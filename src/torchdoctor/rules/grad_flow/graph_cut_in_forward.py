@@ -1,7 +1,7 @@
 """TD121 graph-cut-in-forward."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD121",
@@ -11,6 +11,10 @@ RULE = Rule(
     proof="lint",
     message="`{call}` in forward() cuts the autograd graph: nothing before it receives a gradient through this path",
     hint="Keep the computation in torch on the same tensor (no `.item()`, `.numpy()`, `.data`, `torch.tensor(t)`); use `.detach()` only where you mean to stop gradients.",
+    variants={
+        # forward() returns a detached output: the whole module is cut off
+        "detached-output": Variant(message="forward() returns `{call}`: the whole output is cut from the autograd graph, so no layer of this module receives a gradient"),
+    },
     sees={
         "lint": "`torch.tensor(h.numpy())`, `h.data`, `h = h.detach()`, `return out.detach()` on activations in `forward`",
     },

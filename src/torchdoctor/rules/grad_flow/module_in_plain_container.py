@@ -1,7 +1,7 @@
 """TD122 module-in-plain-container."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD122",
@@ -12,6 +12,10 @@ RULE = Rule(
     proof="lint",
     message="{what} stored in a plain {container} in `self.{attribute}`: it is not registered, so it is not trained, moved by .to() or saved",
     hint="Use `nn.ModuleList` / `nn.ModuleDict` for modules and `nn.ParameterList` / `nn.ParameterDict` for parameters.",
+    variants={
+        # trained by the class's own optimizers: only the rest of registration is lost
+        "own-optimizers": Variant(message="{what} stored in a plain {container} in `self.{attribute}`: the class's own optimizers train them, but they are not registered, so `model.parameters()`, `.to()` and the state_dict (checkpoints) leave them out"),
+    },
     sees={
         "lint": "layers in a plain `list`/`dict` attribute of an nn.Module (`nn.Parameter`s: a warning, TorchScript code keeps them so on purpose)",
         "run": "layers in a plain `list`/`dict`: they get gradients but no optimizer ever sees them",

@@ -1,7 +1,7 @@
 """TD120 parameter-without-gradient."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD120",
@@ -11,6 +11,16 @@ RULE = Rule(
     proof="check",
     message="{count} trainable parameter(s) got no gradient from the loss: {names}",
     hint="Find where the graph is cut between these modules and the loss (`.detach()`, `.item()`, `.numpy()`, `.data`, `torch.tensor(...)`), or freeze them on purpose with `requires_grad_(False)`.",
+    variants={
+        # check: the objective it backpropagated, and the cause it found
+        "no-gradient": Variant(message="{count} trainable parameter(s) got no gradient from {objective}: {names}; {cause}"),
+        # check: gradients that are exactly zero
+        "all-zero": Variant(message="{count} trainable parameter(s) got an all-zero gradient: {names}; their gradient is exactly zero (a dead ReLU, a multiplication by zero, a comparison or integer cast in between)"),
+        # run saw the call that cut the graph
+        "cut": Variant(message="{count} trainable parameter(s) got no gradient from the loss: {names}; `{call}` on this line cuts the graph between them and the loss"),
+        # their module never ran
+        "never-ran": Variant(message="{count} trainable parameter(s) got no gradient: {names}; their module never ran in the forward pass"),
+    },
     sees={
         "run": "trainable parameters given to an optimizer that never get a gradient, at the line that cuts the graph (`.detach()`, `.item()`, `.numpy()`, `.data`, `torch.tensor(t)`) when it is in your code; a layer that never runs is a warning",
     },

@@ -1,7 +1,7 @@
 """TD412 saved-tensor-modified-in-place."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD412",
@@ -11,6 +11,12 @@ RULE = Rule(
     proof="run",
     message="the output of {op} (shape {shape}) was changed in place {changes} {times} after the forward pass saved it for backward()",
     hint="Replace the in-place operation applied after {op} with its out-of-place form: `x = x + 1` instead of `x += 1`, `torch.relu(x)` instead of `inplace=True` or `relu_()`, and `x = x.clone()` before assigning into a slice.",
+    variants={
+        # the output of an op that backward() reads, changed in place later (lint)
+        "saved-output": Variant(message='`{tensor}` is the output of {op} (line {saved_line}), which backward() reads; changing it in place here makes backward() raise "one of the variables needed for gradient computation has been modified by an inplace operation"', hint="Make a new tensor instead: `{tensor} = {tensor} + ...` for `+=`, `{tensor} = {tensor}.masked_fill(...)` for `masked_fill_`, or `{tensor} = {tensor}.clone()` before assigning into a slice; no `inplace=True` after it."),
+        # the same, by an in-place dropout
+        "dropout-on-saved-output": Variant(message='`{tensor}` is the output of {op} (line {saved_line}), which backward() reads; changing it in place here (an in-place dropout does so in training whenever its p > 0) makes backward() raise "one of the variables needed for gradient computation has been modified by an inplace operation"', hint="Make a new tensor instead: `{tensor} = {tensor} + ...` for `+=`, `{tensor} = {tensor}.masked_fill(...)` for `masked_fill_`, or `{tensor} = {tensor}.clone()` before assigning into a slice; no `inplace=True` after it."),
+    },
     sees={
         "lint": "in an nn.Module's method, the output of an op that saves it for backward (relu, sigmoid, tanh, exp, softmax, `nn.ReLU`, ...) changed in place (`+=`, `.mul_()`, `x[...] = ...`) before it is bound again (a warning outside `forward()` or on the method's raw input; not under `no_grad`, nor after gelu/silu/linear/batch norm, which keep their input)",
     },

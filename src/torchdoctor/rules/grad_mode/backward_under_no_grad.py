@@ -1,7 +1,7 @@
 """TD151 backward-under-no-grad."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD151",
@@ -11,6 +11,10 @@ RULE = Rule(
     proof="lint",
     message="`{loss}` is computed and backpropagated with gradients disabled (torch.no_grad / inference_mode): it has no graph",
     hint="Compute the loss and call backward() outside `torch.no_grad()` (keep no_grad for evaluation only).",
+    variants={
+        # a decorator turns gradients off in the whole function
+        "decorator": Variant(message="`@{decorator}` turns gradients off in all of `{function}()`, which computes `{loss}` and calls backward() on it (line {backward_line}): it has no graph", hint="Remove the decorator from `{function}()` (keep no_grad for evaluation only)."),
+    },
     sees={
         "lint": "a loss computed and backpropagated under `no_grad` / `inference_mode`",
     },

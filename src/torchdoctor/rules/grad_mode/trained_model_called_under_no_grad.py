@@ -1,7 +1,7 @@
 """TD124 trained-model-called-under-no-grad."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD124",
@@ -11,6 +11,12 @@ RULE = Rule(
     proof="lint",
     message="`{model}` is given to the optimizer (line {optimizer_line}) but the training step calls it only under `{manager}`: no gradient reaches its parameters, so it never learns",
     hint="Call `{model}(...)` outside `{manager}` in the training step; if it is meant to stay frozen, leave its parameters out of the optimizer (and call `{model}.requires_grad_(False)`).",
+    variants={
+        # run: the optimizer's parameters got no gradient, their model ran only under no_grad
+        "parameters-without-gradient": Variant(message="{count} trainable parameter(s) given to the optimizer got no gradient: {names}; their model ran only with autograd off (no_grad), and its output fed `{consumer}`, which trained", hint="Call this model outside `torch.no_grad()` in the training step; if it is meant to stay frozen, leave its parameters out of the optimizer (and call `requires_grad_(False)` on it)."),
+        # one term of a summed loss comes from the model under no_grad
+        "constant-term": Variant(message="`{term}` (`{how}`) comes from `{model}(...)` called under `{manager}` at line {block_line}: in `{total}` it is a constant, so `{backward}` at line {backward_line} trains `{model}` on the other terms only", hint="Call `{model}(...)` outside `{manager}` where its output feeds a loss that trains it."),
+    },
     sees={
         "lint": "a model the optimizer is built from, called only under `no_grad`/`inference_mode`, whose output feeds the loss of the training step (it never learns; a frozen model with `requires_grad_(False)`, a GAN generator also called with gradients, outputs that reach the loss only as data are fine; an output that alone makes the loss, so that backward() fails, is TD416); also a loss term of such a no-grad output added to a loss that backpropagates (a constant there)",
         "run": "a model given to the optimizer that ran only under `no_grad` while its output fed a model that trained (an encoder under `no_grad` before the decoder), at the line that called it; a teacher whose output only reaches a loss, or a model frozen with `requires_grad_(False)`, is not reported",

@@ -1,7 +1,7 @@
 """TD105 class-target-out-of-range."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD105",
@@ -11,6 +11,16 @@ RULE = Rule(
     proof="check",
     message="class targets reach {max_label} but the model outputs {num_classes} classes (valid: 0..{last})",
     hint="Make num_classes match the labels (output size = max label + 1), remap the labels, or set ignore_index for padding labels such as -1/255.",
+    variants={
+        # a negative label the loss does not ignore (padding such as -1 without `ignore_index=-1`; check)
+        "negative-label": Variant(message="class targets include {low}, which {loss} does not ignore (ignore_index={ignore}); the model outputs {num_classes} classes (valid: 0..{last})"),
+        # a negative label: padding the loss does not ignore
+        "ignore-label": Variant(hint="Label {max_label} is a padding/ignore label: pass `ignore_index={max_label}` to the loss (the default ignores only -100)."),
+        # the labels were shifted at a line run found (`{made}` says where)
+        "shifted": Variant(message="class targets reach {max_label} but the model outputs {num_classes} classes (valid: 0..{last}){made}", hint="`{shift}` shifts the labels out of 0..C-1: check it against the number of classes."),
+        # the same, to a negative label
+        "shifted-ignore-label": Variant(message="class targets reach {max_label} but the model outputs {num_classes} classes (valid: 0..{last}){made}", hint="Label {max_label} is a padding/ignore label: pass `ignore_index={max_label}` to the loss (the default ignores only -100)."),
+    },
     doc="""
 ## What it does
 Flags class-index targets outside `0 .. C-1`, where `C` is the number of classes the model
@@ -44,11 +54,4 @@ def make():
     return {"model": model, "data": (x, y), "loss_fn": nn.CrossEntropyLoss()}
 ```
 """,
-)
-
-#: the message for a negative label the loss does not ignore (padding such as -1 without
-#: `ignore_index=-1`)
-NEGATIVE_MESSAGE = (
-    "class targets include {low}, which {loss} does not ignore (ignore_index={ignore}); "
-    "the model outputs {num_classes} classes (valid: 0..{last})"
 )

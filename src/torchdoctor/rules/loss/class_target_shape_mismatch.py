@@ -1,7 +1,7 @@
 """TD418 class-target-shape-mismatch."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD418",
@@ -11,6 +11,14 @@ RULE = Rule(
     proof="run",
     message="{loss} cannot pair input and target: {detail}",
     hint="CrossEntropyLoss and NLLLoss take logits of shape (N, C, ...) with the classes in dim 1, and class indices of shape (N, ...).",
+    variants={
+        # (batch, positions, classes) logits given as they are
+        "classes-last": Variant(message="{loss} cannot pair input and target: the logits are {shape} = (batch, positions, classes) but the loss reads classes from dim 1", hint="Move the classes to dim 1 with `logits.transpose(1, 2)`, or flatten both: `loss(logits.reshape(-1, C), target.reshape(-1))`."),
+        # input and target hold different numbers of samples
+        "batch-sizes-differ": Variant(message="{loss} cannot pair input and target: the input has {rows} rows but the target {targets}", hint="A reshape in the model mixes samples: flatten with `x.flatten(1)` or `x.view(x.size(0), -1)` instead of `x.view(-1, features)`, and check the input size the model was built for."),
+        # a target of the input's shape holding integers
+        "integer-probabilities": Variant(message="{loss} cannot pair input and target: the target has the input's shape, so it is read as class probabilities, but it holds integers (one-hot labels?)", hint="Pass class indices instead (`target.argmax(dim=1)`), or one-hot probabilities as floats (`target.float()`)."),
+    },
     doc="""
 ## What it does
 Explains the crashes "Expected target size [32, 50], got [32, 100]", "Expected input

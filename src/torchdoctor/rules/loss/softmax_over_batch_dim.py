@@ -1,7 +1,7 @@
 """TD107 softmax-over-batch-dim."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD107",
@@ -11,6 +11,12 @@ RULE = Rule(
     proof="run",
     message="softmax normalises over dim {dim}, the batch dimension (size {size}), not over the classes",
     hint="Normalise over the class dimension: `softmax(x, dim=1)` (or `dim=-1`).",
+    variants={
+        # softmax over dim 0 of a batch of one (run); `{where}` names the backward() line when it differs
+        "batch-of-one": Variant(message="{kind} normalises over dim 0 of a {shape} tensor, a batch of one, not over the {classes} classes: every probability is 1, whatever the scores, so no gradient reaches the layers before it{where}", hint="Normalise over the class dimension: `softmax(x, dim=-1)`."),
+        # the same for log_softmax
+        "log-batch-of-one": Variant(message="{kind} normalises over dim 0 of a {shape} tensor, a batch of one, not over the {classes} classes: every log-probability is 0, whatever the scores, so no gradient reaches the layers before it{where}", hint="Normalise over the class dimension: `softmax(x, dim=-1)`."),
+    },
     sees={
         "run": "softmax / log-softmax over the batch dimension feeding a classification loss, or over a batch of one (a constant)",
     },

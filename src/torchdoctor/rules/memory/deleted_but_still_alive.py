@@ -1,7 +1,7 @@
 """TD441 deleted-but-still-alive."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD441",
@@ -11,6 +11,12 @@ RULE = Rule(
     proof="run",
     message="`del {name}` does not give its {size} back: {holder}",
     hint="`del` removes a name, not the memory: the storage is freed when its last reference goes. Remove that reference too, or keep a copy (`.clone()`) of the part you need.",
+    variants={
+        # a view keeps the storage of a tensor deleted with `del` alive (run)
+        "view-of-deleted": Variant(message="`{name}` is a view of {size} that keeps the whole {storage} storage of `{base}` alive: `del {base}` at line {deleted_line} did not give that memory back", hint="Keep a copy of the part you need, `{name} = {source}.clone()`, so the rest of `{base}` is freed."),
+        # the same, for a tensor that went out of scope
+        "view-out-of-scope": Variant(message="`{name}` is a view of {size} that keeps the whole {storage} storage of `{base}` alive: `{base}` going out of scope did not give that memory back", hint="Keep a copy of the part you need, `{name} = {source}.clone()`, so the rest of `{base}` is freed."),
+    },
     sees={
         "run": "\"I deleted it but memory did not come back\": a `del`eted name whose storage outlives the step, or a small view (`first = features[:8]`) that keeps a deleted base alive, with what still holds it; reported at the `del` / the view's line",
     },

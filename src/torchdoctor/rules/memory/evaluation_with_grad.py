@@ -1,7 +1,7 @@
 """TD161 evaluation-with-grad."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD161",
@@ -11,6 +11,20 @@ RULE = Rule(
     proof="lint",
     message="`{function}()` puts `{model}` in eval mode and runs it over a DataLoader with autograd on: every batch records a graph no backward() will use",
     hint="Wrap the evaluation in `with torch.no_grad():` (or `torch.inference_mode()`), or decorate `{function}` with `@torch.no_grad()`.",
+    variants={
+        # run: forward passes in eval mode with autograd on, in a function
+        "forwards-in-function": Variant(message="{model} runs in eval mode with autograd on in `{function}()` ({forwards} forward passes): each one records a graph and keeps its activations for a backward() that never comes", hint="Wrap the evaluation in `with torch.no_grad():` (or `torch.inference_mode()`), or decorate `{function}` with `@torch.no_grad()`."),
+        # the same, at the script's top level
+        "forwards": Variant(message="{model} runs in eval mode with autograd on ({forwards} forward passes): each one records a graph and keeps its activations for a backward() that never comes", hint="Wrap the evaluation in `with torch.no_grad():` (or `torch.inference_mode()`)."),
+        # the evaluation runs inside a `with` block that could turn gradients off
+        "block": Variant(hint="Use `torch.no_grad()` (or `torch.inference_mode()`) here: nothing in this block needs gradients."),
+        # the evaluation loop is at the script's top level (lint)
+        "script": Variant(message="after `{model}.eval()` (line {eval_line}) the script runs `{model}` over a DataLoader with autograd on: every batch records a graph no backward() will use", hint="Wrap the evaluation loop in `with torch.no_grad():` (or `torch.inference_mode()`)."),
+        # the same, inside a `with` block
+        "script-block": Variant(message="after `{model}.eval()` (line {eval_line}) the script runs `{model}` over a DataLoader with autograd on: every batch records a graph no backward() will use", hint="Use `torch.no_grad()` (or `torch.inference_mode()`) here: nothing in this block needs gradients."),
+        # a trained model run over held-out data with nothing backpropagated (lint)
+        "held-out": Variant(message="`{model}` runs over held-out data (`{loader}`) with autograd on, and nothing here backpropagates: every batch records a graph no backward() will use", hint="Wrap the evaluation loop in `with torch.no_grad():` (or `torch.inference_mode()`), and call `model.eval()` before it."),
+    },
     sees={
         "lint": "a validation function with `model.eval()` but no `no_grad`, called with gradients on; or, without `eval()`, a loop over held-out data (`train=False` dataset, `test_loader` / `val_set` names) running a trained model with gradients on and no backward()",
         "run": "two or more forward passes of a model in eval mode with autograd on, and no backward() uses their graphs; reported at the forward call",

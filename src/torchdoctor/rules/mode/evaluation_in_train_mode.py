@@ -1,7 +1,7 @@
 """TD133 evaluation-in-train-mode."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 _DROPOUT_EFFECT = "dropout keeps zeroing activations"
 _BATCHNORM_EFFECT = "batch-norm normalises with each batch's statistics and overwrites its running statistics with this data"
@@ -11,11 +11,6 @@ def train_mode_effects(dropout: bool, batchnorm: bool) -> str:
     """The `{effects}` of the message: what train mode does in an evaluation ("" for nothing)."""
     return " and ".join(effect for effect, present in ((_DROPOUT_EFFECT, dropout), (_BATCHNORM_EFFECT, batchnorm)) if present)
 
-#: the message for a validation that is one forward pass, after each round of training steps
-ONE_FORWARD = (
-    "{model} is evaluated in train mode (one forward pass under no_grad after each round of optimizer steps): {effects}"
-)
-
 RULE = Rule(
     code="TD133",
     name="evaluation-in-train-mode",
@@ -24,6 +19,10 @@ RULE = Rule(
     proof="lint",
     message="{model} is evaluated in train mode (under no_grad, with no optimizer step between the forward passes): {effects}",
     hint="Call `model.eval()` before evaluating and `model.train()` before training resumes (for Monte Carlo dropout on purpose, call `model.train()` right before that loop).",
+    variants={
+        # a validation that is one forward pass, after each round of training steps
+        "one-forward": Variant(message="{model} is evaluated in train mode (one forward pass under no_grad after each round of optimizer steps): {effects}"),
+    },
     sees={
         "lint": "a trained model with dropout/batch-norm (same-file class, `nn.Sequential`, torchvision builder; also through a function parameter every call passes it to) called under `no_grad`/`inference_mode` outside the training step, in a file with no `.eval()` anywhere",
         "run": "a trained model with dropout or batch-norm runs three or more forward passes under `no_grad` with no optimizer step between them (an evaluation), or one at the same line after two different steps that the source places after every backward() of the loop that trains (a full-batch validation each epoch), while in train mode; a no-grad forward before the backward() of its pass (a GAN's fake batch, pseudo-labels, an action) or under an `if` in the step loop (a sample every few steps) and a `model.train()` called after the last step (Monte Carlo dropout) are left alone; reported at the forward call",

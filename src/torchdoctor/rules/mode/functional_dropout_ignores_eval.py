@@ -1,7 +1,7 @@
 """TD130 functional-dropout-ignores-eval."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD130",
@@ -12,6 +12,10 @@ RULE = Rule(
     fixable=True,
     message="`{call}` inside forward() has no `training=` argument: it keeps dropping activations after model.eval()",
     hint="Pass `training=self.training`, or use an `nn.Dropout` module, which follows train()/eval().",
+    variants={
+        # the dropout is in a method forward() calls
+        "called-by-forward": Variant(message="`{call}` in `{method}()`, which forward() calls, has no `training=` argument: it keeps dropping activations after model.eval()"),
+    },
     sees={
         "lint": "`F.dropout` without `training=` in a module's `forward` (or a method it calls), not under `if self.training:`; a sampling method under `no_grad` is left alone",
         "run": "`F.dropout(x, p)` without `training=` called from a module in eval mode; reported at the `F.dropout` line",

@@ -1,7 +1,7 @@
 """TD170 backward-missing."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD170",
@@ -11,6 +11,14 @@ RULE = Rule(
     proof="lint",
     message="this loop computes `{loss}`, resets the gradients and steps the optimizer, but never calls backward(): every step applies no gradient",
     hint="Call `{loss}.backward()` after computing the loss and before `optimizer.step()`.",
+    variants={
+        # a reset, then the step, and no backward() of the loss between (lint)
+        "reset-then-step": Variant(message="`{optimizer}.step()` runs after its gradients are reset (line {reset_line}) and no backward() of `{loss}` comes between: it applies zero (or no) gradients, and the weights never learn"),
+        # the step is in a function the loop calls (lint)
+        "in-called-function": Variant(message="the loop that calls `{callee}()` (line {call_line}) computes `{loss}`, resets the gradients and steps the optimizer, but never calls backward(): every step applies no gradient"),
+        # one of several terms computed alike is never backpropagated (lint)
+        "untrained-term": Variant(message="`{term}` is computed by `{function}` like `{trained}`, which is backpropagated on its own, but no backward() reaches `{term}` or anything made from it: this term trains nothing", hint="Call `{term}.backward()` (or backpropagate the sum of the terms once)."),
+    },
     sees={
         "lint": "a loop that computes a loss, resets and steps, and never calls `backward()`; or a function (a per-episode update) that resets, computes a loss and steps with no `backward()` anywhere in it; or, in a loop that backpropagates its losses one by one, a loss of the same loss function that no backward() reaches",
     },

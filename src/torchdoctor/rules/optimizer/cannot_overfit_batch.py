@@ -1,7 +1,7 @@
 """TD304 cannot-overfit-batch."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD304",
@@ -11,6 +11,12 @@ RULE = Rule(
     proof="check",
     message="the loss on one batch of {samples} samples stops falling far from zero with {optimizer}: {curve}",
     hint="A model that cannot memorise a handful of samples has a bug between output and loss, or an optimizer that barely moves it: see the other findings, and check the learning rate.",
+    variants={
+        # the model's optimizer is slow where Adam(lr=0.001) halves the loss: the optimizer's settings
+        "adam-overfits": Variant(message="the loss on one batch of {samples} samples stops falling with {optimizer}: {curve}; Adam(lr=0.001) halves it ({adam_curve}): the learning rate or weight decay is likely off (expected during a warm-up that starts near 0)"),
+        # the same, Adam(lr=0.001) still lowering the loss
+        "adam-still-falling": Variant(message="the loss on one batch of {samples} samples stops falling with {optimizer}: {curve}; Adam(lr=0.001) keeps lowering it ({adam_curve}): the learning rate or weight decay is likely off (expected during a warm-up that starts near 0)"),
+    },
     doc="""
 ## What it does
 Trains a copy of the model on one small batch (up to 8 samples) for a number of steps with your

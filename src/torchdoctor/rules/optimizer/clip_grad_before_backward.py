@@ -1,12 +1,7 @@
 """TD112 clip-grad-before-backward."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
-
-#: the message for a clip after the optimizer step (the rule's own is for a clip before backward());
-#: `{step}` names the step ("`optimizer.step()` at line 12")
-AFTER_STEP = ("gradients are clipped after {step} has applied them: that step used the unclipped gradients, "
-              "so the update the clip was meant to limit is not clipped")
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD112",
@@ -16,6 +11,10 @@ RULE = Rule(
     proof="lint",
     message="gradients are clipped before backward() computes them: the clip acts on stale or empty gradients",
     hint="Call `clip_grad_norm_` after `loss.backward()` and before `optimizer.step()`.",
+    variants={
+        # a clip after the optimizer step (the rule's own message is for one before backward()); `{step}` names the step
+        "after-step": Variant(message="gradients are clipped after {step} has applied them: that step used the unclipped gradients, so the update the clip was meant to limit is not clipped"),
+    },
     sees={
         "lint": "clipping before the gradients exist, or after `optimizer.step()` has applied them (once the iteration's every backward() has run; not a norm measured with `inf`, nor another optimizer's parameters)",
         "run": "`clip_grad_norm_` / `clip_grad_value_` before this step's backward() (after the previous step: the message says that step used the unclipped gradients); reported at the clip",

@@ -1,7 +1,7 @@
 """TD110 missing-zero-grad."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD110",
@@ -11,6 +11,18 @@ RULE = Rule(
     proof="lint",
     message="gradients are never reset in this training loop: each optimizer.step() uses the sum of all earlier gradients",
     hint="Call `optimizer.zero_grad()` once per step (before `loss.backward()`), or `model.zero_grad()`.",
+    variants={
+        # no reset in the closure given to optimizer.step() (run)
+        "closure": Variant(message="gradients are never reset in the closure given to optimizer.step(): every evaluation of the closure adds its gradients to all earlier ones", hint="Call `optimizer.zero_grad()` at the start of the closure, before `loss.backward()`."),
+        # only other optimizers' gradients are reset in the loop (lint)
+        "others-reset": Variant(message="`{optimizer}` is stepped in this loop but its gradients are never reset (only {others} is): each `{optimizer}.step()` uses the sum of all earlier gradients", hint="Call `{optimizer}.zero_grad()` before the backward() whose gradients it applies."),
+        # the step is in a function the loop calls (lint)
+        "in-called-function": Variant(message="gradients are never reset in the loop that calls `{callee}()` (line {call_line}): each optimizer.step() uses the sum of all earlier gradients"),
+        # parameters updated by hand from their `.grad` (lint)
+        "manual-update": Variant(message="the parameters are updated by hand from their `.grad` (line {update_line}) but their gradients are never reset in this loop: each backward() adds to the last, so each update applies the sum of all earlier gradients", hint="Reset the gradients before backward(): `model.zero_grad()`, or `p.grad = None` / `p.grad.zero_()` after the update."),
+        # the same, reset only in the branch where the update by hand does not run
+        "manual-update-reset-elsewhere": Variant(message="the parameters are updated by hand from their `.grad` (line {update_line}) but their gradients are reset only when the update by hand does not run (the reset at line {reset_line} is in the other branch): each backward() adds to the last, so each update applies the sum of all earlier gradients", hint="Reset the gradients before backward(): `model.zero_grad()`, or `p.grad = None` / `p.grad.zero_()` after the update."),
+    },
     sees={
         "lint": "a loop with `backward()` and `step()` and no gradient reset (also when the step is in a function the loop calls, or when only another optimizer, or the model another optimizer is built over, is reset, or when the optimizer is rebuilt every iteration over the model's parameters, or when the parameters are updated by hand from `.grad`; accumulation with a periodic reset is fine)",
         "run": "gradients never reset between steps (seen as gradients arrive: last step's gradient still in `.grad`, no reset since)",

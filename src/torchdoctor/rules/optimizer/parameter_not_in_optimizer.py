@@ -1,7 +1,7 @@
 """TD114 parameter-not-in-optimizer."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD114",
@@ -11,6 +11,12 @@ RULE = Rule(
     proof="check",
     message="{count} trainable parameter(s) are in no optimizer param group and will never be updated: {names}",
     hint="Build the optimizer after the model is final (after replacing or adding layers), from `model.parameters()`.",
+    variants={
+        # the model is built again after its optimizer (lint)
+        "model-re-created": Variant(message="`{target}` is re-created after the optimizer was built from `{built_from}.parameters()` (line {built_line}): its parameters are in no param group and will never be updated"),
+        # a layer of the model is replaced after its optimizer (lint)
+        "layer-replaced": Variant(message="`{target}` is assigned a new layer after the optimizer was built from `{built_from}.parameters()` (line {built_line}): its parameters are in no param group and will never be updated"),
+    },
     sees={
         "lint": "a layer replaced or added (or the model re-created) after the optimizer was built from `model.parameters()`",
         "run": "parameters that get gradients but are in no optimizer (a head replaced after the optimizer), at the optimizer's line",

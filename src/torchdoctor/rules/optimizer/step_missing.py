@@ -1,7 +1,7 @@
 """TD172 step-missing."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD172",
@@ -11,6 +11,10 @@ RULE = Rule(
     proof="lint",
     message="this loop resets `{optimizer}`'s gradients and calls backward(), but never steps an optimizer: the weights never change",
     hint="Call `{optimizer}.step()` after `loss.backward()` (and before the next `zero_grad()`).",
+    variants={
+        # an optimizer no code of the file steps (lint)
+        "never-stepped": Variant(message="`{optimizer}` is never stepped, though the gradients of {model} it was built over are reset and computed here: they are thrown away, and its weights never change"),
+    },
     sees={
         "lint": "a loop that resets and backpropagates, and never steps; or one optimizer of several that nothing in the file steps while its gradients are reset and computed (a GAN's discriminator)",
     },

@@ -1,7 +1,7 @@
 """TD111 zero-grad-before-step."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD111",
@@ -11,6 +11,12 @@ RULE = Rule(
     proof="lint",
     message="zero_grad() runs between backward() and step(): the step sees no gradients and the model never learns",
     hint="Move `optimizer.zero_grad()` before `loss.backward()` (or after `optimizer.step()`).",
+    variants={
+        # the step itself is out of place: after the reset, before backward() (lint)
+        "step-before-backward": Variant(message="{optimizer}.step() runs after zero_grad() (line {reset_line}) and before backward(): every step sees gradients that were just erased, so the model never learns", hint="Call `{optimizer}.step()` after `loss.backward()`."),
+        # a reset between backward() and an update by hand (lint)
+        "manual-update": Variant(message="this reset erases the gradients backward() computed (line {backward_line}) before the update by hand at line {update_line} reads them: `.grad` is None (or zero) there, so nothing learns", hint="Reset the gradients before the backward() (at the top of the iteration), or after the update."),
+    },
     sees={
         "lint": "`zero_grad()` between `backward()` and `step()` (or before a step with no backward in between; also a reset done by a helper function the loop calls, or one between backward() and a hand-written update)",
         "run": "`zero_grad()` between `backward()` and `step()`, at the `zero_grad` line",

@@ -1,7 +1,7 @@
 """TD452 host-sync-every-step."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD452",
@@ -11,6 +11,11 @@ RULE = Rule(
     proof="run",
     message="{call} waits for the GPU on every training step ({count}x per step): the CPU stops queueing work until the GPU has finished everything before it",
     hint="Keep values on the GPU and read them every N steps (e.g. accumulate `loss.detach()` and call `.item()` when you log), and avoid using tensors in `if` conditions or `print` inside the step.",
+    variants={
+        # trace counts the waits per line and per traced step, and names the ops that waited
+        "traced": Variant(message="this line makes the CPU wait for the GPU {count}x on every traced step{ops}: "
+                          "the CPU stops queueing work until the GPU has finished everything before it"),
+    },
     sees={
         "run": "on a GPU run, a line that copies a device value to the host in every traced step (a warning from 3 per step); reported at the `.item()` / `.cpu()` line",
     },

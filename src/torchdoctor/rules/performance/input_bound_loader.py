@@ -1,7 +1,7 @@
 """TD314 input-bound-loader."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD314",
@@ -11,6 +11,11 @@ RULE = Rule(
     proof="check",
     message="the DataLoader takes {load} per batch, {ratio:.1f} times one training step ({step}): training will wait for data{advice}",
     hint="Move expensive work out of __getitem__ (decode or precompute once, cache), use worker processes (num_workers > 0) with pin_memory=True for a GPU, or make the transforms cheaper.",
+    variants={
+        # trace measures the wait in the training loop itself
+        "traced": Variant(message="each training step waits for the DataLoader {share} of its time ({data} of "
+                          "{wall} per traced step), most of it on this line: the model waits for data"),
+    },
     doc="""
 ## What it does
 Times the DataLoader for a few batches (after the first, and after the batches its workers had

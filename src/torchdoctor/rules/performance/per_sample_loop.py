@@ -1,7 +1,7 @@
 """TD163 per-sample-loop."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD163",
@@ -11,6 +11,10 @@ RULE = Rule(
     proof="lint",
     message="forward() loops over the samples of `{batch}` in Python (`{batch}[{index}]`): one small kernel launch per sample instead of one batched operation",
     hint="Express the per-sample computation on the whole batch (broadcasting, `torch.gather`, `torch.bmm`, `torch.vmap`).",
+    variants={
+        # a module called once per sample of a batch (run)
+        "module-per-sample": Variant(message="`{module}` is called {calls} times per step, once per sample of the same batch of {batch_size}: one small launch per sample instead of one batched call", hint="Call `{module}` once on the whole batch (modules take a batch dimension), or use `torch.vmap` for a per-sample function."),
+    },
     sees={
         "lint": "`for i in range(x.size(0)): ... x[i]` in `forward`",
         "run": "a module called once per sample, on slices of one batch tensor; reported at the call in the loop",

@@ -11,7 +11,6 @@ from torchdoctor.introspect.source import functions_around, grad_off_block, grad
 from torchdoctor.rules.grad_flow.backward_through_freed_graph import RULE as FREED
 from torchdoctor.rules.grad_flow.gradient_is_none import RULE as GRAD_NONE
 from torchdoctor.rules.grad_flow.saved_tensor_modified_in_place import RULE as INPLACE
-from torchdoctor.rules.grad_mode import backward_without_graph as no_graph
 from torchdoctor.rules.grad_mode.backward_without_graph import RULE as NO_GRAPH
 from torchdoctor.rules.grad_mode.leaf_modified_in_place import RULE as LEAF
 from torchdoctor.rules.grad_mode.numpy_of_grad_tensor import RULE as NUMPY
@@ -48,26 +47,16 @@ def leaf_modified(crash: Crash, session: Observed | None) -> Explanation | None:
     return Explanation(LEAF, {})
 
 
-_CARRIED = (
-    "a tensor computed in an earlier iteration (a recurrent hidden state, a cached feature, a running total) is used again, "
-    "so this backward() reaches the previous iteration's graph, which was already freed",
-    "Detach what you carry from one iteration to the next at the start of the iteration (`h = h.detach()`); "
-    "do not pass retain_graph=True, which keeps every old graph in memory.",
-)
-_TWICE = (
-    "backward() runs twice over the same graph in one step (two losses that share part of the graph, or backward() called twice)",
-    "Add the losses and call backward() once (`(loss_a + loss_b).backward()`), or pass `retain_graph=True` to the first of the two backward() calls only.",
-)
 
 
 def freed_graph(crash: Crash, session: Observed | None) -> Explanation | None:
     if "Trying to backward through the graph a second time" not in crash.message:
         return None
-    cause, hint = _freed_graph_cause(session) if session is not None else _TWICE
-    return Explanation(FREED, {"cause": cause}, hint=hint)
+    variant, fields = _freed_graph_cause(session) if session is not None else ("twice", {})
+    return Explanation(FREED, fields, variant=variant)
 
 
-def _freed_graph_cause(session: Observed) -> tuple[str, str]:
+def _freed_graph_cause(session: Observed) -> tuple[str, dict[str, str]]:
     """Tell the causes apart by the parameters behind the part of this graph that the previous
     backward() already went through ("old": its nodes are older than that backward's root) and
     behind the rest ("new"). The same parameters on both sides: an earlier iteration's state
@@ -77,20 +66,14 @@ def _freed_graph_cause(session: Observed) -> tuple[str, str]:
     roots = [t.grad_fn for t in (current.tensors if current else ()) if getattr(t, "grad_fn", None) is not None]
     stepped = session.steps > session.steps_at_last_backward
     if not roots or session.last_backward_root_seq < 0:
-        return _CARRIED if stepped and session.backward.completed else _TWICE
+        return ("carried", {}) if stepped and session.backward.completed else ("twice", {})
     old, new = _parameters_by_age(roots, session.last_backward_root_seq)
     if old & new:
-        return _CARRIED
+        return ("carried", {})
     if old and new and stepped:
         models = sorted({type(m).__name__ for m in session.model_roots() if any(id(p) in old for p in m.parameters())})
-        producer = f"`{models[0]}`" if len(models) == 1 else "another model"
-        return (
-            f"this loss uses an output of {producer} that an earlier loss already backpropagated through (and freed) "
-            "before an optimizer step: an output fed to a second model's loss without `.detach()` (a GAN's fake batch given to the discriminator)",
-            "Detach that output where the other model's loss uses it (`discriminator(fake.detach())`), and keep the undetached one "
-            "for this loss; or compute it again.",
-        )
-    return _TWICE if old else (_CARRIED if stepped else _TWICE)
+        return "fed-to-another-model", {"producer": f"`{models[0]}`" if len(models) == 1 else "another model"}
+    return ("twice", {}) if old else (("carried", {}) if stepped else ("twice", {}))
 
 
 def _parameters_by_age(roots: list[Any], before: int, max_nodes: int = 200_000) -> tuple[set[int], set[int]]:
@@ -121,11 +104,9 @@ def backward_without_graph(crash: Crash, session: Observed | None) -> Explanatio
     frame = crash.user_frame()
     block = grad_off_block(frame.file, frame.line) if frame is not None else None
     if frame is not None and block is not None:  # backward() itself sits in the block: that line is the one to change
-        return Explanation(NO_GRAPH, {
-            "why": f"it was computed inside the block that turns gradients off at line {block}",
-        }, hint="Move the training forward pass, the loss and backward() out of that block; keep `torch.no_grad()` for evaluation only.", at=(frame.file, block))
-    why, hint, at = _why_no_graph(crash, session)
-    return Explanation(NO_GRAPH, {"why": why}, hint=hint, at=at)
+        return Explanation(NO_GRAPH, {"block_line": block}, variant="backward-under-grad-off", at=(frame.file, block))
+    variant, fields, at = _why_no_graph(crash, session)
+    return Explanation(NO_GRAPH, fields, variant=variant, at=at)
 
 
 def numpy_of_grad_tensor(crash: Crash, session: Observed | None) -> Explanation | None:
@@ -142,39 +123,27 @@ def numpy_of_grad_tensor(crash: Crash, session: Observed | None) -> Explanation 
     return Explanation(NUMPY, {"tensor": name})
 
 
-def _why_no_graph(crash: Crash, session: Observed | None) -> tuple[str, str, Location | None]:
+#: why the tensor given to backward() has no graph: the rule's variant, its fields, and the line to point at
+Cause = tuple[str, dict[str, Any], Location | None]
+
+
+def _why_no_graph(crash: Crash, session: Observed | None) -> Cause:
     named = _named_cause(crash)
     if named is not None:
         return named
     torch = torch_module()
     loss = _loss(crash, session)
     if loss is not None and torch is not None and loss.is_inference():
-        return (
-            "it was computed under torch.inference_mode()",
-            "Compute the training loss outside `torch.inference_mode()` (keep that for evaluation).",
-            None,
-        )
+        return "inference-mode", {}, None
     if session is not None:
         roots = session.model_roots()
         params = [p for root in roots for p in root.parameters()]
         if params and not any(p.requires_grad for p in params):
-            return (
-                "every parameter of the model is frozen (requires_grad=False)",
-                "Unfreeze the layers you want to train (`requires_grad_(True)`) before building the optimizer.",
-                None,
-            )
+            return "all-frozen", {}, None
         uses = [session.modules.ran.get(root) for root in roots]
         if uses and all(use is not None and use.grad_calls == 0 and use.no_grad_calls > 0 for use in uses):
-            return (
-                "the model's forward pass ran with gradients disabled (inside torch.no_grad() or after torch.set_grad_enabled(False))",
-                "Run the training forward pass outside `torch.no_grad()`; keep no_grad for evaluation only. Do not set `loss.requires_grad = True`: that silences the error and trains nothing.",
-                _grad_off_call_site(session, roots),
-            )
-    return (
-        "it does not depend on any tensor that requires grad: the graph was cut on the way (`.item()`, `.numpy()`, `.detach()`, `.data` or `torch.tensor(...)` of a tensor), or the loss was computed under torch.no_grad()",
-        "Build the loss from the model's output with torch operations only, outside `torch.no_grad()`. Do not set `loss.requires_grad = True`: that silences the error and trains nothing.",
-        None,
-    )
+            return "forward-without-grad", {}, _grad_off_call_site(session, roots)
+    return "cut-on-the-way", {}, None
 
 
 #: attributes and methods whose result has no graph: `x.item()`, `x.detach()`, `x.data`
@@ -183,7 +152,7 @@ _CUTS = frozenset({"item", "numpy", "tolist", "detach", "data"})
 _REBUILDS = frozenset({"tensor", "as_tensor", "from_numpy"})
 
 
-def _named_cause(crash: Crash) -> tuple[str, str, Location | None] | None:
+def _named_cause(crash: Crash) -> Cause | None:
     """Why the tensor backward() was called on has no graph, in the source of the function that
     calls it: its assignment (or that of a name its assignment reads) sits under a block that
     turns autograd off, or its assignment cuts the graph (`.item()`, `torch.tensor(...)`)."""
@@ -210,8 +179,7 @@ def _named_cause(crash: Crash) -> tuple[str, str, Location | None] | None:
     cut = next((c for n in ast.walk(value) if (c := _cut(n)) is not None), None) if value is not None else None
     if cut is None:
         return None
-    fields = {"name": name, "line": assigned.lineno, "cut": cut}
-    return no_graph.CUT.format(**fields), no_graph.CUT_HINT.format(**fields), (frame.file, assigned.lineno)
+    return "cut", {"name": name, "line": assigned.lineno, "cut": cut}, (frame.file, assigned.lineno)
 
 
 def _backward_receiver(call: ast.Call) -> str | None:
@@ -234,16 +202,15 @@ def _assignment(nodes: list[ast.AST], name: str, before: int) -> ast.Assign | as
     return found[0] if len(found) == 1 and found[0].lineno <= before else None
 
 
-def _under_grad_off(name: str, span: tuple[int, int, str], file: str, source: str | None = None) -> tuple[str, str, Location]:
+def _under_grad_off(name: str, span: tuple[int, int, str], file: str, source: str | None = None) -> Cause:
     first, last, manager = span
     lines = f"lines {first}-{last}" if last > first else f"line {first}"
     if manager.startswith("@"):
-        why = no_graph.UNDER_GRAD_OFF_DECORATOR.format(name=source or name, manager=manager, line=first)
-    elif source is not None:
-        why = no_graph.FROM_GRAD_OFF.format(name=name, source=source, manager=manager, lines=lines)
-    else:
-        why = no_graph.UNDER_GRAD_OFF.format(name=name, manager=manager, lines=lines)
-    return why, no_graph.GRAD_OFF_HINT.format(name=source or name, manager=manager.lstrip("@")), (file, first)
+        return "decorated", {"name": source or name, "manager": manager, "line": first,
+                             "bare_manager": manager.lstrip("@")}, (file, first)
+    if source is not None:
+        return "from-grad-off", {"name": name, "source": source, "manager": manager, "lines": lines}, (file, first)
+    return "under-grad-off", {"name": name, "manager": manager, "lines": lines}, (file, first)
 
 
 def _cut(node: ast.AST) -> str | None:

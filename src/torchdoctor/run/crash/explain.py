@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Explanation:
     """What an explainer says: the rule, its template fields, where (default: the crash's
-    innermost user line), and a hint of its own when the rule's template does not fit."""
+    innermost user line), and the rule's variant when its own templates do not fit."""
 
     rule: Rule
     fields: dict[str, Any]
@@ -40,6 +40,7 @@ class Explanation:
     evidence: dict[str, Any] | None = None
     hint: str | None = None
     message: str | None = None  # replaces the rule's template (its fields still fill the hint)
+    variant: str | None = None  # the rule's variant whose templates the fields fill
 
 
 #: returned by an explainer when the crash is reported by the process where it happened
@@ -98,7 +99,7 @@ def _finding(said: Explanation, crash: Crash, outer: Crash) -> Finding:
     evidence = {"exception": crash.headline, **({"raised_in": crash.origin} if crash.origin else {}), **(said.evidence or {})}
     return reporting.build(said.rule, location, said.fields,
                            {"severity": Severity.ERROR, "evidence": evidence, "rank": crash.rank, "hint": said.hint,
-                            "message": said.message})
+                            "message": said.message, "variant": said.variant})
 
 
 def _at(rule: Rule, crash: Crash, frame: Frame | None, fields: dict[str, Any]) -> Finding:

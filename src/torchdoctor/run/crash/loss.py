@@ -41,9 +41,7 @@ def target_out_of_range(crash: Crash, session: Observed | None) -> Explanation |
     label = int(match["label"]) if match else None
     if target is not None and target.numel():
         label = int(target.max()) if classes is None or int(target.max()) >= classes else int(target.min())
-    hint = None
-    if label is not None and label < 0:
-        hint = f"Label {label} is a padding/ignore label: pass `ignore_index={label}` to the loss (the default ignores only -100)."
+    ignored = label is not None and label < 0
     fields: dict[str, Any] = {
         "max_label": label if label is not None else "a label",
         "num_classes": classes if classes is not None else "fewer",
@@ -51,10 +49,10 @@ def target_out_of_range(crash: Crash, session: Observed | None) -> Explanation |
     }
     origin = origin_of(crash, target, label_arithmetic) if target is not None else None
     if origin is None:
-        return Explanation(OUT_OF_RANGE, fields, hint=hint)
-    message = OUT_OF_RANGE.message.format(**fields) + made_here(origin, "labels shifted", crash)
-    return Explanation(OUT_OF_RANGE, fields, hint=hint or f"`{origin.text}` shifts the labels out of 0..C-1: check it against the number of classes.",
-                       at=(origin.file, origin.line), message=message, evidence={"made_at": origin.place, "made_by": origin.text})
+        return Explanation(OUT_OF_RANGE, fields, variant="ignore-label" if ignored else None)
+    fields |= {"made": made_here(origin, "labels shifted", crash)} | ({} if ignored else {"shift": origin.text})
+    return Explanation(OUT_OF_RANGE, fields, variant="shifted-ignore-label" if ignored else "shifted",
+                       at=(origin.file, origin.line), evidence={"made_at": origin.place, "made_by": origin.text})
 
 
 def target_dtype(crash: Crash, session: Observed | None) -> Explanation | None:
@@ -68,9 +66,10 @@ def target_dtype(crash: Crash, session: Observed | None) -> Explanation | None:
     origin = origin_of(crash, target, converts_to(tensor_dtype(target))) if hasattr(target, "dtype") else None
     if origin is None:
         return Explanation(TARGET_DTYPE, fields)
-    return Explanation(TARGET_DTYPE, fields, at=(origin.file, origin.line),
-                       message=TARGET_DTYPE.message.format(**fields) + made_here(origin, f"made {tensor_dtype(target)}", crash),
-                       hint=f"`{origin.text}` makes the labels {tensor_dtype(target)}: keep them int64 (drop the conversion, or `.long()`).",
+    made = tensor_dtype(target)
+    return Explanation(TARGET_DTYPE, fields | {"made": made_here(origin, f"made {made}", crash), "conversion": origin.text,
+                                               "made_dtype": made},
+                       variant="converted", at=(origin.file, origin.line),
                        evidence={"made_at": origin.place, "made_by": origin.text})
 
 
@@ -82,31 +81,14 @@ def target_shape(crash: Crash, session: Observed | None) -> Explanation | None:
         logits, _ = _loss_arguments(crash)
         shape = list(logits.shape) if logits is not None else None
         if shape is not None and len(shape) == 3 and got == [shape[0], shape[1]]:
-            return Explanation(
-                TARGET_SHAPE,
-                {
-                    "loss": _loss_name(crash),
-                    "detail": f"the logits are {shape} = (batch, positions, classes) but the loss reads classes from dim 1",
-                }, hint="Move the classes to dim 1 with `logits.transpose(1, 2)`, or flatten both: `loss(logits.reshape(-1, C), target.reshape(-1))`.",
-            )
+            return Explanation(TARGET_SHAPE, {"loss": _loss_name(crash), "shape": shape}, variant="classes-last")
         return Explanation(TARGET_SHAPE, {"loss": _loss_name(crash), "detail": f"the target has shape {got} but the input implies {want}"})
     match = _BATCH_SIZE.search(crash.message)
     if match:
-        return Explanation(
-            TARGET_SHAPE,
-            {
-                "loss": _loss_name(crash),
-                "detail": f"the input has {match['input']} rows but the target {match['target']}",
-            }, hint="A reshape in the model mixes samples: flatten with `x.flatten(1)` or `x.view(x.size(0), -1)` instead of `x.view(-1, features)`, and check the input size the model was built for.",
-        )
+        return Explanation(TARGET_SHAPE, {"loss": _loss_name(crash), "rows": match["input"], "targets": match["target"]},
+                           variant="batch-sizes-differ")
     if "Expected floating point type for target with class probabilities" in crash.message:
-        return Explanation(
-            TARGET_SHAPE,
-            {
-                "loss": _loss_name(crash),
-                "detail": "the target has the input's shape, so it is read as class probabilities, but it holds integers (one-hot labels?)",
-            }, hint="Pass class indices instead (`target.argmax(dim=1)`), or one-hot probabilities as floats (`target.float()`).",
-        )
+        return Explanation(TARGET_SHAPE, {"loss": _loss_name(crash)}, variant="integer-probabilities")
     return None
 
 

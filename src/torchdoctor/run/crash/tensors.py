@@ -73,14 +73,14 @@ def device_mismatch(crash: Crash, session: Observed | None) -> Explanation | Non
     where = _where(crash, session)
     param_side = _is_param(a[1]) if a else False, _is_param(b[1]) if b else False
     if param_side[1] and not param_side[0]:
-        hint = f"Move {names[0]} to the model's device before the call: `.to({second!r})` (or create it there with `device=`)."
+        variant = "first-off-model-device"
     elif param_side[0] and not param_side[1]:
-        hint = f"Move {names[1]} to the model's device before the call: `.to({first!r})` (or create it there with `device=`)."
+        variant = "second-off-model-device"
     else:
-        hint = "Put both on one device: move the model once with `model.to(device)` after building it, and every batch with `.to(device)`; create new tensors with `device=`."
+        variant = "both-devices"
     clause, op = op_clause(crash)
     return Explanation(DEVICE, {"first": names[0], "first_device": first, "second": names[1], "second_device": second,
-                                "where": where + clause}, hint=hint, evidence={"op": op} if op else None)
+                                "where": where + clause}, variant=variant, evidence={"op": op} if op else None)
 
 
 def dtype_mismatch(crash: Crash, session: Observed | None) -> Explanation | None:
@@ -101,21 +101,14 @@ def dtype_mismatch(crash: Crash, session: Observed | None) -> Explanation | None
     if origin is not None and culprit is not None:
         made, want = tensor_dtype(culprit), second if culprit is (a[1] if a else None) else first
         return Explanation(DTYPE, {"first": names[0], "first_dtype": first, "second": names[1], "second_dtype": second,
-                                   "where": where + made_here(origin, f"made {made}", crash)}, at=(origin.file, origin.line),
-                           hint=(f"`{origin.text}` makes it {made}: make it {want} there instead (`.to(torch.{want})`, "
-                                 f"`dtype=torch.{want}`) or drop the conversion; run the model in {made} only on purpose "
-                                 f"(`model.to(torch.{made})`)."),
+                                   "where": where + made_here(origin, f"made {made}", crash), "conversion": origin.text,
+                                   "made": made, "want": want}, at=(origin.file, origin.line), variant="converted",
                            evidence={**({"op": op} if op else {}), "made_at": origin.place, "made_by": origin.text})
+    fields = {"first": names[0], "first_dtype": first, "second": names[1], "second_dtype": second, "where": where}
     if wide is not None:
-        culprit = names[0] if wide == first else names[1]
-        hint = (
-            f"Convert {culprit} with `.float()` where it is created: float64 comes from NumPy arrays "
-            "(`torch.from_numpy`), Python floats batched by the default collate, or `torch.tensor(list_of_floats, dtype=torch.float64)`."
-        )
-    else:
-        hint = "Convert one side so both match (`.to(other.dtype)`), or run the mixed-precision region under `torch.autocast`."
-    return Explanation(DTYPE, {"first": names[0], "first_dtype": first, "second": names[1], "second_dtype": second,
-                               "where": where}, hint=hint, evidence={"op": op} if op else None)
+        return Explanation(DTYPE, fields | {"culprit": names[0] if wide == first else names[1]}, variant="float64",
+                           evidence={"op": op} if op else None)
+    return Explanation(DTYPE, fields, variant="mixed", evidence={"op": op} if op else None)
 
 
 _INDICES = re.compile(r"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
@@ -133,9 +126,10 @@ def embedding_indices_dtype(crash: Crash, session: Observed | None) -> Explanati
     origin = origin_of(crash, found[1], converts_to(got)) if found else None
     fields = {"first": name, "first_dtype": got, "second": "the indices an embedding looks up", "second_dtype": "int64 (or int32)",
               "where": _where(crash, session) + (made_here(origin, f"made {got}", crash) if origin is not None else "")}
-    hint = ("Token ids must stay whole numbers: drop the conversion"
-            + (f" at {origin.place} (`{origin.text}`)" if origin is not None else "") + ", or convert them with `.long()`.")
-    return Explanation(DTYPE, fields, at=(origin.file, origin.line) if origin is not None else None, hint=hint)
+    if origin is None:
+        return Explanation(DTYPE, fields, variant="embedding-indices")
+    return Explanation(DTYPE, fields | {"place": origin.place, "conversion": origin.text}, at=(origin.file, origin.line),
+                       variant="embedding-indices-converted")
 
 
 def _culprit(a: tuple[str, Any] | None, b: tuple[str, Any] | None, wide: str | None) -> Any:
@@ -179,7 +173,8 @@ def shape_mismatch(crash: Crash, session: Observed | None) -> Explanation | None
                     "layer": layer,
                     "expected": f"in_features={linear.in_features}",
                     "got": f"{got} features per sample (input {match['n']}x{got})",
-                }, hint=f"Set `in_features={got}` for {layer} (what the layer before it produces), or use `nn.LazyLinear` to infer it.",
+                    "features": got,
+                }, variant="linear-in-features",
             )
         return Explanation(
             SHAPE,
@@ -187,7 +182,7 @@ def shape_mismatch(crash: Crash, session: Observed | None) -> Explanation | None
                 "layer": "a matrix multiplication",
                 "expected": f"{match['k']} rows in the second operand",
                 "got": f"{got} columns in the first ({match['n']}x{got} @ {match['k']}x{match['m']})",
-            }, hint="The inner dimensions must match: check the shapes of both operands (print `.shape`) and transpose or reshape the one that is wrong.",
+            }, variant="matmul",
         )
     match = _CHANNELS.search(crash.message)
     if match:
@@ -196,20 +191,17 @@ def shape_mismatch(crash: Crash, session: Observed | None) -> Explanation | None
         dims = [int(d) for d in match["input"].split(",")]
         want = int(match["want"])
         unbatched = _unbatched_input(crash, conv)
+        fields: dict[str, Any] = {"layer": layer, "expected": f"{want} input channels", "got": f"{match['got']} channels (input shape [{match['input']}])"}
         if unbatched is not None:
             shape = tuple(unbatched.shape)
-            hint = (f"{layer} read the {len(shape)}-D input {list(shape)} as one sample without a batch dimension, "
-                    f"so its first dimension, {shape[0]}, was read as channels. " + (
-                        f"If {shape[0]} is the batch, the samples lack their channel dimension: `x.unsqueeze(1)` makes them (N, 1, ...)."
-                        if want == 1 else f"Give it (N, {want}, ...): `x.unsqueeze(0)` for a single sample."))
+            fields |= {"ndim": len(shape), "shape": list(shape), "first": shape[0], "channels": want}
+            variant = "unbatched-single-channel" if want == 1 else "unbatched"
         elif dims and dims[-1] == want:
-            hint = "The input is channels-last (N, H, W, C): permute it to (N, C, H, W) with `x.permute(0, 3, 1, 2)` (images from PIL/NumPy are HWC)."
+            variant = "channels-last"
         else:
-            hint = f"Give {layer} `in_channels={match['got']}`, or fix the layer before it so it produces {want} channels."
-        return Explanation(
-            SHAPE,
-            {"layer": layer, "expected": f"{want} input channels", "got": f"{match['got']} channels (input shape [{match['input']}])"}, hint=hint,
-        )
+            variant = "in-channels"
+            fields |= {"channels": want, "in_channels": match["got"]}
+        return Explanation(SHAPE, fields, variant=variant)
     return None
 
 
@@ -231,11 +223,8 @@ def rnn_batch_first(crash: Crash, session: Observed | None) -> Explanation | Non
     layer, kind = module_label(rnn, session), type(rnn).__name__
     built = _built_at(crash, rnn)
     crashed = crashes_at(crash) if built is not None else ""
-    message = (f"{layer} is built without batch_first=True, so it reads its input {list(x.shape)} as (seq={batch}, batch={seq}, "
-               f"features) and wants a hidden state for batch {seq}; the hidden state is {got} for batch {batch}, the input's "
-               f"dim 0: the input is (batch, seq, features){crashed}")
-    return Explanation(BATCH_MIXED, {}, at=built, message=message,
-                       hint=f"Pass `batch_first=True` to `{kind}(...)` (the hidden state stays (layers, batch, hidden)), or feed `x.transpose(0, 1)`.")
+    return Explanation(BATCH_MIXED, {"layer": layer, "shape": list(x.shape), "batch": batch, "seq": seq, "hidden": got,
+                                     "crashed": crashed, "kind": kind}, at=built, variant="rnn-not-batch-first")
 
 
 def _built_at(crash: Crash, layer: Any) -> tuple[str, int] | None:

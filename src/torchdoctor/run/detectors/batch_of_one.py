@@ -76,8 +76,5 @@ class SoftmaxOverBatchOfOne(Detector):
     def _report(self, kind: str, shape: tuple[int, ...], at: Location | None, backward: Location | None) -> None:
         self._done = True
         where = f" (backward() at line {backward[1]})" if backward and at and backward[0] == at[0] and backward != at else ""
-        self.ctx.report(BATCH_DIM, at=at, key="loss", fields={"dim": 0, "size": 1}, message=(
-            f"{kind} normalises over dim 0 of a {list(shape)} tensor, a batch of one, not over the {shape[-1]} "
-            f"classes: every {'probability is 1' if kind == 'softmax' else 'log-probability is 0'}, whatever the "
-            f"scores, so no gradient reaches the layers before it{where}"),
-            hint="Normalise over the class dimension: `softmax(x, dim=-1)`.")
+        self.ctx.report(BATCH_DIM, at=at, key="loss", variant="batch-of-one" if kind == "softmax" else "log-batch-of-one",
+                        fields={"kind": kind, "shape": list(shape), "classes": shape[-1], "where": where})

@@ -16,7 +16,6 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from torchdoctor.core.locate import caller_in_user_code
-from torchdoctor.rules.optimizer.clip_grad_before_backward import AFTER_STEP
 from torchdoctor.rules.optimizer.clip_grad_before_backward import RULE as CLIP_BEFORE_BACKWARD
 from torchdoctor.rules.optimizer.clip_grad_on_scaled_gradients import RULE as CLIP_SCALED
 from torchdoctor.run.detector import Detector
@@ -64,7 +63,7 @@ class Clipping(Detector):
         for location, after_step in early:
             if after_step:
                 self.ctx.report(CLIP_BEFORE_BACKWARD, at=location, key="after-step",
-                                message=AFTER_STEP.format(step="the optimizer step"))
+                                variant="after-step", fields={"step": "the optimizer step"})
             else:
                 self.ctx.report(CLIP_BEFORE_BACKWARD, at=location, key="early")
 

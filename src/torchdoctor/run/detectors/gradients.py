@@ -195,18 +195,13 @@ class ParametersWithoutGradient(Detector):
         count = len(names)
         if group[0] == "cut":
             _, call, location = group
-            message = f"{count} trainable parameter(s) got no gradient from the loss: {listed}; `{call}` on this line cuts the graph between them and the loss"
-            self.ctx.report(RULE, at=location, key=group, message=message, fields={"count": count, "names": listed})
+            self.ctx.report(RULE, at=location, key=group, variant="cut", fields={"count": count, "names": listed, "call": call})
         elif group[0] == "no grad":
             _, consumer, location = group
-            message = (f"{count} trainable parameter(s) given to the optimizer got no gradient: {listed}; their model ran "
-                       f"only with autograd off (no_grad), and its output fed `{consumer}`, which trained")
-            hint = ("Call this model outside `torch.no_grad()` in the training step; if it is meant to stay frozen, leave "
-                    "its parameters out of the optimizer (and call `requires_grad_(False)` on it).")
-            self.ctx.report(UNDER_NO_GRAD, at=location, key=group, message=message, hint=hint)
+            self.ctx.report(UNDER_NO_GRAD, at=location, key=group, variant="parameters-without-gradient",
+                            fields={"count": count, "names": listed, "consumer": consumer})
         elif group[0] == "unused":
-            message = f"{count} trainable parameter(s) got no gradient: {listed}; their module never ran in the forward pass"
-            self.ctx.report(RULE, at=group[1], key=group, message=message, severity=Severity.WARNING,
+            self.ctx.report(RULE, at=group[1], key=group, variant="never-ran", severity=Severity.WARNING,
                             fields={"count": count, "names": listed})
         else:
             self.ctx.report(RULE, at=group[1], key=group, fields={"count": count, "names": listed})

@@ -56,13 +56,8 @@ class SequenceFirstLayout(Detector):
             return
         self._reported = True
         name, kind = self._described(module)
-        message = (
-            f"{kind} `{name}` (batch_first=False) gets input {tuple(x.shape)} whose dim 0 is the DataLoader's "
-            f"batch size {batch}: it reads dim 0 as time and dim 1 ({x.shape[1]}) as the batch, so the samples "
-            "of each batch are processed as one sequence and their outputs depend on each other"
-        )
-        hint = f"Build it with `{kind}(..., batch_first=True)`, or pass `x.transpose(0, 1)` (time first) and read the output the same way."
-        self.ctx.report(BATCH_MIXED, at=self._built_at(module) or True, key=id(module), message=message, hint=hint,
+        self.ctx.report(BATCH_MIXED, at=self._built_at(module) or True, key=id(module), variant="sequence-not-batch-first",
+                        fields={"kind": kind, "layer": name, "shape": tuple(x.shape), "batch": batch, "dim1": x.shape[1]},
                         evidence={"input_shape": list(x.shape), "batch_size": batch, "layer": name})
 
     def _built_at(self, module: nn.Module) -> tuple[str, int] | None:

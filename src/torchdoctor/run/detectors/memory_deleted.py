@@ -167,12 +167,10 @@ class DeletedButAlive(Detector):
                 continue
             at, base, deleted, source = site
             self._reported.add(name)
-            how = f"`del {base}` at line {deleted}" if deleted is not None else f"`{base}` going out of scope"
             self.ctx.report(
-                DELETED, at=at, key=name,
-                message=(f"`{name}` is a view of {size_text(own)} that keeps the whole {size_text(big.nbytes)} storage of "
-                         f"`{base}` alive: {how} did not give that memory back"),
-                hint=f"Keep a copy of the part you need, `{name} = {source}.clone()`, so the rest of `{base}` is freed.",
+                DELETED, at=at, key=name, variant="view-of-deleted" if deleted is not None else "view-out-of-scope",
+                fields={"name": name, "size": size_text(own), "storage": size_text(big.nbytes), "base": base,
+                        "source": source} | ({"deleted_line": deleted} if deleted is not None else {}),
                 evidence={"view_bytes": own, "storage_bytes": big.nbytes},
             )
 

@@ -29,8 +29,8 @@ from torch.nn.modules.dropout import _DropoutNd
 from torchdoctor.core.locate import caller_in_user_code, is_user_file, user_frame
 from torchdoctor.introspect.source import after_training, evaluation_site, module_tree, training_site
 from torchdoctor.rules.memory.evaluation_with_grad import RULE as EVAL_WITH_GRAD
-from torchdoctor.rules.mode.evaluation_in_train_mode import ONE_FORWARD, train_mode_effects
 from torchdoctor.rules.mode.evaluation_in_train_mode import RULE as EVAL_IN_TRAIN_MODE
+from torchdoctor.rules.mode.evaluation_in_train_mode import train_mode_effects
 from torchdoctor.rules.mode.frozen_batchnorm_drift import RULE as BATCHNORM_DRIFT
 from torchdoctor.rules.mode.functional_dropout_ignores_eval import RULE as FUNCTIONAL_DROPOUT
 from torchdoctor.rules.mode.training_in_eval_mode import RULE as TRAINING_IN_EVAL
@@ -346,7 +346,7 @@ class EvaluationInTrainMode(Detector):
             model += f" (called at line {call[1]})"
         fields = {"model": model, "effects": effects}
         self.ctx.report(EVAL_IN_TRAIN_MODE, at=site or True, key=id(module), fields=fields,
-                        message=ONE_FORWARD.format(**fields) if forwards == 1 else None,
+                        variant="one-forward" if forwards == 1 else None,
                         evidence={"forward_passes": forwards, "steps": steps})
 
     def _switched_since_last_step(self, module: nn.Module, steps: int) -> bool:
@@ -475,17 +475,12 @@ class EvalGraphs(Detector):
         if module is None or graphs < self.MIN_FORWARDS:
             return
         model = type(unwrapped(module)).__name__
-        inside = f" in `{phase.function}()`" if phase.function and not phase.function.startswith("<") else ""
-        message = (
-            f"{model} runs in eval mode with autograd on{inside} ({graphs} forward passes): each one "
-            "records a graph and keeps its activations for a backward() that never comes"
-        )
-        hint = (
-            "Wrap the evaluation in `with torch.no_grad():` (or `torch.inference_mode()`), "
-            f"or decorate `{phase.function}` with `@torch.no_grad()`."
-            if inside else "Wrap the evaluation in `with torch.no_grad():` (or `torch.inference_mode()`)."
-        )
-        self.ctx.report(EVAL_WITH_GRAD, at=phase.location, key=id(module), message=message, hint=hint,
+        fields = {"model": model, "forwards": graphs}
+        if phase.function and not phase.function.startswith("<"):
+            variant, fields = "forwards-in-function", fields | {"function": phase.function}
+        else:
+            variant = "forwards"
+        self.ctx.report(EVAL_WITH_GRAD, at=phase.location, key=id(module), variant=variant, fields=fields,
                         evidence={"forward_passes": graphs})
 
 

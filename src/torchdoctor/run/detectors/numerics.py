@@ -153,52 +153,36 @@ class NonFiniteLoss(Detector):
         evidence = {"step": step + 1}
         poisoned = self._non_finite_parameters()
         if poisoned:
-            self.ctx.report(
-                RULE,
-                fields={"what": f"the loss at step {step + 1}",
-                        "origin": f"the parameters {names_text(poisoned)}, which an earlier optimizer step filled with NaN/Inf (the loss before it was finite: its gradients were not)"},
-                hint="Clip the gradients (`torch.nn.utils.clip_grad_norm_`), lower the learning rate, and guard ops whose gradient is infinite at 0 (`sqrt`, `norm`, `pow` with exponent < 1) with an epsilon.",
-                evidence=evidence,
-            )
+            self.ctx.report(RULE, variant="poisoned-parameters", evidence=evidence,
+                            fields={"what": f"the loss at step {step + 1}", "parameters": names_text(poisoned)})
             return
         replayed = self._replay()
         if replayed is None:
-            self.ctx.report(RULE,
-                            fields={"what": f"the loss at step {step + 1}",
-                                    "origin": "the loss computation (the model could not be replayed to find the op)"},
-                            evidence=evidence)
+            self.ctx.report(RULE, variant="not-replayed", fields={"what": f"the loss at step {step + 1}"}, evidence=evidence)
             return
         kind, culprit, root_line = replayed
         if kind == "data":
-            where = f" passed at {display_path(root_line[0])}:{root_line[1]}" if root_line else ""
             self.ctx.report(
-                RULE, at=root_line or True,
-                fields={"what": "the model's input batch",
-                        "origin": f"the data: the batch{where} already contains NaN/Inf"},
-                hint="Check the dataset and its transforms for NaN/Inf (missing values, division by a zero std, log of 0) and filter or impute them.",
-                evidence=evidence,
+                RULE, at=root_line or True, evidence=evidence,
+                variant="bad-batch-at" if root_line else "bad-batch",
+                fields={"place": f"{display_path(root_line[0])}:{root_line[1]}"} if root_line else {},
             )
         elif kind == "op" and culprit is not None:
             self._report_op(culprit, f"the loss at step {step + 1}", evidence)
         else:
-            self.ctx.report(
-                RULE,
-                fields={"what": f"the loss at step {step + 1}",
-                        "origin": "the loss computation: the model's output is finite, the loss computed from it before this backward() is not"},
-                hint="Look at the loss code for log(0), division by zero or sqrt of a negative; clamp probabilities (`p.clamp_min(1e-7)`) or use the logits versions (`cross_entropy`, `binary_cross_entropy_with_logits`).",
-                evidence=evidence,
-            )
+            self.ctx.report(RULE, variant="loss-computation", fields={"what": f"the loss at step {step + 1}"}, evidence=evidence)
 
     def _report_op(self, culprit: Culprit, what: str, evidence: dict[str, Any]) -> None:
         cause, fix = cause_of(culprit)
         if culprit.forward_op is not None:
-            message = f"{what} contain NaN or Inf, first produced by the backward of `{culprit.forward_op}` on this line: {cause}"
+            variant, fields = "backward-of-op", {"what": what, "op": culprit.forward_op, "cause": cause}
         else:
-            message = RULE.message.format(what=what, origin=f"`{culprit.op}` on this line: {cause}")
+            variant, fields = "op", {"what": what, "op": culprit.op, "cause": cause}
         self.ctx.report(
             RULE,
             at=culprit.place or True,
-            message=message,
+            variant=variant,
+            fields=fields,
             hint=fix,
             evidence={**evidence, "op": culprit.aten, "inputs": [o.text for o in culprit.operands],
                       **({"backward_of": culprit.backward_of} if culprit.backward_of else {})},
@@ -220,12 +204,8 @@ class NonFiniteLoss(Detector):
         if culprit is not None:
             self._report_op(culprit, what, evidence)
             return
-        why = ("the model's forward, replayed, does not make them; the code between its output and the loss is seen in the first steps only"
-               if self._replayed else "no model forward to replay to find the op")
         self.ctx.report(  # at the optimizer.step() that would apply them
-            RULE,
-            message=f"{what} contain NaN or Inf before this optimizer step applies them ({why})",
-            hint="Guard ops whose gradient is infinite at a point (`sqrt`, `pow` with exponent < 1, `acos`, `log`) with an epsilon, and clip the gradients (`torch.nn.utils.clip_grad_norm_`).",
+            RULE, variant="gradients-replayed" if self._replayed else "gradients-not-replayed", fields={"what": what},
             evidence=evidence,
         )
 
@@ -256,16 +236,16 @@ class NonFiniteLoss(Detector):
         """An op of the loss computation (or anywhere after a model's forward) whose gradient is
         infinite on the values it was given at this step, at its line."""
         said, fix = FIXES[origin.call.kind]
-        op = f"`{origin.op}`"
         if origin.function is not None:
-            op += f" in the forward of the custom autograd.Function `{origin.function}`, whose backward computes this gradient,"
             fix += f" In `{origin.function}.backward`, guard the same division."
-        holder = "its divisor" if origin.call.kind in ("div", "rdiv") else "its input"
+        divisor = origin.call.kind in ("div", "rdiv")
+        variant = ("divisor" if divisor else "input") + ("-in-function" if origin.function is not None else "")
         self.ctx.report(
             RULE,
             at=origin.call.location or True,
-            message=f"{what} contain NaN or Inf, first produced by the backward of {op} on this line: "
-                    f"{holder} holds {origin.said} ({origin.operand.text}), and {said}",
+            variant=f"singular-{variant}",
+            fields={"what": what, "op": origin.op, "value": origin.said, "operand": origin.operand.text, "effect": said}
+                   | ({"function": origin.function} if origin.function is not None else {}),
             hint=fix,
             evidence={**evidence, "op": origin.op, "inputs": [origin.operand.text, *(o.text for o in origin.extra)],
                       "backward_of": origin.op, **({"function": origin.function} if origin.function else {})},

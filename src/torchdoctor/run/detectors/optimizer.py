@@ -77,9 +77,7 @@ class GradientResets(Detector):
         self._reported.add(id(event.optimizer))
         if closure:
             self.ctx.report(
-                MISSING_ZERO_GRAD,
-                message="gradients are never reset in the closure given to optimizer.step(): every evaluation of the closure adds its gradients to all earlier ones",
-                hint="Call `optimizer.zero_grad()` at the start of the closure, before `loss.backward()`.",
+                MISSING_ZERO_GRAD, variant="closure",
             )
         else:
             # at the backward() that adds onto the old gradients: the reset belongs before it

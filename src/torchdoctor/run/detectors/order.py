@@ -204,17 +204,9 @@ class LoaderOrder(Detector):
     def _report_epoch(self, sampler: Any, epochs: SamplerEpochs) -> None:
         epoch = epochs.current
         evidence = {"epoch": epoch, "training_epochs": len(epochs.trained) + 1}
-        message = None
-        if epoch == 0:
-            sampler_said = "(its epoch is still 0)"
-        else:
-            sampler_said = f"(its epoch stays at {epoch})"
-            message = (
-                f"DistributedSampler {sampler_said} is iterated again with the same epoch: `set_epoch()` gets "
-                "the same value every time, so every epoch sees the same order"
-            )
+        sampler_said = "(its epoch is still 0)" if epoch == 0 else f"(its epoch stays at {epoch})"
         self.ctx.report(SAMPLER_EPOCH, at=epochs.location, key=id(sampler), fields={"sampler": sampler_said},
-                        message=message, evidence=evidence)
+                        variant=None if epoch == 0 else "same-epoch", evidence=evidence)
 
     def _conclude(self, loader: DataLoader[Any]) -> None:
         order = self._orders.get(loader)

@@ -93,15 +93,8 @@ class PerSampleLoop(Detector):
             self._reported.add(id(module))
             name = self.ctx.modules.name_of(module)
             self.ctx.report(
-                PER_SAMPLE, at=record.location, key=id(module),
-                message=(
-                    f"`{name}` is called {record.calls} times per step, once per sample of the same batch of "
-                    f"{record.rows}: one small launch per sample instead of one batched call"
-                ),
-                hint=(
-                    f"Call `{name}` once on the whole batch (modules take a batch dimension), "
-                    "or use `torch.vmap` for a per-sample function."
-                ),
+                PER_SAMPLE, at=record.location, key=id(module), variant="module-per-sample",
+                fields={"module": name, "calls": record.calls, "batch_size": record.rows},
                 evidence={"calls": record.calls, "batch": record.rows},
             )
 

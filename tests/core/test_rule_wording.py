@@ -1,0 +1,105 @@
+"""A rule owns all its prose: detectors pick a rule's `Variant` instead of passing wording."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from torchdoctor.core.finding import Category, Severity
+from torchdoctor.core.registry import all_rules
+from torchdoctor.core.rule import Rule, Variant, template_fields
+
+SOURCE = Path(__file__).resolve().parents[2] / "src" / "torchdoctor"
+
+#: `message=` / `hint=` written as text outside the rules, each with why the text is not a rule's prose
+ALLOWED: dict[str, str] = {
+    "lint/runner.py": "torchdoctor's own failure (syntax this Python cannot parse), a finding with no rule file's wording",
+}
+
+
+def _rule(**variants: Variant) -> Rule:
+    return Rule(code="TD999", name="made-up", category=Category.NUMERICS, severity=Severity.ERROR,
+                message="{what} went wrong", hint="Fix {what}.", doc="## What it does\nx\n", proof="run",
+                variants=variants)
+
+
+def test_a_variant_replaces_the_templates_it_sets() -> None:
+    rule = _rule(both=Variant(message="{what} twice", hint="Fix {what} {where}."), said=Variant(message="{what} said"))
+    both = rule.finding(fields={"what": "a", "where": "here"}, variant="both")
+    assert (both.message, both.hint) == ("a twice", "Fix a here.")
+    said = rule.finding(fields={"what": "a"}, variant="said")
+    assert (said.message, said.hint) == ("a said", "Fix a.")
+    plain = rule.finding(fields={"what": "a"})
+    assert (plain.message, plain.hint) == ("a went wrong", "Fix a.")
+
+
+def test_an_unknown_variant_raises_naming_the_rule() -> None:
+    with pytest.raises(ValueError, match=r"TD999 \(made-up\): no variant 'other'"):
+        _rule(said=Variant(message="x")).finding(fields={"what": "a"}, variant="other")
+
+
+def test_the_fields_must_fill_the_variants_templates() -> None:
+    rule = _rule(both=Variant(message="{what} twice", hint="Fix {what} {where}."))
+    with pytest.raises(TypeError, match=r"TD999 .*missing \['where'\]"):
+        rule.finding(fields={"what": "a"}, variant="both")
+    with pytest.raises(TypeError, match=r"TD999 .*unknown \['where'\]"):
+        rule.finding(fields={"what": "a", "where": "here"})
+
+
+def test_a_variant_is_named_in_kebab_case_and_says_something() -> None:
+    with pytest.raises(ValueError, match="TD999: variants"):
+        _rule(Manual=Variant(message="x"))
+    with pytest.raises(ValueError, match="TD999: variants"):
+        _rule(empty=Variant())
+
+
+def test_every_variants_templates_parse() -> None:
+    """A stray brace in a variant raises here, not in the run that first picks the variant."""
+    for rule in all_rules():
+        for name in rule.variants:
+            for template in rule.templates(name):
+                template_fields(template)
+
+
+def test_variants_leave_the_rule_hashable_and_equal() -> None:
+    assert _rule(said=Variant(message="x")) == _rule() and hash(_rule(said=Variant(message="x"))) == hash(_rule())
+
+
+# -- no wording outside the rules ----------------------------------------------------------------
+
+def _is_text(node: ast.expr) -> bool:
+    """A literal, an f-string, or text made from a literal (`"..." % x`, `"...".format(x)`, `"a" + x`)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mod, ast.Add)):
+        return _is_text(node.left) or (isinstance(node.op, ast.Add) and _is_text(node.right))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+        return _is_text(node.func.value)
+    if isinstance(node, ast.IfExp):
+        return _is_text(node.body) or _is_text(node.orelse)
+    return False
+
+
+def _worded_calls() -> Iterator[tuple[str, str]]:
+    """(module, place) of each call outside the rules that passes `message=` or `hint=` as text."""
+    for path in sorted(SOURCE.rglob("*.py")):
+        module = path.relative_to(SOURCE).as_posix()
+        if module.startswith("rules/") or module == "core/rule.py":
+            continue
+        for call in ast.walk(ast.parse(path.read_text())):
+            if isinstance(call, ast.Call):
+                for keyword in call.keywords:
+                    if keyword.arg in ("message", "hint") and _is_text(keyword.value):
+                        yield module, f"{module}:{keyword.value.lineno} {keyword.arg}="
+
+
+def test_no_wording_outside_the_rules() -> None:
+    found = list(_worded_calls())
+    wrong = [place for module, place in found if module not in ALLOWED]
+    assert not wrong, "give the rule a Variant and pass variant= instead:\n" + "\n".join(wrong)
+    assert not set(ALLOWED) - {module for module, _ in found}, "an allowed module no longer words a finding"
