@@ -56,6 +56,7 @@ def test_a_lint_run_and_check_rule_is_scaffolded_with_failing_tests_for_the_flag
     assert outcomes == {
         "FAILED test_the_bug_is_flagged", "PASSED test_similar_correct_code_is_not_flagged",
         "FAILED test_fixture_findings_are_exactly_the_marked_ones[widget_misused]",
+        "PASSED test_pinned_words_are_in_the_message_of_the_marked_finding[widget_misused]",  # it pins none
     }, tests.stdout[-3000:]
     assert sum(line.startswith("FAILED ") for line in tests.stdout.splitlines()) == 3  # run and check alike
 
