@@ -90,17 +90,21 @@ def derived(root: Path) -> dict[Path, str]:
 
 def stale(root: Path) -> list[Path]:
     """The derived files whose text is not what the rules give."""
-    return [path for path, text in derived(root).items()
-            if not path.is_file() or path.read_text(encoding="utf-8") != text]
+    return list(_stale_texts(root))
 
 
 def generate(root: Path) -> list[Path]:
     """Write every stale derived file; the files written."""
-    written = stale(root)
-    texts = derived(root)
-    for path in written:
-        path.write_text(texts[path], encoding="utf-8")
-    return written
+    texts = _stale_texts(root)
+    for path, text in texts.items():
+        path.write_text(text, encoding="utf-8")
+    return list(texts)
+
+
+def _stale_texts(root: Path) -> dict[Path, str]:
+    """Each stale derived file and the text it should hold (the rules are read once)."""
+    return {path: text for path, text in derived(root).items()
+            if not path.is_file() or path.read_text(encoding="utf-8") != text}
 
 
 def fill_blocks(text: str, page: str) -> str:
