@@ -11,7 +11,7 @@ an installed copy), part by part:
 - `proofs`: every rule's doc example triggers it and its "Use instead" code does not
   (tests/rules/test_docs.py: lint, check, run, trace, env and dist harnesses);
 - `run`, `trace`: the rest of tests/run and tests/trace;
-- `compile`: `torch.compile`d code under run (tests/run/test_compiled.py).
+- `compile`: `torch.compile`d code under run (tests/observe/test_compiled.py).
 
     python bench/compat.py --venv /work/venv-214 --venv .compat/py3.10-torch2.3.1
     python bench/compat.py --create 3.10=2.3.1 --create 3.13=2.14.1 --parts lab,proofs
@@ -39,9 +39,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PARTS: dict[str, list[str]] = {
     "lab": ["tests/run/test_lab.py", "tests/trace/test_lab.py", "tests/lint/test_lab.py", "tests/health/test_lab.py"],
     "proofs": ["tests/rules/test_docs.py"],
-    "run": ["tests/run", "--ignore=tests/run/test_lab.py", "--ignore=tests/run/test_compiled.py"],
+    "run": ["tests/run", "tests/observe", "--ignore=tests/run/test_lab.py", "--ignore=tests/observe/test_compiled.py"],
     "trace": ["tests/trace", "--ignore=tests/trace/test_lab.py"],
-    "compile": ["tests/run/test_compiled.py"],
+    "compile": ["tests/observe/test_compiled.py"],
 }
 #: what the tests need beside torch and this tree's own requirements
 TEST_REQUIREMENTS = ["pytest>=8", "pytest-xdist>=3", "pyyaml>=6", "jsonschema>=4"]

@@ -86,10 +86,10 @@ def own_time(steps: int, skip: int) -> tuple[float, float, float]:
     from torch.utils.data import DataLoader, TensorDataset
 
     import torchdoctor
-    from torchdoctor.run.detectors.loader_memory import LoaderHostMemory
-    from torchdoctor.run.detectors.memory_account import MemoryAccount
-    from torchdoctor.run.detectors.memory_deleted import DeletedButAlive
-    from torchdoctor.run.detectors.memory_leaks import MemoryLeaks
+    from torchdoctor.observe.detectors.loader_memory import LoaderHostMemory
+    from torchdoctor.observe.detectors.memory_account import MemoryAccount
+    from torchdoctor.observe.detectors.memory_deleted import DeletedButAlive
+    from torchdoctor.observe.detectors.memory_leaks import MemoryLeaks
 
     spent: list[float] = [0.0]
     originals = []
@@ -173,8 +173,8 @@ def accuracy_of(path: Path, steps: int = 12) -> list[tuple[int, int, int]]:
     from torch.profiler import ProfilerActivity, profile
 
     import torchdoctor
-    from torchdoctor.run.detectors.memory_account import MemoryState
-    from torchdoctor.run.session import Session
+    from torchdoctor.observe.detectors.memory_account import MemoryState
+    from torchdoctor.observe.session import Session
 
     module = _load(path)
     totals: dict[int, int] = {}

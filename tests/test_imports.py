@@ -1,7 +1,7 @@
-"""No import circles in the package: what a module imports at its top (type-only imports
-under `if TYPE_CHECKING:` included, as they are dependencies all the same) never leads back
-to it. Imports inside functions are left out: they are how a module defers a heavy or
-optional dependency, not a layer it is built on."""
+"""No import circles in the package: what a module imports (at its top, type-only imports under
+`if TYPE_CHECKING:` included, as they are dependencies all the same; and inside its functions,
+where a module defers a heavy or optional dependency: deferred, it is a dependency still)
+never leads back to it. And no package reaches for another's private names."""
 
 from __future__ import annotations
 
@@ -37,14 +37,20 @@ def _top_imports(statements: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom
     return found
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Module -> the package's modules it imports at its top."""
+def _all_imports(statements: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom]:
+    """Every import of a module, at its top or deferred inside a function."""
+    return [node for node in ast.walk(ast.Module(body=statements, type_ignores=[])) if isinstance(node, (ast.Import, ast.ImportFrom))]
+
+
+def import_graph(deferred: bool = False) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports at its top (and in its functions, `deferred`)."""
+    imports = _all_imports if deferred else _top_imports
     modules = _modules()
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
         targets: set[str] = set()
-        for node in _top_imports(ast.parse(path.read_text(encoding="utf-8")).body):
+        for node in imports(ast.parse(path.read_text(encoding="utf-8")).body):
             if isinstance(node, ast.Import):
                 targets.update(alias.name for alias in node.names)
                 continue
@@ -101,8 +107,8 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_sees_the_package() -> None:
     graph = import_graph()
-    assert "torchdoctor.run.events" in graph["torchdoctor.run.session"]
-    assert "torchdoctor.core.rule" in graph["torchdoctor.run.detector"]
+    assert "torchdoctor.observe.events" in graph["torchdoctor.observe.session"]
+    assert "torchdoctor.core.rule" in graph["torchdoctor.observe.detector"]
 
 
 def test_cycles_are_found() -> None:
@@ -112,3 +118,24 @@ def test_cycles_are_found() -> None:
 
 def test_no_import_circles() -> None:
     assert cycles(import_graph()) == []
+
+
+def test_no_import_circles_through_deferred_imports() -> None:
+    assert cycles(import_graph(deferred=True)) == []
+
+
+def private_imports_across_packages() -> list[str]:
+    """`from torchdoctor.<a>.x import _name` in a module outside package <a>: `file:line name`."""
+    found = []
+    for name, path in _modules().items():
+        own = name.split(".")[1] if name.count(".") else ""
+        for node in _all_imports(ast.parse(path.read_text(encoding="utf-8")).body):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("torchdoctor."):
+                package = node.module.split(".")[1]  # type: ignore[union-attr]
+                found += [f"{path.relative_to(PACKAGE)}:{node.lineno} {alias.name}" for alias in node.names
+                          if alias.name.startswith("_") and not alias.name.startswith("__") and package != own]
+    return found
+
+
+def test_no_private_name_is_imported_across_packages() -> None:
+    assert private_imports_across_packages() == []

@@ -29,9 +29,9 @@ from typing import Any, NoReturn
 
 import torch  # noqa: F401 - the point of this process: imported once, before every fork
 
+from torchdoctor.observe.crash.explain import explainers
+from torchdoctor.observe.detectors import all_detectors
 from torchdoctor.run import boot
-from torchdoctor.run.crash.explain import explainers
-from torchdoctor.run.detectors import all_detectors
 from torchdoctor.run.records import ENV_PARENT
 
 # what observation imports the moment a script imports torch (boot._on_torch_imported), imported

@@ -14,13 +14,30 @@ from torchdoctor.core.report import Report
 if TYPE_CHECKING:
     from torchdoctor.health.api import check
     from torchdoctor.lint.python_api import lint
-    from torchdoctor.run.watch import watch
+    from torchdoctor.observe.watch import watch
 
 __all__ = ["Category", "Finding", "Report", "Severity", "__version__", "check", "lint", "watch"]
 
 #: name -> (module, attribute); `lint` is the package `torchdoctor.lint` itself, which is callable
 #: (`torchdoctor.lint(paths)`, see lint/__init__.py): a function of that name would hide the package
-_LAZY = {"check": ("torchdoctor.health.api", "check"), "lint": ("torchdoctor.lint", None), "watch": ("torchdoctor.run.watch", "watch")}
+_LAZY = {"check": ("torchdoctor.health.api", "check"), "lint": ("torchdoctor.lint", None), "watch": ("torchdoctor.observe.watch", "watch")}
+
+
+def _text(report: Report) -> str:
+    """The text report, as the command prints it (without colours): `print(report)` shows it.
+
+    Wired here, in the package that puts the API together, so that core (the report's data)
+    never imports a renderer: the renderers import core, not the other way round."""
+    import io
+
+    from torchdoctor.report.text import write
+
+    stream = io.StringIO()
+    write(report, stream, color=False)
+    return stream.getvalue().rstrip("\n")  # print() adds the last newline
+
+
+Report.__str__ = _text  # type: ignore[method-assign,assignment]
 
 
 def __getattr__(name: str) -> Any:

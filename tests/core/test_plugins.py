@@ -24,12 +24,12 @@ from torchdoctor.core import plugins
 from torchdoctor.health.runner import CHECKS
 from torchdoctor.lint import engine
 from torchdoctor.lint.engine import FILE_END, check
+from torchdoctor.observe.crash.explain import explainers
+from torchdoctor.observe.detector import EVENTS, Detector
+from torchdoctor.observe.detectors import all_detectors
+from torchdoctor.observe.events import Step
+from torchdoctor.observe.instruments.series import SeriesRecorder
 from torchdoctor.rules.loss.softmax_before_cross_entropy import RULE as TD101
-from torchdoctor.run.crash.explain import explainers
-from torchdoctor.run.detector import EVENTS, Detector
-from torchdoctor.run.detectors import all_detectors
-from torchdoctor.run.events import Step
-from torchdoctor.run.instruments.series import SeriesRecorder
 from torchdoctor.trace.tracer import StepTracer
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "plugins" / "td_example_plugin"
@@ -63,7 +63,7 @@ def test_the_built_in_families_keep_their_declared_order() -> None:
     for units in (all_detectors(), CHECKS):
         assert [unit.ORDER for unit in units] == sorted(unit.ORDER for unit in units)
     assert len({d.ORDER for d in all_detectors()}) == len(all_detectors())
-    assert explainers()[0].__module__ == "torchdoctor.run.crash.misc"  # torchrun's child failures first
+    assert explainers()[0].__module__ == "torchdoctor.observe.crash.misc"  # torchrun's child failures first
 
 
 def test_a_plugin_module_is_found_through_its_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -269,7 +269,7 @@ def test_a_malformed_module_fails_naming_itself(group: str, parts: dict[str, obj
 MALFORMED = {
     "torchdoctor.run": ("""\
         from torchdoctor.rules.loss.softmax_before_cross_entropy import RULE
-        from torchdoctor.run.detector import Detector
+        from torchdoctor.observe.detector import Detector
 
 
         class Late(Detector):

@@ -85,7 +85,7 @@ def _call_sites() -> Iterator[tuple[str, Rule, set[str], set[str], str | None]]:
                 rule_node = call.args[0]
                 fields = _literal_keys(call.args[1])
                 own = set(keywords)
-            elif method == "_at" and len(call.args) > 3:  # run/crash/explain.py: (rule, crash, frame, fields)
+            elif method == "_at" and len(call.args) > 3:  # observe/crash/explain.py: (rule, crash, frame, fields)
                 rule_node = call.args[0]
                 fields, own = _literal_keys(call.args[3]), set()
             elif method in WRAPPERS and call.args and not any(k.arg is None for k in call.keywords):

@@ -40,16 +40,16 @@ def test_a_lint_run_and_check_rule_is_scaffolded_with_failing_tests_for_the_flag
     assert written == {
         os.path.join(*p.split("/")) for p in (
             "src/torchdoctor/rules/optimizer/widget_misused.py", "src/torchdoctor/lint/checks/widget_misused.py",
-            "tests/lint/fixtures/widget_misused.py", "src/torchdoctor/run/detectors/widget_misused.py",
-            "tests/run/detectors/test_widget_misused.py", "src/torchdoctor/health/checks/widget_misused.py",
+            "tests/lint/fixtures/widget_misused.py", "src/torchdoctor/observe/detectors/widget_misused.py",
+            "tests/observe/detectors/test_widget_misused.py", "src/torchdoctor/health/checks/widget_misused.py",
             "tests/health/test_widget_misused.py")}  # found where they are: nothing registered by hand
     shown = python(root, "-m", "torchdoctor", "rule", "TD149")
     assert shown.returncode == 0 and "# widget-misused (TD149)" in shown.stdout
-    registered = python(root, "-c", "from torchdoctor.run.detectors import all_detectors; from torchdoctor.health.runner import NAMES;"
+    registered = python(root, "-c", "from torchdoctor.observe.detectors import all_detectors; from torchdoctor.health.runner import NAMES;"
                                     "print([d.__name__ for d in all_detectors()].count('WidgetMisused'), NAMES.count('widget_misused'))")
     assert registered.stdout.split() == ["1", "1"], registered.stderr
     tests = python(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", "--rootdir", str(root),
-                   "tests/run/detectors/test_widget_misused.py", "tests/health/test_widget_misused.py",
+                   "tests/observe/detectors/test_widget_misused.py", "tests/health/test_widget_misused.py",
                    "tests/lint/test_fixtures.py", "-k", "widget")
     outcomes = {line.split(" ", 1)[0] + " " + line.split("::")[-1].split(" ")[0]
                 for line in tests.stdout.splitlines() if line.startswith(("PASSED ", "FAILED "))}
@@ -66,7 +66,7 @@ def test_a_lint_run_and_check_rule_is_scaffolded_with_failing_tests_for_the_flag
     assert set(generated.stdout.split()) == {"wrote", "docs/rules.md", "docs/lint.md", "docs/run.md", "docs/check.md", "README.md"}, generated.stderr
     assert "| TD149 | `widget-misused` | warning | | TODO: what lint sees" in (root / "docs" / "lint.md").read_text(encoding="utf-8")
     tests = python(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(root),
-                   "tests/run/detectors/test_widget_misused.py", "tests/health/test_widget_misused.py",
+                   "tests/observe/detectors/test_widget_misused.py", "tests/health/test_widget_misused.py",
                    "tests/lint/test_fixtures.py", "tests/rules/test_docs.py", "tests/catalog", "tests/dev/test_generate.py",
                    "-k", "widget or TD149 or rules_md or derived_doc")
     assert tests.returncode == 0 and " passed" in tests.stdout, tests.stdout[-3000:]
@@ -86,11 +86,11 @@ def write_trivial_detectors(root: Path) -> None:
     edit(check, '{"TODO_callee"}', '{"ones"}')
     check.write_text(check.read_text(encoding="utf-8") + '    ctx.report(RULE, node, fields={"what": "torch.ones"})\n', encoding="utf-8")
     edit(root / "tests" / "lint" / "fixtures" / "widget_misused.py", "bad = torch.zeros(3)", "bad = torch.ones(3)")
-    detector = src / "run" / "detectors" / "widget_misused.py"
+    detector = src / "observe" / "detectors" / "widget_misused.py"
     detector.write_text(detector.read_text(encoding="utf-8") + (
         '        if event.index == 1 and event.optimizer.param_groups[0]["lr"] > 1:\n'
         '            self.ctx.report(RULE, fields={"what": "lr"})\n'), encoding="utf-8")
-    edit(root / "tests" / "run" / "detectors" / "test_widget_misused.py", "lr=0.1)", "lr=10.0 if buggy else 0.1)")
+    edit(root / "tests" / "observe" / "detectors" / "test_widget_misused.py", "lr=0.1)", "lr=10.0 if buggy else 0.1)")
     health = src / "health" / "checks" / "widget_misused.py"
     edit(health, '    return Outcome(detail="TODO: what was confirmed")',
          '    if ctx.subject.optimizer is not None and ctx.subject.optimizer.param_groups[0]["lr"] > 1:\n'

@@ -23,10 +23,10 @@ from torch.utils.data import DataLoader, TensorDataset
 import torchdoctor
 from tests import children
 from torchdoctor.core.finding import Finding
-from torchdoctor.run.crash.data import worker_killed
-from torchdoctor.run.crash.explain import explain
-from torchdoctor.run.crash.loss import arguments_swapped, binary_target_dtype
-from torchdoctor.run.crash.model import Crash
+from torchdoctor.observe.crash.data import worker_killed
+from torchdoctor.observe.crash.explain import explain
+from torchdoctor.observe.crash.loss import arguments_swapped, binary_target_dtype
+from torchdoctor.observe.crash.model import Crash
 
 
 def explained(action: Callable[[], object]) -> Finding:
@@ -710,7 +710,7 @@ def test_crash_explained_without_torch_in_the_process() -> None:
     """Explaining never imports torch (a script can crash before it imports it)."""
     
     code = (
-        "import sys\nfrom torchdoctor.run.crash.explain import explain\n"
+        "import sys\nfrom torchdoctor.observe.crash.explain import explain\n"
         "try:\n    {}['x']\nexcept KeyError as e:\n    found = explain(e)\n"
         "print(found[0][0].rule, 'torch' in sys.modules)"
     )

@@ -11,15 +11,15 @@ from torch import nn
 
 import torchdoctor
 from tests.run.conftest import torchdoctor_run
-from torchdoctor.run.crash.explain import explain_crash
-from torchdoctor.run.crash.model import Crash
-from torchdoctor.run.faults import contain
-from torchdoctor.run.session import Session
+from torchdoctor.observe.crash.explain import explain_crash
+from torchdoctor.observe.crash.model import Crash
+from torchdoctor.observe.faults import contain
+from torchdoctor.observe.session import Session
 
 BROKEN_OBSERVER = """
 import torch
 from torch import nn
-from torchdoctor.run.session import Session
+from torchdoctor.observe.session import Session
 
 def broken_observer(event):  # stands for a bug in torchdoctor's module observer
     raise RuntimeError("bug in torchdoctor")
@@ -38,7 +38,7 @@ print("trained")
 CRASH_IN_TORCHDOCTOR = """
 import torch
 from torch import nn
-from torchdoctor.run.session import Session
+from torchdoctor.observe.session import Session
 
 session = Session.current()
 session.backward._end = session.report  # called with a Backward event, torchdoctor's own code raises

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from torchdoctor.core.finding import Category, Finding, Severity
+from torchdoctor.observe.instruments import distributed
+from torchdoctor.observe.instruments.distributed import DistributedIndex
 from torchdoctor.run import ranks
-from torchdoctor.run.instruments import distributed
-from torchdoctor.run.instruments.distributed import DistributedIndex
 from torchdoctor.run.nodes.job import Launch
 from torchdoctor.run.records import merge
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from torchdoctor.core.finding import Category, Finding, Severity
-from torchdoctor.run.records import ProcessLog, finding_from_dict, finding_record, merge, read_folder
+from torchdoctor.run.nodes.view import read_folder
+from torchdoctor.run.records import ProcessLog, finding_from_dict, finding_record, merge
 
 
 def finding(rank: int | None = None, line: int = 3, count: int = 1) -> Finding:

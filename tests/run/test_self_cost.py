@@ -13,7 +13,7 @@ import pytest
 
 from tests import children
 from tests.run.conftest import environment, torchdoctor_run
-from torchdoctor.run.self_cost import STEADY, WARMUP, SelfCost, merged, table
+from torchdoctor.observe.self_cost import STEADY, WARMUP, SelfCost, merged, table
 
 #: what a JSON report from `run` does not need in the runner: the other renderers (rich, jinja2,
 #: markdown, pygments), the other commands, torch

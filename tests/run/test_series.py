@@ -1,4 +1,4 @@
-"""The per-step series (run/instruments/series.py): what they hold is what the script computed."""
+"""The per-step series (observe/instruments/series.py): what they hold is what the script computed."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import torchdoctor
 from tests.run.conftest import torchdoctor_run
-from torchdoctor.run.instruments.series import LAYER_ROWS, MANUAL_AFTER, UPDATE_ROWS, UPDATE_STRIDE, Table
+from torchdoctor.observe.instruments.series import LAYER_ROWS, MANUAL_AFTER, UPDATE_ROWS, UPDATE_STRIDE, Table
 
 
 def column(series: dict, name: str, col: str) -> dict[int, float]:

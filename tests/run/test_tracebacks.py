@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.run.conftest import python, torchdoctor_run
-from torchdoctor.run import tracebacks
-from torchdoctor.run.faults import Faults
-from torchdoctor.run.patching import call_in_mode
+from torchdoctor.observe import tracebacks
+from torchdoctor.observe.faults import Faults
+from torchdoctor.observe.patching import call_in_mode
 
 #: one way of stopping per argument; each passes through a different part of torchdoctor
 SCRIPT = """\
@@ -125,4 +125,4 @@ def test_a_traceback_the_script_formats_leaves_out_torchdoctor_frames_and_torchd
     assert as_the_script_prints_it.count("test_tracebacks.py") == 2  # this test, then fails(): no stand-in between
     faults = Faults()
     faults.add("a detector", raised)
-    assert "torchdoctor/run/patching.py" in faults.seen[0].traceback  # torchdoctor's own record keeps every frame
+    assert "torchdoctor/observe/patching.py" in faults.seen[0].traceback  # torchdoctor's own record keeps every frame

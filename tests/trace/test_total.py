@@ -7,8 +7,8 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from torchdoctor.run.outcome import Outcome
-from torchdoctor.run.session import Session
+from torchdoctor.observe.outcome import Outcome
+from torchdoctor.observe.session import Session
 from torchdoctor.trace.options import OWN, TraceOptions
 from torchdoctor.trace.tracer import StepTracer
 

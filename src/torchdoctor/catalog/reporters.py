@@ -18,8 +18,10 @@ from torchdoctor.core import registry
 
 PACKAGE = Path(torchdoctor.__file__).resolve().parent
 
-#: command -> the package that holds its detectors (check's is named health, see CONTRIBUTING.md)
-COMMANDS = {"lint": "lint", "run": "run", "check": "health", "env": "env", "dist": "dist", "trace": "trace"}
+#: command -> the packages that hold its detectors (check's is named health, see CONTRIBUTING.md;
+#: run's detectors and explainers live in the observation engine, its cross-rank verdicts in run/)
+COMMANDS = {"lint": ("lint",), "run": ("observe", "run"), "check": ("health",), "env": ("env",),
+            "dist": ("dist",), "trace": ("trace",)}
 _CODE = re.compile(r"TD\d{3}")
 
 
@@ -33,8 +35,8 @@ def reporters() -> dict[str, tuple[tuple[str, str], ...]]:
             modules[_rule_module(path)] = set(_codes_in(path, modules, tables=False))
     known = {rule.code for rule in registry.all_rules()}
     found: dict[str, list[tuple[str, str]]] = {}
-    for command, package in COMMANDS.items():
-        for path in sorted((PACKAGE / package).rglob("*.py")):
+    for command, packages in COMMANDS.items():
+        for path in sorted(path for package in packages for path in (PACKAGE / package).rglob("*.py")):
             shown = path.relative_to(PACKAGE).as_posix()
             for code in sorted(set(_codes_in(path, modules)) & known):
                 found.setdefault(code, []).append((command, shown))
@@ -42,7 +44,7 @@ def reporters() -> dict[str, tuple[tuple[str, str], ...]]:
 
 
 def reported_by(code: str) -> str:
-    """`lint (lint/checks/loss_inputs.py), run (run/crash/loss.py, run/session.py)`; "" for none."""
+    """`lint (lint/checks/loss_inputs.py), run (observe/crash/loss.py, observe/session.py)`; "" for none."""
     files: dict[str, list[str]] = {}
     for command, file in reporters().get(code, ()):
         files.setdefault(command, []).append(file)

@@ -7,8 +7,8 @@ package, walked), read exactly as the built-in modules of the family's package a
 | ------------------- | --------------------------- | ------------------------------------------ |
 | `torchdoctor.rules` | `torchdoctor.rules`         | `RULE`, a `Rule`                           |
 | `torchdoctor.lint`  | `torchdoctor.lint.checks`   | `@check` functions (registered on import)  |
-| `torchdoctor.run`   | `torchdoctor.run.detectors` | `Detector` subclasses                      |
-| `torchdoctor.crash` | `torchdoctor.run.crash`     | `EXPLAINERS`, crash explainers             |
+| `torchdoctor.run`   | `torchdoctor.observe.detectors` | `Detector` subclasses                      |
+| `torchdoctor.crash` | `torchdoctor.observe.crash`     | `EXPLAINERS`, crash explainers             |
 | `torchdoctor.check` | `torchdoctor.health.checks` | `NAME`, `TITLE`, `RULES`, `run(ctx)`       |
 
 Where order matters (run detectors, crash explainers, health checks) the unit declares it:
@@ -40,8 +40,8 @@ from torchdoctor.core.rule import CODE_PATTERN, Rule
 GROUPS: dict[str, str] = {
     "torchdoctor.rules": "torchdoctor.rules",
     "torchdoctor.lint": "torchdoctor.lint.checks",
-    "torchdoctor.run": "torchdoctor.run.detectors",
-    "torchdoctor.crash": "torchdoctor.run.crash",
+    "torchdoctor.run": "torchdoctor.observe.detectors",
+    "torchdoctor.crash": "torchdoctor.observe.crash",
     "torchdoctor.check": "torchdoctor.health.checks",
 }
 #: the place of a unit that declares no `ORDER`: after every built-in one that does

@@ -123,20 +123,14 @@ class Report:
             counts[finding.severity.value] += 1
         return counts
 
+    def metrics(self) -> dict[str, float]:
+        """The metrics every logger can take: `torchdoctor/errors`, `.../warnings`, `.../info`."""
+        return {f"torchdoctor/{'info' if key == 'info' else key + 's'}": float(value) for key, value in self.summary().items()}
+
     def summary_text(self) -> str:
         """`1 error, 2 warnings, 0 info`: the counts in words, as every renderer writes them."""
         counts = self.summary()
         return f"{counted(counts['error'], 'error')}, {counted(counts['warning'], 'warning')}, {counts['info']} info"
-
-    def __str__(self) -> str:
-        """The text report, as the command prints it (without colours): `print(report)` shows it."""
-        import io
-
-        from torchdoctor.report.text import write
-
-        stream = io.StringIO()
-        write(self, stream, color=False)
-        return stream.getvalue().rstrip("\n")  # print() adds the last newline
 
     def fails(self, fail_on: FailOn | str) -> bool:
         """True when a finding is at or above `fail_on` (`never` never fails)."""

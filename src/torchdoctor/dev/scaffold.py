@@ -17,7 +17,7 @@ from torchdoctor.core.rule import CODE_PATTERN, NAME_PATTERN, SEEING_COMMANDS
 #: the detectors a rule can have, and what each is
 DETECTOR_KINDS = {
     "lint": "lint check (src/torchdoctor/lint/checks/) and a fixture of flagged and correct code",
-    "run": "run detector (src/torchdoctor/run/detectors/) and its two-sided test",
+    "run": "run detector (src/torchdoctor/observe/detectors/) and its two-sided test",
     "check": "health check (src/torchdoctor/health/checks/) and its two-sided test",
 }
 
@@ -64,8 +64,8 @@ def write_rule(rule: NewRule, root: Path) -> list[Path]:
         files[root / "src" / "torchdoctor" / "lint" / "checks" / f"{rule.module}.py"] = _LINT_CHECK.format(**_fields(rule))
         files[root / "tests" / "lint" / "fixtures" / f"{rule.module}.py"] = _LINT_FIXTURE.format(**_fields(rule))
     if "run" in rule.kinds:
-        files[root / "src" / "torchdoctor" / "run" / "detectors" / f"{rule.module}.py"] = _RUN_DETECTOR.format(**_fields(rule))
-        files[root / "tests" / "run" / "detectors" / f"test_{rule.module}.py"] = _RUN_TEST.format(**_fields(rule))
+        files[root / "src" / "torchdoctor" / "observe" / "detectors" / f"{rule.module}.py"] = _RUN_DETECTOR.format(**_fields(rule))
+        files[root / "tests" / "observe" / "detectors" / f"test_{rule.module}.py"] = _RUN_TEST.format(**_fields(rule))
     if "check" in rule.kinds:
         files[root / "src" / "torchdoctor" / "health" / "checks" / f"{rule.module}.py"] = _HEALTH_CHECK.format(**_fields(rule))
         files[root / "tests" / "health" / f"test_{rule.module}.py"] = _HEALTH_TEST.format(**_fields(rule))
@@ -233,8 +233,8 @@ _RUN_DETECTOR = '''"""{code} {name}: the run detector (docs/run-detectors-dev.md
 from __future__ import annotations
 
 from torchdoctor.rules.{package}.{module} import RULE
-from torchdoctor.run.detector import Detector
-from torchdoctor.run.events import Step
+from torchdoctor.observe.detector import Detector
+from torchdoctor.observe.events import Step
 
 
 class {cls}(Detector):
@@ -252,8 +252,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from tests.run.detectors.conftest import observing
-from torchdoctor.run.detectors.{module} import {cls}
+from tests.observe.detectors.conftest import observing
+from torchdoctor.observe.detectors.{module} import {cls}
 
 
 def train(buggy: bool, steps: int = 8) -> None:

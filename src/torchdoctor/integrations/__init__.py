@@ -6,5 +6,6 @@ same engine (`torchdoctor.watch()` and the run session), importing its framework
 | `lightning` | `TorchDoctorCallback` for `lightning.pytorch.Trainer` | `torchdoctor[lightning]` |
 | `huggingface` | `TorchDoctorCallback` for `transformers.Trainer` | `torchdoctor[huggingface]` |
 | `pytest_plugin` | the `torchdoctor` fixture and marker (a `pytest11` entry point) | pytest |
-| `tensorboard` | a report's series as scalars and its findings as text (`run --tensorboard DIR`) | `torchdoctor[tensorboard]` |
+
+The TensorBoard writer they share with `run --tensorboard DIR` is a report writer: report/tensorboard.py.
 """

@@ -26,7 +26,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from torchdoctor.integrations.observer import FitObserver, TorchDoctorError, counts
+from torchdoctor.integrations.observer import FitObserver, TorchDoctorError
 
 try:
     from transformers import TrainerCallback
@@ -55,7 +55,7 @@ class TorchDoctorCallback(TrainerCallback):
         so_far = self.observer.so_far()
         if so_far is None or not so_far.findings:
             return
-        found = counts(so_far)
+        found = so_far.metrics()
         if logs is not None:
             logs.update(found)  # seen by the callbacks after this one
         if state.log_history:
@@ -64,7 +64,7 @@ class TorchDoctorCallback(TrainerCallback):
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         report = self.close(main_process=self._main)
         if report is not None and self._main and "tensorboard" in (getattr(args, "report_to", None) or []):
-            from torchdoctor.integrations import tensorboard
+            from torchdoctor.report import tensorboard
 
             tensorboard.write(report, _logging_dir(args), series=False, counts_at=int(state.global_step))
         self.observer.check()

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from torchdoctor.integrations.observer import FitObserver, TorchDoctorError, counts
+from torchdoctor.integrations.observer import FitObserver, TorchDoctorError
 
 if TYPE_CHECKING:
     from lightning.pytorch import Callback
@@ -71,11 +71,11 @@ class TorchDoctorCallback(Callback):
 
 
 def _log(trainer: Any, report: Any) -> None:
-    from torchdoctor.integrations.tensorboard import findings_markdown
+    from torchdoctor.report.tensorboard import findings_markdown
 
     step = int(getattr(trainer, "global_step", 0))
     for logger in getattr(trainer, "loggers", []):
-        logger.log_metrics(counts(report), step=step)
+        logger.log_metrics(report.metrics(), step=step)
         add_text = getattr(getattr(logger, "experiment", None), "add_text", None)  # TensorBoard's SummaryWriter
         if callable(add_text):
             add_text("torchdoctor/findings", findings_markdown(report), step)

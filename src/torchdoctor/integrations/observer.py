@@ -20,7 +20,7 @@ from torchdoctor.core.report import FailOn, Report
 from torchdoctor.report import outputs
 
 if TYPE_CHECKING:
-    from torchdoctor.run.watch import Watch
+    from torchdoctor.observe.watch import Watch
 
 
 class TorchDoctorError(RuntimeError):
@@ -64,7 +64,7 @@ class FitObserver:
     def start(self) -> None:
         if self._watch is not None:  # a fit that ended without telling us (an exception): close it first
             self.stop()
-        from torchdoctor.run.watch import watch
+        from torchdoctor.observe.watch import watch
 
         self._watch = watch(select=self.select, ignore=self.ignore).__enter__()
 
@@ -91,8 +91,3 @@ class FitObserver:
         """Raise TorchDoctorError when the report's findings reach `fail_on`."""
         if self.report is not None and self.report.fails(self.fail_on):
             raise TorchDoctorError(self.report, self.fail_on)
-
-
-def counts(report: Report) -> dict[str, float]:
-    """The metrics every logger can take: `torchdoctor/errors`, `.../warnings`, `.../info`."""
-    return {f"torchdoctor/{'info' if key == 'info' else key + 's'}": float(value) for key, value in report.summary().items()}

@@ -6,7 +6,6 @@ same data as it is (`trace`, `op_paths`).
 
 from __future__ import annotations
 
-from html import escape
 from typing import Any
 
 from rich.console import Console
@@ -17,15 +16,15 @@ TEXT_ROWS = 12
 OPS_SHOWN = 3
 
 
-def _ms(us: float) -> str:
+def as_ms(us: float) -> str:
     return f"{us / 1000:.2f} ms"
 
 
-def _per_step(value: float, steps: int) -> float:
+def per_step_of(value: float, steps: int) -> float:
     return value / steps if steps else value
 
 
-def _count(count: int, steps: int) -> str:
+def times_per_step(count: int, steps: int) -> str:
     per = count / steps if steps else count
     return f"x{per:g}" if per == int(per) else f"x{per:.1f}"
 
@@ -35,7 +34,7 @@ def op_text(op: dict[str, Any], steps: int) -> str:
     details = [", ".join(op.get("shapes", [])[:1])] if op.get("shapes") else []
     if op.get("dtypes"):
         details.append("/".join(op["dtypes"]))
-    text = f"{op['op']} {_count(op['count'], steps)}"
+    text = f"{op['op']} {times_per_step(op['count'], steps)}"
     if details:
         text += f" [{' · '.join(d for d in details if d)}]"
     chain = op.get("dispatch")
@@ -47,13 +46,13 @@ def op_text(op: dict[str, Any], steps: int) -> str:
 def summary_line(section: dict[str, Any]) -> str:
     steps = section.get("steps") or []
     n = len(steps)
-    per_step = _per_step(section.get("total_us", 0), n)
-    data = _per_step(sum(s.get("data_us", 0) for s in steps), n)
-    device = _per_step(sum(s.get("device_us", 0) for s in steps), n)
-    parts = [f"{n} traced step{'s' if n != 1 else ''}", f"{_ms(per_step)} of op time per step (CPU)"]
+    per_step = per_step_of(section.get("total_us", 0), n)
+    data = per_step_of(sum(s.get("data_us", 0) for s in steps), n)
+    device = per_step_of(sum(s.get("device_us", 0) for s in steps), n)
+    parts = [f"{n} traced step{'s' if n != 1 else ''}", f"{as_ms(per_step)} of op time per step (CPU)"]
     if device:
-        parts.append(f"GPU busy {_ms(device)} per step")
-    parts.append(f"{_ms(data)} waiting for data")
+        parts.append(f"GPU busy {as_ms(device)} per step")
+    parts.append(f"{as_ms(data)} waiting for data")
     return " · ".join(parts)
 
 
@@ -70,7 +69,7 @@ def _table(section: dict[str, Any], console: Console) -> None:
     console.print(Text(summary_line(section), style="bold"))
     console.print(Text(f"  {'share':>6}  {'per step':>9}  line", style="dim"))
     for line in (section.get("lines") or [])[:TEXT_ROWS]:
-        head = Text(f"  {line['share']:>6.1%}  {_ms(_per_step(line['us'], steps)):>9}  ")
+        head = Text(f"  {line['share']:>6.1%}  {as_ms(per_step_of(line['us'], steps)):>9}  ")
         head.append(line["location"] + (" [compiled]" if line.get("compiled") else ""), style="bold")
         if line.get("source"):
             head.append(f"  {line['source']}")
@@ -78,12 +77,12 @@ def _table(section: dict[str, Any], console: Console) -> None:
         ops = line.get("ops") or []
         if ops:
             shown = ", ".join(op_text(op, steps) for op in ops[:OPS_SHOWN])
-            console.print(Text(f"{'':21}calls {_ms(_per_step(line['forward_us'], steps))}: {shown}", style="dim"))
+            console.print(Text(f"{'':21}calls {as_ms(per_step_of(line['forward_us'], steps))}: {shown}", style="dim"))
         backward = line.get("backward") or {}
         if line.get("backward_us"):
-            nodes = ", ".join(f"{name} {_count(n, steps)}" for name, n in list((backward.get("nodes") or {}).items())[:OPS_SHOWN])
-            bops = ", ".join(f"{op['op']} {_count(op['count'], steps)}" for op in (backward.get("ops") or [])[:OPS_SHOWN])
-            console.print(Text(f"{'':21}backward {_ms(_per_step(line['backward_us'], steps))}: {nodes}"
+            nodes = ", ".join(f"{name} {times_per_step(n, steps)}" for name, n in list((backward.get("nodes") or {}).items())[:OPS_SHOWN])
+            bops = ", ".join(f"{op['op']} {times_per_step(op['count'], steps)}" for op in (backward.get("ops") or [])[:OPS_SHOWN])
+            console.print(Text(f"{'':21}backward {as_ms(per_step_of(line['backward_us'], steps))}: {nodes}"
                                + (f" ({bops})" if bops else ""), style="dim"))
     rest = (section.get("lines") or [])[TEXT_ROWS:]
     if rest:
@@ -135,51 +134,3 @@ def _path_text(path: dict[str, Any], console: Console) -> None:
     for note in path.get("notes") or []:
         console.print(Text(f"  note: {note}", style="dim"))
     console.print()
-
-
-def trace_html(section: dict[str, Any]) -> str:
-    """The `trace` section as HTML: the lines by their share of the step (report/html draws it)."""
-    out: list[str] = []
-    if section:
-        steps = len(section.get("steps") or []) or 1
-        out.append(f"<h2>Trace</h2><p>{escape(summary_line(section))}</p>")
-        out.append("<table><tr><th>share</th><th>per step</th><th>line</th><th>its calls (per step)</th><th>their backward</th></tr>")
-        for line in section.get("lines") or []:
-            ops = "<br>".join(escape(op_text(op, steps)) for op in (line.get("ops") or [])[:OPS_SHOWN])
-            nodes = ", ".join(f"{escape(name)} {_count(n, steps)}" for name, n in ((line.get("backward") or {}).get("nodes") or {}).items())
-            out.append(
-                f"<tr><td>{line['share']:.1%}</td><td>{_ms(_per_step(line['us'], steps))}</td>"
-                f"<td><code>{escape(line['location'])}</code>{' [compiled]' if line.get('compiled') else ''}"
-                f"<div class='hint'><code>{escape(line.get('source') or '')}</code></div></td>"
-                f"<td>{ops}</td><td>{nodes}</td></tr>"
-            )
-        out.append("</table>")
-    return "".join(out)
-
-
-def op_paths_html(paths: list[dict[str, Any]]) -> str:
-    """The `op_paths` section (`trace --op`) as HTML: each op from its schema to this install's kernels."""
-    from torchdoctor.report.html import inline
-
-    out: list[str] = []
-    for path in paths or []:
-        if path.get("error"):
-            out.append(f"<p class='warning'>{escape(path.get('op') or path.get('line') or '')}: {escape(path['error'])}</p>")
-            continue
-        out.append(f"<h2><code>{escape(path['schema'])}</code></h2>")
-        for label, place in (("native_functions.yaml", path.get("native_functions")), ("structured delegate", path.get("structured_delegate"))):
-            if place is not None:
-                out.append(f"<p>{label}: <a href='{escape(place['url'])}'>{escape(place['op'])} at {escape(place['file'])}:{place['line']}</a></p>"
-                           f"<pre>{escape(place['text'])}</pre>")
-        out.append("<table><tr><th>key</th><th>registered at</th><th>kernel</th></tr>")
-        for registration in path.get("registrations") or []:
-            where = escape(registration.get("path") or registration["where"])
-            link = f"<a href='{escape(registration['url'])}'>{where}</a>" if registration.get("url") else where
-            out.append(f"<tr><td><code>{escape(registration['key'])}</code></td><td>{link}</td>"
-                       f"<td><code>{escape(registration.get('kernel') or '')}</code></td></tr>")
-        out.append("</table>")
-        if path.get("served"):
-            out.append("<p>served in this run: " + " → ".join(f"<code>{escape(s['key'])}</code> ({escape(s['kind'])})" for s in path["served"]) + "</p>")
-        for note in path.get("notes") or []:
-            out.append(f"<p class='hint'>note: {inline(note)}</p>")
-    return "".join(out)

@@ -22,10 +22,10 @@ from types import ModuleType
 from typing import Any
 
 from torchdoctor.core.finding import Finding
-from torchdoctor.run.faults import passes_through
-from torchdoctor.run.outcome import Outcome
+from torchdoctor.observe.faults import passes_through
+from torchdoctor.observe.outcome import Outcome
+from torchdoctor.observe.self_cost import CONFIG_KEY as PROFILE_SELF
 from torchdoctor.run.records import CONFIG_FILE, ENV_DIR, ENV_PARENT, ProcessLog, finding_record
-from torchdoctor.run.self_cost import CONFIG_KEY as PROFILE_SELF
 
 
 @dataclass
@@ -36,7 +36,7 @@ class ProcessState:
     config: dict[str, Any]
     role: str
     started: float = field(default_factory=time.monotonic)
-    session: Any = None  # torchdoctor.run.session.Session, once torch is imported
+    session: Any = None  # torchdoctor.observe.session.Session, once torch is imported
     outcome: str = "completed"  # or "crashed", "interrupted" (set at exit)
     notes: list[str] = field(default_factory=list)
 
@@ -183,10 +183,10 @@ def config() -> dict[str, Any]:
 def _on_torch_imported(torch: ModuleType) -> None:
     if _STATE is None:
         return
-    from torchdoctor.run import tracebacks
-    from torchdoctor.run.crash.explain import explainers
-    from torchdoctor.run.detectors import all_detectors
-    from torchdoctor.run.session import Session
+    from torchdoctor.observe import tracebacks
+    from torchdoctor.observe.crash.explain import explainers
+    from torchdoctor.observe.detectors import all_detectors
+    from torchdoctor.observe.session import Session
 
     explainers()  # imported now rather than at exit (see _at_exit)
     tracebacks.install()  # from now on torchdoctor's frames are in the user's calls
@@ -246,7 +246,7 @@ def _finish(process: ProcessState) -> None:
     process.outcome = "crashed" if outcome.crashed else "interrupted" if outcome.interrupted else "completed"
     session = process.session
     if outcome.crashed and outcome.exception is not None:
-        from torchdoctor.run.crash.explain import explain
+        from torchdoctor.observe.crash.explain import explain
 
         for finding, key in explain(outcome.exception, session):
             emit(finding, key)

@@ -28,11 +28,12 @@ from torchdoctor.core.config import Config
 from torchdoctor.core.errors import UsageError
 from torchdoctor.core.progress import on_a_terminal
 from torchdoctor.core.report import Report
-from torchdoctor.integrations import tensorboard
-from torchdoctor.run import launcher, ranks, self_cost, summary
+from torchdoctor.observe import self_cost
+from torchdoctor.report import tensorboard
+from torchdoctor.run import launcher, ranks, summary
 from torchdoctor.run.nodes.exchange import Exchange
-from torchdoctor.run.nodes.view import on_nodes
-from torchdoctor.run.records import CONFIG_FILE, RunRecords, read_folder
+from torchdoctor.run.nodes.view import on_nodes, read_folder
+from torchdoctor.run.records import CONFIG_FILE, RunRecords
 
 HELP = "run a training script as `python SCRIPT ARGS...` would, watch it, and report what went wrong"
 USAGE = "torchdoctor run [OPTIONS] SCRIPT [ARGS...]\n       torchdoctor run [OPTIONS] -m MODULE [ARGS...]"
@@ -158,7 +159,7 @@ def execute(args: argparse.Namespace, config: Config) -> Report:
 
 def _build(target: launcher.Target, profile: bool, finished: launcher.Finished, records: RunRecords) -> Report:
     report = summary.build(target, finished, records)
-    if profile:  # `--profile-self`: what each detector cost, summed over the processes (run/self_cost.py)
+    if profile:  # `--profile-self`: what each detector cost, summed over the processes (observe/self_cost.py)
         report.sections["self_cost"] = self_cost.merged(records.processes)
     return report
 
@@ -208,7 +209,7 @@ def _shared_dir(path: Path | None) -> Path | None:
 
 def memory_tables(report: Report) -> list[str]:
     """`--memory`: the per-owner table of each observed process that trained."""
-    from torchdoctor.run.memory.table import render
+    from torchdoctor.observe.memory.table import render
 
     processes = report.sections.get("memory", {}).get("processes", [])
     shown = [p for p in processes if p.get("censuses")] or processes[:1]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -94,11 +93,11 @@ class RunRecords:
     processes: list[dict[str, Any]] = field(default_factory=list)
     #: records the runner compares across ranks (`replicas`, `checksums`; see run/ranks.py)
     shared: list[dict[str, Any]] = field(default_factory=list)
-    #: the last `series` record of each process that wrote one (run/instruments/series.py)
+    #: the last `series` record of each process that wrote one (observe/instruments/series.py)
     series: list[dict[str, Any]] = field(default_factory=list)
     #: what `torchdoctor trace`'s tracer wrote (trace/tracer.py)
     traces: list[dict[str, Any]] = field(default_factory=list)
-    #: each process's latest memory account (run/detectors/memory_account.py)
+    #: each process's latest memory account (observe/detectors/memory_account.py)
     memory: list[dict[str, Any]] = field(default_factory=list)
 
     def total(self, stat: str, role: str | None = None) -> int:
@@ -106,16 +105,16 @@ class RunRecords:
         return sum(int(p.get("stats", {}).get(stat, 0)) for p in self.processes if role is None or p.get("role") == role)
 
 
-def read_folder(folder: Path) -> RunRecords:
-    """Read and merge every process's records (unreadable lines are skipped, never fatal): this
-    node's, and in a multi-node job those the other nodes' runners sent (run/nodes/)."""
+def read_files(files: Iterable[tuple[Path, dict[str, Any]]]) -> RunRecords:
+    """Read and merge the record files of every process, each with where it ran (unreadable
+    lines are skipped, never fatal). run/nodes/view.py's `read_folder` finds the files."""
     per_process: dict[str, dict[str, Finding]] = {}
     processes: list[dict[str, Any]] = []
     shared: list[dict[str, Any]] = []
     series: list[dict[str, Any]] = []
     traces: list[dict[str, Any]] = []
     memory: list[dict[str, Any]] = []
-    for path, where in record_files(folder):
+    for path, where in files:
         latest: dict[str, Finding] = {}
         account: dict[str, Any] | None = None
         summary: dict[str, Any] | None = None
@@ -152,22 +151,6 @@ def read_folder(folder: Path) -> RunRecords:
             processes.append({**summary, **where})
     findings = merge(f for found in per_process.values() for f in found.values())
     return RunRecords(findings=findings, processes=processes, shared=shared, series=series, traces=traces, memory=memory)
-
-
-def record_files(folder: Path) -> list[tuple[Path, dict[str, Any]]]:
-    """Every record file with where its process ran: nothing more on a single node; in a
-    multi-node job the host (and the other nodes' slot in the exchange) of each."""
-    from torchdoctor.run.nodes.view import remote_nodes, status
-
-    local = sorted(folder.glob("p*.jsonl"))
-    said = status(folder)
-    if said is None:
-        return [(path, {}) for path in local]
-    here: dict[str, Any] = {"host": socket.gethostname()}
-    found = [(path, here) for path in local]
-    for node in remote_nodes(folder):
-        found += [(path, {"host": node.host, "node": node.slot}) for path in sorted(node.folder.glob("p*.jsonl"))]
-    return found
 
 
 def lost_summary(before_end: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -97,7 +97,7 @@ def _series(records: RunRecords) -> dict[str, Any] | None:
 
 def memory_section(records: RunRecords) -> dict[str, Any]:
     """The report's `memory` section: each observed process's account and per-step series
-    (run/memory/timeline.py), the main process first."""
+    (observe/memory/timeline.py), the main process first."""
     roles = {p.get("pid"): p.get("role") for p in records.processes}
     accounts = sorted(records.memory, key=lambda m: (roles.get(m.get("pid")) != "main", m.get("rank") or 0, m.get("pid") or 0))
     return {"processes": [{k: v for k, v in account.items() if k != "type"} for account in accounts]}

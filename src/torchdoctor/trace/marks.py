@@ -32,10 +32,10 @@ from torch.overrides import TorchFunctionMode
 
 from torchdoctor.core.locate import caller_in_user_code, is_own_file, is_user_file, short_path
 from torchdoctor.introspect.dispatcher import keyset_names
-from torchdoctor.run.faults import FAULTS, is_pass_through, passes_through
-from torchdoctor.run.instruments.compiled import traced
-from torchdoctor.run.instruments.trace import _remove_from_stack
-from torchdoctor.run.patching import call_in_mode
+from torchdoctor.observe.faults import FAULTS, is_pass_through, passes_through
+from torchdoctor.observe.instruments.compiled import traced
+from torchdoctor.observe.instruments.trace import remove_from_stack
+from torchdoctor.observe.patching import call_in_mode
 from torchdoctor.trace.attribute import LineFacts
 from torchdoctor.trace.options import COMPILED_SUFFIX, LINE_PREFIX, OWN
 
@@ -115,12 +115,12 @@ class LineMarks(TorchFunctionMode):
     def end(self) -> None:
         self.active = False
         self._close_region()
-        _remove_from_stack(self)
+        remove_from_stack(self)
 
     def leave(self) -> bool:
         """Off the stack while compiled code runs (it must not see the mode); the compiled call
         gets one range, at the user's line that made it."""
-        if not self.active or not _remove_from_stack(self):
+        if not self.active or not remove_from_stack(self):
             return False
         place = caller_in_user_code(2)
         if place is not None:

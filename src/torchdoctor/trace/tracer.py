@@ -24,12 +24,12 @@ from torch._C._profiler import _RecordFunctionFast
 
 from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.introspect import dispatcher as dispatch
+from torchdoctor.observe.detector import Detector
+from torchdoctor.observe.events import Backward, LoaderIter, Step
+from torchdoctor.observe.faults import FAULTS
+from torchdoctor.observe.instruments.optim import params_of
+from torchdoctor.observe.outcome import Outcome
 from torchdoctor.run import boot
-from torchdoctor.run.detector import Detector
-from torchdoctor.run.events import Backward, LoaderIter, Step
-from torchdoctor.run.faults import FAULTS
-from torchdoctor.run.instruments.optim import params_of
-from torchdoctor.run.outcome import Outcome
 from torchdoctor.trace import chrome, oppath, record
 from torchdoctor.trace.attribute import attribute
 from torchdoctor.trace.events import collect
@@ -38,7 +38,7 @@ from torchdoctor.trace.marks import LineMarks
 from torchdoctor.trace.options import CONFIG_KEY, STEP_PREFIX, TraceOptions
 
 if TYPE_CHECKING:
-    from torchdoctor.run.observed import Observed
+    from torchdoctor.observe.observed import Observed
 
 
 class StepTracer(Detector):

@@ -16,8 +16,7 @@ from torchdoctor.run import ranks
 from torchdoctor.run.nodes.board import FolderBoard
 from torchdoctor.run.nodes.job import CARD, STOPPING, Launch, launch_facts, read_json, write_json
 from torchdoctor.run.nodes.mirror import Mirror, status
-from torchdoctor.run.nodes.view import describe
-from torchdoctor.run.records import read_folder
+from torchdoctor.run.nodes.view import describe, read_folder
 from torchdoctor.run.summary import STOPPED
 
 HERE = launch_facts({"MASTER_ADDR": "h", "MASTER_PORT": "1", "LOCAL_WORLD_SIZE": "1"})

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from html import escape
 from itertools import groupby
 from pathlib import Path
 from typing import Any, TextIO
@@ -29,9 +28,9 @@ from torchdoctor.core.errors import UsageError
 from torchdoctor.core.finding import Finding, Severity
 from torchdoctor.core.report import Report
 from torchdoctor.core.wording import counted
-from torchdoctor.report import trace
-from torchdoctor.report.html import code
+from torchdoctor.report.html import code, trace
 from torchdoctor.report.html.charts import charts, human_bytes
+from torchdoctor.report.html.code import inline
 from torchdoctor.report.html.memory import memory_plot, owner_bars
 
 #: sections drawn by their own part of the page (the rest are shown as JSON)
@@ -67,14 +66,6 @@ def _environment() -> Environment:
     env.filters["bytes"] = human_bytes
     env.filters["counted"] = counted
     return env
-
-
-def inline(text: str) -> Markup:
-    """Escaped text with `code spans` as <code>; a backtick without a partner stays a backtick."""
-    parts = str(text).split("`")
-    if len(parts) % 2 == 0:  # an odd number of backticks: the last one has no partner
-        parts[-2:] = [f"{parts[-2]}`{parts[-1]}"]
-    return Markup("".join(escape(part) if i % 2 == 0 else f"<code>{escape(part)}</code>" for i, part in enumerate(parts)))
 
 
 # -- the page model ---------------------------------------------------------------------------

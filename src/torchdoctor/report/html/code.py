@@ -100,3 +100,11 @@ def markdown(text: str, demote: int = 2) -> Markup:
         if token.type in ("heading_open", "heading_close"):
             token.tag = f"h{min(6, int(token.tag[1:]) + demote)}"
     return Markup(_MARKDOWN.renderer.render(tokens, _MARKDOWN.options, {}))
+
+
+def inline(text: str) -> Markup:
+    """Escaped text with `code spans` as <code>; a backtick without a partner stays a backtick."""
+    parts = str(text).split("`")
+    if len(parts) % 2 == 0:  # an odd number of backticks: the last one has no partner
+        parts[-2:] = [f"{parts[-2]}`{parts[-1]}"]
+    return Markup("".join(escape(part) if i % 2 == 0 else f"<code>{escape(part)}</code>" for i, part in enumerate(parts)))

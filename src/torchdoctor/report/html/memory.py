@@ -1,4 +1,4 @@
-"""The memory account's timeline as an inline SVG (the report's `memory` section, run/memory/)."""
+"""The memory account's timeline as an inline SVG (the report's `memory` section, observe/memory/)."""
 
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ result; `--ignore TD006` gives the script's own status back.
 ```python
 import torch
 from torch import nn
-from torchdoctor.run.session import Session
+from torchdoctor.observe.session import Session
 
 
 def broken_observer(event):  # stands for a bug in torchdoctor's module observer

@@ -6,6 +6,7 @@ No torch here.
 
 from __future__ import annotations
 
+import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 from torchdoctor.core.report import Report
 from torchdoctor.core.wording import ranks_named
 from torchdoctor.run.nodes.job import CARD, STATUS, local_states, nodes_folder, read_json
+from torchdoctor.run.records import RunRecords, read_files
 from torchdoctor.run.summary import STOPPED
 
 #: what another node's report says instead of the summary's STOPPED
@@ -140,3 +142,23 @@ def describe(report: Report, folder: Path, problem: str | None) -> None:
 
 def _ranks(ranks: Any) -> str:
     return ranks_named(ranks) if ranks else "no rank"
+
+
+def read_folder(folder: Path) -> RunRecords:
+    """Read and merge every process's records: this node's, and in a multi-node job those the
+    other nodes' runners sent."""
+    return read_files(record_files(folder))
+
+
+def record_files(folder: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """Every record file with where its process ran: nothing more on a single node; in a
+    multi-node job the host (and the other nodes' slot in the exchange) of each."""
+    local = sorted(folder.glob("p*.jsonl"))
+    said = status(folder)
+    if said is None:
+        return [(path, {}) for path in local]
+    here: dict[str, Any] = {"host": socket.gethostname()}
+    found = [(path, here) for path in local]
+    for node in remote_nodes(folder):
+        found += [(path, {"host": node.host, "node": node.slot}) for path in sorted(node.folder.glob("p*.jsonl"))]
+    return found

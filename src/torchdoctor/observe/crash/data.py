@@ -1,0 +1,157 @@
+"""Crashes of the data pipeline: workers killed by a signal, functions workers cannot receive."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import re
+import signal as signal_module
+import time
+from typing import TYPE_CHECKING, Any
+
+from torchdoctor.observe.crash.describe import size_text, torch_module
+from torchdoctor.observe.crash.explain import Explanation
+from torchdoctor.observe.crash.model import Crash
+from torchdoctor.rules.data.dataloader_worker_killed import RULE as WORKER_KILLED
+from torchdoctor.rules.data.samples_differ_in_size import RULE as DIFFERENT_SIZES
+from torchdoctor.rules.data.unpicklable_worker_function import RULE as UNPICKLABLE
+
+if TYPE_CHECKING:
+    from torchdoctor.observe.observed import Observed
+
+_KILLED = re.compile(r"DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal: (?P<signal>[^.]+)\.")
+_EXITED = re.compile(r"DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly")
+#: what reading a batch raises when the worker died in the middle of sending it
+_PIPE_ERRORS = ("ConnectionResetError", "EOFError", "BrokenPipeError")
+_STACK = re.compile(r"stack expects each tensor to be equal size, but got \[(?P<first>[^\]]*)\] at entry (?P<i>\d+) "
+                    r"and \[(?P<second>[^\]]*)\] at entry (?P<j>\d+)")
+_PICKLE = re.compile(r"Can't (?:pickle|get) (?:local object )?'?(?P<what><[^>]+>|[\w.<>]+)'?")
+SHM = "/dev/shm"
+#: seconds to wait for a worker whose pipe broke to be reaped, so its exit code can be read
+REAP_WAIT = 2.0
+
+
+def worker_killed(crash: Crash, session: Observed | None) -> Explanation | None:
+    match = _KILLED.search(crash.message)
+    if match is not None:
+        pid, signal = match["pid"], match["signal"].strip()
+    else:  # the loader noticed the dead worker (or lost its pipe) before its SIGCHLD handler said which signal
+        lost = _EXITED.search(crash.message) or crash.exc_type in _PIPE_ERRORS
+        found = _killed_worker(crash) if lost else None
+        if found is None:
+            return None
+        pid, signal = found
+    shm = _shared_memory()
+    if signal.lower().startswith("bus"):
+        cause = f"a Bus error: the workers ran out of shared memory ({SHM}{shm}), which carries every batch to the main process"
+        hint = "Give the container more shared memory (`docker run --shm-size=8g ...` or `--ipc=host`; Kubernetes: an emptyDir with medium Memory on /dev/shm), or use fewer workers / smaller batches."
+    elif signal.lower().startswith("kill"):
+        cause = "SIGKILL, usually the kernel's out-of-memory killer: every worker holds a copy of what the dataset keeps in memory"
+        hint = "Use fewer workers, keep large arrays out of the Dataset object (memory-map them, or load per item), and check the job's memory limit."
+    else:
+        cause = f"{signal} (a crash in native code run by the worker: an image decoder, a compiled extension)"
+        hint = "Run the loader with `num_workers=0` to see the error in the main process, and check the libraries the dataset calls."
+    return Explanation(WORKER_KILLED, {"pid": pid, "cause": cause}, hint=hint)
+
+
+def _killed_worker(crash: Crash) -> tuple[str, str] | None:
+    """(pid, signal name) of a worker that a signal ended, read from the loader iterator in the
+    crash's live frames (`exitcode` is minus the signal number).
+
+    The loader can lose a worker's pipe while the dying worker is not yet reaped (its exit code
+    still None), so the workers are polled for up to `REAP_WAIT` seconds; if the loader's own
+    SIGCHLD handler speaks first, its "is killed by signal" error is read instead."""
+    workers = [w for frame in crash.frames for w in getattr(frame.locals.get("self"), "_workers", None) or ()]
+    if not workers:
+        return None
+    deadline = time.monotonic() + REAP_WAIT
+    try:
+        while True:
+            for worker in workers:
+                code = getattr(worker, "exitcode", None)
+                if isinstance(code, int) and code < 0:
+                    with contextlib.suppress(ValueError):
+                        return str(worker.pid), signal_module.strsignal(-code) or f"signal {-code}"
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.05)
+    except RuntimeError as handler_said:  # torch's SIGCHLD handler, raised during the wait
+        match = _KILLED.search(str(handler_said))
+        return (match["pid"], match["signal"].strip()) if match else None
+
+
+def unpicklable(crash: Crash, session: Observed | None) -> Explanation | None:
+    if crash.exc_type not in ("PicklingError", "AttributeError", "TypeError") or not ("pickle" in crash.message or "local object" in crash.message):
+        return None
+    loader = _loader(crash)
+    if loader is None:
+        return None
+    for argument in ("collate_fn", "worker_init_fn", "dataset", "sampler", "batch_sampler"):
+        value = getattr(loader, argument, None)
+        if value is None or picklable(value):
+            continue
+        what = function_label(value)
+        code = getattr(value, "__code__", None)
+        at = (code.co_filename, code.co_firstlineno) if code is not None and not code.co_filename.startswith("<") else None
+        return Explanation(UNPICKLABLE, {"argument": argument, "what": what}, at=at)
+    return None
+
+
+def _loader(crash: Crash) -> Any:
+    torch = torch_module()
+    if torch is None:
+        return None
+    from torch.utils.data import DataLoader
+
+    return crash.find_local(DataLoader)
+
+
+def _dataset(crash: Crash) -> Any:
+    """The Dataset being batched: the loader iterator's or the fetcher's, in the live frames."""
+    for frame in crash.deepest():
+        owner = frame.locals.get("self")
+        for attribute in ("_dataset", "dataset"):
+            dataset = getattr(owner, attribute, None)
+            if dataset is not None and hasattr(type(dataset), "__getitem__"):
+                return dataset
+    return None
+
+
+def picklable(value: Any) -> bool:
+    try:
+        pickle.dumps(value)
+    except Exception:  # noqa: BLE001 - any failure to pickle is the answer
+        return False
+    return True
+
+
+def function_label(value: Any) -> str:
+    """`a lambda`, or the function's qualified name."""
+    if getattr(value, "__name__", None) == "<lambda>":
+        return "a lambda"
+    return f"`{getattr(value, '__qualname__', None) or type(value).__name__}`"
+
+
+def _shared_memory() -> str:
+    try:
+        stats = os.statvfs(SHM)
+    except (OSError, AttributeError):
+        return ""
+    return f" is {size_text(stats.f_blocks * stats.f_frsize)} here"
+
+
+def samples_differ(crash: Crash, session: Observed | None) -> Explanation | None:
+    """The default collate's `torch.stack` over samples of different shapes."""
+    match = _STACK.search(crash.message)
+    if match is None or not any(frame.file.replace("\\", "/").endswith("utils/data/_utils/collate.py") for frame in crash.frames):
+        return None
+    dataset = _dataset(crash)
+    named = f", from {type(dataset).__name__}" if dataset is not None else ""
+    return Explanation(DIFFERENT_SIZES, {"first": f"[{match['first']}]", "second": f"[{match['second']}]",
+                                         "i": match["i"], "j": match["j"], "dataset": named})
+
+
+#: where these explainers are tried: lower first (core/plugins.py)
+ORDER = 40
+EXPLAINERS = (worker_killed, unpicklable, samples_differ)

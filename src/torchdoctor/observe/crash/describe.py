@@ -1,0 +1,110 @@
+"""Naming things in explanations: `x` (the user's variable), `fc.weight`, Linear `fc`.
+
+torch is only touched when the program imported it, so explaining a crash never imports it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from torchdoctor.core.wording import size_text  # noqa: F401 - explainers import it from here
+from torchdoctor.observe.crash.model import Crash, Frame
+
+if TYPE_CHECKING:
+    from torchdoctor.observe.observed import Observed
+
+DTYPE_NAMES = {
+    "double": "float64", "float": "float32", "half": "float16", "bfloat16": "bfloat16",
+    "long": "int64", "int": "int32", "short": "int16", "byte": "uint8", "char": "int8", "bool": "bool",
+    "float64": "float64", "float32": "float32", "float16": "float16", "int64": "int64", "int32": "int32",
+}
+
+
+def torch_module() -> Any:
+    """torch, if the program imported it (None otherwise: we never import it to explain)."""
+    return sys.modules.get("torch")
+
+
+def dtype_name(text: str) -> str:
+    """"Double", "torch.float64", "double" -> "float64"."""
+    key = text.strip().lower().replace("torch.", "").replace("c10::", "").replace("tensor", "")
+    return DTYPE_NAMES.get(key, key)
+
+
+def tensor_dtype(tensor: Any) -> str:
+    return str(tensor.dtype).replace("torch.", "")
+
+
+def user_names(crash: Crash) -> dict[int, str]:
+    """id(object) -> the name the user's innermost frame gives it (`x`, `self.fc.weight`)."""
+    torch = torch_module()
+    frame = crash.user_frame()
+    names: dict[int, str] = {}
+    if frame is None:
+        return names
+    for name, value in frame.locals.items():
+        names.setdefault(id(value), name)
+        if torch is not None and isinstance(value, torch.nn.Module) and name in ("self", "model"):
+            for pname, param in value.named_parameters():
+                names.setdefault(id(param), f"{name}.{pname}")
+    return names
+
+
+def module_label(module: Any, session: Observed | None) -> str:
+    """Linear `fc` (or just `Linear` when the module's name in its model is unknown)."""
+    kind = type(module).__name__
+    if session is None:
+        return kind
+    name = session.modules.name_of(module)
+    return kind if name == kind else f"{kind} `{name}`"
+
+
+def innermost_module(crash: Crash, kind: Any = None) -> Any:
+    """The innermost `self` of the failing frames that is a module (of `kind`, if given)."""
+    torch = torch_module()
+    if torch is None:
+        return None
+    wanted = kind or torch.nn.Module
+    for frame in crash.deepest():
+        candidate = frame.locals.get("self")
+        if isinstance(candidate, wanted):
+            return candidate
+    return None
+
+
+def tensors_near(crash: Crash) -> Iterator[tuple[str, Any, Frame]]:
+    """(name, tensor, frame) for the tensors of the failing call: the locals of the frames from
+    the innermost one out to the user's, and the parameters and buffers of a module those
+    frames run (`self`)."""
+    torch = torch_module()
+    if torch is None:
+        return
+    user = crash.user_frame()
+    for frame in crash.deepest():
+        for name, value in frame.locals.items():
+            if isinstance(value, torch.Tensor):
+                yield name, value, frame
+            elif name == "self" and isinstance(value, torch.nn.Module):
+                for pname, tensor in (*value.named_parameters(recurse=False), *value.named_buffers(recurse=False)):
+                    yield f"self.{pname}", tensor, frame
+        if frame is user:
+            return
+
+
+def describe(name: str, tensor: Any, crash: Crash, session: Observed | None) -> str:
+    """The most useful name for a tensor: the user's variable, the parameter, or the argument."""
+    torch = torch_module()
+    user = user_names(crash).get(id(tensor))
+    if user is not None:
+        return f"`{user}`"
+    if torch is not None and isinstance(tensor, torch.nn.Parameter) and session is not None:
+        qualified = session.modules.param_name(tensor)
+        if qualified:
+            return f"parameter `{qualified}`"
+    if name.startswith("self.") and session is not None:
+        owner = innermost_module(crash)
+        if owner is not None:
+            return f"{name[5:]} of {module_label(owner, session)}"
+    return f"`{name}`"

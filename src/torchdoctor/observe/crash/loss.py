@@ -1,0 +1,208 @@
+"""Crashes about what a loss (or a batch-norm layer) is given: targets and batch sizes."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from torchdoctor.observe.crash.describe import dtype_name, innermost_module, module_label, tensor_dtype, torch_module
+from torchdoctor.observe.crash.explain import Explanation
+from torchdoctor.observe.crash.model import Crash
+from torchdoctor.observe.crash.provenance import converts_to, label_arithmetic, made_here, origin_of
+from torchdoctor.observe.events import Location
+from torchdoctor.rules.data.batchnorm_batch_of_one import RULE as BATCH_OF_ONE
+from torchdoctor.rules.dtype.binary_target_not_float import RULE as BINARY_TARGET_DTYPE
+from torchdoctor.rules.dtype.class_target_not_integer import RULE as TARGET_DTYPE
+from torchdoctor.rules.loss.class_target_out_of_range import RULE as OUT_OF_RANGE
+from torchdoctor.rules.loss.class_target_shape_mismatch import RULE as TARGET_SHAPE
+from torchdoctor.rules.loss.logits_into_bce_loss import CPU_ERROR, GPU_ERROR, scores_text
+from torchdoctor.rules.loss.logits_into_bce_loss import RULE as LOGITS_INTO_BCE
+from torchdoctor.rules.loss.loss_arguments_swapped import RULE as SWAPPED
+
+if TYPE_CHECKING:
+    from torchdoctor.observe.observed import Observed
+
+_OUT_OF_BOUNDS = re.compile(r"Target (?P<label>-?\d+) is out of bounds")
+_TARGET_DTYPE = re.compile(r"expected target dtype to be Long or Byte, but got (?P<dtype>\w+)|expected scalar type Long but found (?P<old>\w+)")
+_TARGET_SIZE = re.compile(r"Expected target size \[(?P<want>[\d, ]+)\], got \[(?P<got>[\d, ]+)\]")
+_BATCH_SIZE = re.compile(r"Expected input batch_size \((?P<input>\d+)\) to match target batch_size \((?P<target>\d+)\)")
+#: NLLLoss given a target of more than one dimension (on torch 2.13, also its reply to swapped arguments)
+_MULTI_TARGET = "multi-target not supported"
+_BATCH_OF_ONE = re.compile(r"Expected more than 1 value per channel when training, got input size torch\.Size\(\[(?P<shape>[\d, ]+)\]\)")
+
+
+def target_out_of_range(crash: Crash, session: Observed | None) -> Explanation | None:
+    match = _OUT_OF_BOUNDS.search(crash.message)
+    device_assert = "t >= 0 && t < n_classes" in crash.message
+    if match is None and not device_assert:
+        return None
+    logits, target = _loss_arguments(crash)
+    classes = int(logits.shape[1] if logits.dim() > 1 else logits.shape[0]) if logits is not None else None
+    label = int(match["label"]) if match else None
+    if target is not None and target.numel():
+        label = int(target.max()) if classes is None or int(target.max()) >= classes else int(target.min())
+    ignored = label is not None and label < 0
+    fields: dict[str, Any] = {
+        "max_label": label if label is not None else "a label",
+        "num_classes": classes if classes is not None else "fewer",
+        "last": classes - 1 if classes is not None else "C-1",
+    }
+    origin = origin_of(crash, target, label_arithmetic) if target is not None else None
+    if origin is None:
+        return Explanation(OUT_OF_RANGE, fields, variant="ignore-label" if ignored else None)
+    fields |= {"made": made_here(origin, "labels shifted", crash)} | ({} if ignored else {"shift": origin.text})
+    return Explanation(OUT_OF_RANGE, fields, variant="shifted-ignore-label" if ignored else "shifted",
+                       at=(origin.file, origin.line), evidence={"made_at": origin.place, "made_by": origin.text})
+
+
+def target_dtype(crash: Crash, session: Observed | None) -> Explanation | None:
+    match = _TARGET_DTYPE.search(crash.message)
+    if match is None:
+        return None
+    dtype = dtype_name(match["dtype"] or match["old"])
+    fields = {"loss": _loss_name(crash), "dtype": dtype}
+    found = _loss_frame(crash, _CLASS_LOSSES)
+    target = found[2] if found is not None else None
+    origin = origin_of(crash, target, converts_to(tensor_dtype(target))) if hasattr(target, "dtype") else None
+    if origin is None:
+        return Explanation(TARGET_DTYPE, fields)
+    made = tensor_dtype(target)
+    return Explanation(TARGET_DTYPE, fields | {"made": made_here(origin, f"made {made}", crash), "conversion": origin.text,
+                                               "made_dtype": made},
+                       variant="converted", at=(origin.file, origin.line),
+                       evidence={"made_at": origin.place, "made_by": origin.text})
+
+
+def target_shape(crash: Crash, session: Observed | None) -> Explanation | None:
+    match = _TARGET_SIZE.search(crash.message)
+    if match:
+        want = [int(d) for d in match["want"].split(",")]
+        got = [int(d) for d in match["got"].split(",")]
+        logits, _ = _loss_arguments(crash)
+        shape = list(logits.shape) if logits is not None else None
+        if shape is not None and len(shape) == 3 and got == [shape[0], shape[1]]:
+            return Explanation(TARGET_SHAPE, {"loss": _loss_name(crash), "shape": shape}, variant="classes-last")
+        return Explanation(TARGET_SHAPE, {"loss": _loss_name(crash), "detail": f"the target has shape {got} but the input implies {want}"})
+    match = _BATCH_SIZE.search(crash.message)
+    if match:
+        return Explanation(TARGET_SHAPE, {"loss": _loss_name(crash), "rows": match["input"], "targets": match["target"]},
+                           variant="batch-sizes-differ")
+    if "Expected floating point type for target with class probabilities" in crash.message:
+        return Explanation(TARGET_SHAPE, {"loss": _loss_name(crash)}, variant="integer-probabilities")
+    return None
+
+
+def batch_of_one(crash: Crash, session: Observed | None) -> Explanation | None:
+    match = _BATCH_OF_ONE.search(crash.message)
+    if match is None:
+        return None
+    torch = torch_module()
+    layer = innermost_module(crash, torch.nn.modules.batchnorm._BatchNorm) if torch is not None else None
+    label = module_label(layer, session) if layer is not None else "a batch-norm layer"
+    cause, hint, at = _short_last_batch(session)
+    return Explanation(BATCH_OF_ONE, {"layer": label, "shape": f"[{match['shape']}]", "cause": cause}, hint=hint, at=at)
+
+
+def _short_last_batch(session: Observed | None) -> tuple[str, str, Location | None]:
+    """The cause, its fix, and the line to change: the DataLoader's, when one leaves a last
+    batch of one sample (the crash itself is raised deep inside the model)."""
+    for loader in reversed(session.loaders.recent if session is not None else ()):
+        size, batch = loader.samples, loader.batch_size
+        if size and batch and size % batch == 1 and not loader.drop_last:
+            return (
+                f": the last batch of a DataLoader has one sample ({size} samples, batch_size={batch})",
+                "Pass `drop_last=True` to the training DataLoader (or pick a batch size that does not leave one sample).",
+                loader.site,
+            )
+    return (
+        ": a batch of one sample reached it in training mode",
+        "Use batches of at least 2 in training (`drop_last=True` drops a last batch of one); for single-sample inference call `model.eval()` first.",
+        None,
+    )
+
+
+def logits_into_bce(crash: Crash, session: Observed | None) -> Explanation | None:
+    """BCELoss given values outside [0, 1] (its input, not its target)."""
+    if CPU_ERROR not in crash.message and GPU_ERROR not in crash.message:
+        return None
+    scores, _ = _loss_arguments(crash)
+    readable = scores is not None and scores.numel() and not scores.is_cuda
+    return Explanation(LOGITS_INTO_BCE, {"values": scores_text(scores) if readable else "values outside that range"})
+
+
+def binary_target_dtype(crash: Crash, session: Observed | None) -> Explanation | None:
+    """BCELoss / BCEWithLogitsLoss given integer labels (the message only names dtypes)."""
+    if "can't be cast to the desired output type" not in crash.message and "Found dtype" not in crash.message:
+        return None
+    found = _loss_frame(crash, _BINARY_LOSSES)
+    if found is None:
+        return None
+    loss, _, target = found
+    if not hasattr(target, "is_floating_point") or target.is_floating_point() or target.is_complex():
+        return None
+    return Explanation(BINARY_TARGET_DTYPE, {"loss": loss, "dtype": tensor_dtype(target)})
+
+
+def arguments_swapped(crash: Crash, session: Observed | None) -> Explanation | None:
+    """`criterion(labels, logits)`: CrossEntropyLoss's log-softmax over integer labels, or
+    NLLLoss refusing a target of more dimensions than its input ("multi-target")."""
+    if "not implemented for" in crash.message and "softmax" in crash.message:
+        found = _loss_frame(crash, ("cross_entropy",))
+    elif _MULTI_TARGET in crash.message:
+        found = _loss_frame(crash, _CLASS_LOSSES)
+    else:
+        return None
+    if found is None:
+        return None
+    loss, values, target = found
+    if not (hasattr(values, "is_floating_point") and hasattr(target, "is_floating_point")):
+        return None
+    # integer "input", floating-point "target" of more dimensions: labels and scores in the
+    # wrong order (one-hot float targets after float scores are another mistake: not this one)
+    if values.is_floating_point() or values.is_complex() or not target.is_floating_point():
+        return None
+    if _MULTI_TARGET in crash.message and target.dim() <= values.dim():
+        return None
+    return Explanation(SWAPPED, {
+        "loss": loss,
+        "input": f"{tensor_dtype(values)} {list(values.shape)}",
+        "target": f"{tensor_dtype(target)} {list(target.shape)}",
+    })
+
+
+def _loss_arguments(crash: Crash) -> tuple[Any, Any]:
+    """(input, target) of the failing loss function call, from the live frames."""
+    torch = torch_module()
+    if torch is None:
+        return None, None
+    for frame in crash.deepest():
+        local = frame.locals
+        if isinstance(local.get("input"), torch.Tensor) and isinstance(local.get("target"), torch.Tensor):
+            return local["input"], local["target"]
+    return None, None
+
+
+#: torch.nn.functional losses -> the module users write
+_LOSSES = {"cross_entropy": "CrossEntropyLoss", "nll_loss": "NLLLoss",
+           "binary_cross_entropy_with_logits": "BCEWithLogitsLoss", "binary_cross_entropy": "BCELoss"}
+_CLASS_LOSSES = ("cross_entropy", "nll_loss")
+_BINARY_LOSSES = ("binary_cross_entropy_with_logits", "binary_cross_entropy")
+
+
+def _loss_frame(crash: Crash, functions: tuple[str, ...]) -> tuple[str, Any, Any] | None:
+    """(the loss's name, its input, its target) for the innermost call of one of these
+    functional losses in the crash's live frames."""
+    for frame in crash.deepest():
+        if frame.function in functions:
+            return _LOSSES[frame.function], frame.locals.get("input"), frame.locals.get("target")
+    return None
+
+
+def _loss_name(crash: Crash) -> str:
+    found = _loss_frame(crash, _CLASS_LOSSES)
+    return found[0] if found is not None else "the loss"
+
+
+#: where these explainers are tried: lower first (core/plugins.py)
+ORDER = 60
+EXPLAINERS = (target_out_of_range, target_dtype, target_shape, batch_of_one, logits_into_bce, binary_target_dtype, arguments_swapped)

@@ -1,0 +1,316 @@
+"""Crashes about tensors meeting each other: devices, dtypes, shapes, strides, indices."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from torchdoctor.core.locate import is_user_file
+from torchdoctor.introspect.source import child_built_at
+from torchdoctor.observe.crash.describe import (
+    describe,
+    dtype_name,
+    innermost_module,
+    module_label,
+    tensor_dtype,
+    tensors_near,
+    torch_module,
+    user_names,
+)
+from torchdoctor.observe.crash.explain import Explanation
+from torchdoctor.observe.crash.kernels import op_clause
+from torchdoctor.observe.crash.model import Crash
+from torchdoctor.observe.crash.provenance import converts_to, crashes_at, made_here, origin_of
+from torchdoctor.rules.api.layer_input_shape_mismatch import RULE as SHAPE
+from torchdoctor.rules.api.view_of_non_contiguous import RULE as VIEW
+from torchdoctor.rules.data.batch_samples_mixed import RULE as BATCH_MIXED
+from torchdoctor.rules.data.embedding_index_out_of_range import RULE as EMBEDDING
+from torchdoctor.rules.device.device_mismatch import RULE as DEVICE
+from torchdoctor.rules.dtype.dtype_mismatch import RULE as DTYPE
+
+if TYPE_CHECKING:
+    from torchdoctor.observe.observed import Observed
+
+_DEVICES = (
+    re.compile(r"Expected all tensors to be on the same device, but found at least two devices, (?P<a>[\w:]+) and (?P<b>[\w:]+)"),
+    re.compile(r"Expected all tensors to be on the same device, but got \w+ is on (?P<a>[\w:]+), different from other tensors on (?P<b>[\w:]+)"),
+    re.compile(r"Tensor on device (?P<a>[\w:]+) is not on the expected device (?P<b>[\w:]+)"),
+    re.compile(r"Expected object of device type (?P<b>\w+) but got device type (?P<a>\w+)"),
+    re.compile(r"Input type \(torch\.(?P<a>cuda\.)?\w+\) and weight type \(torch\.(?P<b>cuda\.)?\w+\) should be the same"),
+)
+_DTYPES = (
+    re.compile(r"mat1 and mat2 must have the same dtype, but got (?P<a>\w+) and (?P<b>\w+)"),
+    re.compile(r"expected m1 and m2 to have the same dtype, but got: (?P<a>[\w:]+) != (?P<b>[\w:]+)"),
+    re.compile(r"Input type \((?P<a>\w+)\) and (?:weight|bias) type \((?P<b>\w+)\) should be the same"),
+    re.compile(r"expected scalar type (?P<b>\w+) but found (?P<a>\w+)"),
+    re.compile(r"Found dtype (?P<a>\w+) but expected (?P<b>\w+)"),
+    re.compile(r"expected (?:mat1|input) and (?:mat2|weight) to have the same dtype, but got: (?P<a>[\w:]+) != (?P<b>[\w:]+)"),
+    re.compile(r"RNN input dtype \((?P<a>[\w.]+)\) does not match weight dtype \((?P<b>[\w.]+)\)"),
+)
+_HIDDEN = re.compile(r"Expected hidden(?:\[\d\])? size \((?P<want>[\d, ]+)\), got \[(?P<got>[\d, ]+)\]")
+_MATMUL = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((?P<n>\d+)x(?P<got>\d+) and (?P<k>\d+)x(?P<m>\d+)\)")
+_CHANNELS = re.compile(
+    r"weight of size \[(?P<weight>[\d, ]+)\], expected input\[(?P<input>[\d, ]+)\] to have (?P<want>\d+) channels, but got (?P<got>\d+) channels"
+)
+
+
+def _first_match(patterns: tuple[re.Pattern[str], ...], text: str) -> re.Match[str] | None:
+    for pattern in patterns:
+        match = pattern.search(text)
+        if match:
+            return match
+    return None
+
+
+def device_mismatch(crash: Crash, session: Observed | None) -> Explanation | None:
+    match = _first_match(_DEVICES, crash.message)
+    if match is None:
+        return None
+    first, second = _device(match["a"]), _device(match["b"])
+    a = _pick(crash, session, lambda t: str(t.device) == first or t.device.type == first)
+    b = _pick(crash, session, lambda t: str(t.device) == second or t.device.type == second)
+    names = (a[0] if a else "one tensor", b[0] if b else "another")
+    where = _where(crash, session)
+    param_side = _is_param(a[1]) if a else False, _is_param(b[1]) if b else False
+    if param_side[1] and not param_side[0]:
+        variant = "first-off-model-device"
+    elif param_side[0] and not param_side[1]:
+        variant = "second-off-model-device"
+    else:
+        variant = "both-devices"
+    clause, op = op_clause(crash)
+    return Explanation(DEVICE, {"first": names[0], "first_device": first, "second": names[1], "second_device": second,
+                                "where": where + clause}, variant=variant, evidence={"op": op} if op else None)
+
+
+def dtype_mismatch(crash: Crash, session: Observed | None) -> Explanation | None:
+    match = _first_match(_DTYPES, crash.message)
+    if match is None:
+        return None
+    first, second = dtype_name(match["a"]), dtype_name(match["b"])
+    if first == second:
+        return None
+    a = _pick(crash, session, lambda t: tensor_dtype(t) == first)
+    b = _pick(crash, session, lambda t: tensor_dtype(t) == second and (a is None or t is not a[1]))
+    names = (a[0] if a else f"a {first} tensor", b[0] if b else f"a {second} tensor")
+    wide = first if first == "float64" else second if second == "float64" else None
+    culprit = _culprit(a, b, wide)
+    origin = origin_of(crash, culprit, converts_to(tensor_dtype(culprit))) if culprit is not None else None
+    clause, op = op_clause(crash)
+    where = _where(crash, session) + clause
+    if origin is not None and culprit is not None:
+        made, want = tensor_dtype(culprit), second if culprit is (a[1] if a else None) else first
+        return Explanation(DTYPE, {"first": names[0], "first_dtype": first, "second": names[1], "second_dtype": second,
+                                   "where": where + made_here(origin, f"made {made}", crash), "conversion": origin.text,
+                                   "made": made, "want": want}, at=(origin.file, origin.line), variant="converted",
+                           evidence={**({"op": op} if op else {}), "made_at": origin.place, "made_by": origin.text})
+    fields = {"first": names[0], "first_dtype": first, "second": names[1], "second_dtype": second, "where": where}
+    if wide is not None:
+        return Explanation(DTYPE, fields | {"culprit": names[0] if wide == first else names[1]}, variant="float64",
+                           evidence={"op": op} if op else None)
+    return Explanation(DTYPE, fields, variant="mixed", evidence={"op": op} if op else None)
+
+
+_INDICES = re.compile(r"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                      r"[\w, ]+; but got (?:torch\.)?(?P<got>\w+) instead")
+
+
+def embedding_indices_dtype(crash: Crash, session: Observed | None) -> Explanation | None:
+    """Token ids converted to floats before an `nn.Embedding` (`x.double()`, `x.float()`)."""
+    match = _INDICES.search(crash.message)
+    if match is None:
+        return None
+    got = dtype_name(match["got"])
+    found = _pick(crash, session, lambda t: tensor_dtype(t) == got and not _is_param(t))
+    name = found[0] if found else f"a {got} tensor"
+    origin = origin_of(crash, found[1], converts_to(got)) if found else None
+    fields = {"first": name, "first_dtype": got, "second": "the indices an embedding looks up", "second_dtype": "int64 (or int32)",
+              "where": _where(crash, session) + (made_here(origin, f"made {got}", crash) if origin is not None else "")}
+    if origin is None:
+        return Explanation(DTYPE, fields, variant="embedding-indices")
+    return Explanation(DTYPE, fields | {"place": origin.place, "conversion": origin.text}, at=(origin.file, origin.line),
+                       variant="embedding-indices-converted")
+
+
+def _culprit(a: tuple[str, Any] | None, b: tuple[str, Any] | None, wide: str | None) -> Any:
+    """The tensor of the wrong dtype: the data beside a parameter, else the float64 one."""
+    if a is None or b is None:
+        return None
+    if _is_param(a[1]) != _is_param(b[1]):
+        return b[1] if _is_param(a[1]) else a[1]
+    if wide is not None and not _is_param(a[1]):
+        return a[1] if tensor_dtype(a[1]) == wide else b[1]
+    return None
+
+
+def view_of_non_contiguous(crash: Crash, session: Observed | None) -> Explanation | None:
+    if "view size is not compatible with input tensor's size and stride" not in crash.message:
+        return None
+    frame = crash.user_frame()
+    torch = torch_module()
+    name, producer = "the tensor", ""
+    if frame is not None and torch is not None:
+        for key, value in frame.locals.items():
+            if isinstance(value, torch.Tensor) and not value.is_contiguous():
+                name = f"`{key}`"
+                producer = _producer(value)
+                break
+    origin = f" (it comes from {producer})" if producer else " (after a transpose, permute, expand or slicing)"
+    return Explanation(VIEW, {"tensor": name, "origin": origin})
+
+
+def shape_mismatch(crash: Crash, session: Observed | None) -> Explanation | None:
+    torch = torch_module()
+    match = _MATMUL.search(crash.message)
+    if match:
+        linear = innermost_module(crash, torch.nn.Linear) if torch is not None else None
+        got = int(match["got"])
+        if linear is not None:
+            layer = module_label(linear, session)
+            return Explanation(
+                SHAPE,
+                {
+                    "layer": layer,
+                    "expected": f"in_features={linear.in_features}",
+                    "got": f"{got} features per sample (input {match['n']}x{got})",
+                    "features": got,
+                }, variant="linear-in-features",
+            )
+        return Explanation(
+            SHAPE,
+            {
+                "layer": "a matrix multiplication",
+                "expected": f"{match['k']} rows in the second operand",
+                "got": f"{got} columns in the first ({match['n']}x{got} @ {match['k']}x{match['m']})",
+            }, variant="matmul",
+        )
+    match = _CHANNELS.search(crash.message)
+    if match:
+        conv = innermost_module(crash, torch.nn.modules.conv._ConvNd) if torch is not None else None
+        layer = module_label(conv, session) if conv is not None else "a convolution"
+        dims = [int(d) for d in match["input"].split(",")]
+        want = int(match["want"])
+        unbatched = _unbatched_input(crash, conv)
+        fields: dict[str, Any] = {"layer": layer, "expected": f"{want} input channels", "got": f"{match['got']} channels (input shape [{match['input']}])"}
+        if unbatched is not None:
+            shape = tuple(unbatched.shape)
+            fields |= {"ndim": len(shape), "shape": list(shape), "first": shape[0], "channels": want}
+            variant = "unbatched-single-channel" if want == 1 else "unbatched"
+        elif dims and dims[-1] == want:
+            variant = "channels-last"
+        else:
+            variant = "in-channels"
+            fields |= {"channels": want, "in_channels": match["got"]}
+        return Explanation(SHAPE, fields, variant=variant)
+    return None
+
+
+def rnn_batch_first(crash: Crash, session: Observed | None) -> Explanation | None:
+    """An RNN built without `batch_first=True` fed (batch, seq, features) with a hidden state
+    built for that batch: it wants the hidden state's batch to be the input's dim 1."""
+    match = _HIDDEN.search(crash.message)
+    torch = torch_module()
+    rnn = innermost_module(crash, torch.nn.RNNBase) if match is not None and torch is not None else None
+    if match is None or rnn is None or rnn.batch_first:
+        return None  # a batch_first layer: the hidden state is wrong for another reason (a short last batch)
+    want, got = ([int(d) for d in match[key].split(",")] for key in ("want", "got"))
+    x = next((f.locals["input"] for f in crash.deepest() if f.locals.get("self") is rnn and "input" in f.locals), None)
+    if not isinstance(x, torch.Tensor) or x.dim() != 3 or len(want) != 3 or len(got) != 3:
+        return None
+    batch, seq = int(x.shape[0]), int(x.shape[1])
+    if batch == seq or want != [got[0], seq, got[2]] or got[1] != batch:
+        return None
+    layer, kind = module_label(rnn, session), type(rnn).__name__
+    built = _built_at(crash, rnn)
+    crashed = crashes_at(crash) if built is not None else ""
+    return Explanation(BATCH_MIXED, {"layer": layer, "shape": list(x.shape), "batch": batch, "seq": seq, "hidden": got,
+                                     "crashed": crashed, "kind": kind}, at=built, variant="rnn-not-batch-first")
+
+
+def _built_at(crash: Crash, layer: Any) -> tuple[str, int] | None:
+    """The line that built `layer` in the `__init__` of the user's module whose forward called it."""
+    torch = torch_module()
+    for frame in crash.deepest():
+        owner = frame.locals.get("self")
+        if is_user_file(frame.file) and torch is not None and isinstance(owner, torch.nn.Module):
+            return child_built_at(owner, layer)
+    return None
+
+
+def _unbatched_input(crash: Crash, conv: Any) -> Any:
+    """The input a convolution got without a batch dimension (Conv2d given (16, 28, 28)): torch
+    then reads dim 0 as channels, and its error shows the shape with a batch of 1 added."""
+    if conv is None:
+        return None
+    for frame in crash.deepest():
+        if id(frame.locals.get("self")) != id(conv):  # (`is not` would narrow `conv` to what the locals hold)
+            continue
+        value: Any = frame.locals.get("input")
+        if getattr(value, "dim", None) is not None and value.dim() == conv.weight.dim() - 1:
+            return value
+    return None
+
+
+def embedding_index(crash: Crash, session: Observed | None) -> Explanation | None:
+    if crash.exc_type != "IndexError" or "index out of range in self" not in crash.message:
+        return None
+    torch = torch_module()
+    embedding = innermost_module(crash, torch.nn.Embedding) if torch is not None else None
+    if embedding is None:
+        return None
+    ids = crash.find_local(torch.Tensor, "input")
+    largest = int(ids.max()) if ids is not None and ids.numel() else None
+    smallest = int(ids.min()) if ids is not None and ids.numel() else None
+    bad = largest if largest is not None and largest >= embedding.num_embeddings else smallest
+    return Explanation(
+        EMBEDDING,
+        {"layer": module_label(embedding, session), "index": bad if bad is not None else "an id", "size": embedding.num_embeddings, "last": embedding.num_embeddings - 1},
+    )
+
+
+def _device(text: str | None) -> str:
+    if text is None:
+        return "cpu"
+    return "cuda" if text == "cuda." else text
+
+
+def _pick(crash: Crash, session: Observed | None, wanted: Any) -> tuple[str, Any] | None:
+    """The first tensor near the failure that satisfies `wanted`, with its best name; tensors
+    the user's own frame names come first."""
+    known = user_names(crash)
+    torch = torch_module()
+    candidates = list(tensors_near(crash))
+    # the user's own variables first, then parameters, then whatever torch's frames hold
+    candidates.sort(key=lambda item: (id(item[1]) not in known, not isinstance(item[1], torch.nn.Parameter)))
+    for name, tensor, _frame in candidates:
+        try:
+            if wanted(tensor):
+                return describe(name, tensor, crash, session), tensor
+        except Exception:  # noqa: BLE001, S112 - an odd tensor subclass: try the next one
+            continue
+    return None
+
+
+def _where(crash: Crash, session: Observed | None) -> str:
+    module = innermost_module(crash)
+    return f" in {module_label(module, session)}" if module is not None else ""
+
+
+def _is_param(tensor: Any) -> bool:
+    torch = torch_module()
+    return torch is not None and isinstance(tensor, torch.nn.Parameter)
+
+
+def _producer(tensor: Any) -> str:
+    node = getattr(tensor, "grad_fn", None)
+    name = type(node).__name__ if node is not None else ""
+    for op in ("Transpose", "Permute", "Expand", "T", "Slice", "AsStrided", "Unfold", "Diagonal"):
+        if name.startswith(op + "Backward"):
+            return {"T": "transpose"}.get(op, op.lower())
+    return ""
+
+
+#: where these explainers are tried: lower first (core/plugins.py)
+ORDER = 70
+EXPLAINERS = (device_mismatch, dtype_mismatch, embedding_indices_dtype, view_of_non_contiguous, shape_mismatch, rnn_batch_first,
+              embedding_index)

@@ -1,0 +1,83 @@
+"""What detectors and crash explainers see of a run: the protocol they type against.
+
+The session (observe/session.py) is one implementation; detectors and explainers never import
+it, so the session can take them from whoever starts it (run/boot.py, `watch()`) without an
+import circle. The attributes here are the whole surface they may use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+import torch
+from torch import nn
+
+from torchdoctor.core.finding import Finding
+from torchdoctor.core.rule import Rule
+from torchdoctor.observe.events import Location
+from torchdoctor.observe.instruments.autograd import BackwardWatch, GradTracker
+from torchdoctor.observe.instruments.data import LoaderIndex
+from torchdoctor.observe.instruments.modules import ModuleIndex
+from torchdoctor.observe.instruments.optim import OptimizerIndex
+from torchdoctor.observe.instruments.trace import Watcher
+
+T = TypeVar("T")
+
+
+class Observed(Protocol):
+    """The run as observed so far, and how to report on it (`self.ctx` in a detector)."""
+
+    #: the run folder under `torchdoctor run` (None under `watch()`)
+    folder: Path | None
+    #: True while the session observes closely (the first optimizer steps)
+    warmup: bool
+    modules: ModuleIndex
+    optimizers: OptimizerIndex
+    backward: BackwardWatch
+    grads: GradTracker
+    loaders: LoaderIndex
+    seq: int
+    last_backward_seq: int
+    steps_at_last_backward: int
+    last_backward_root_seq: int
+    last_zero_grad: dict[int, int]
+    zero_grad_calls: weakref.WeakKeyDictionary[Any, Location | None]
+    #: the per-step series for the report's curves (instruments/series.py's SeriesRecorder, a
+    #: detector itself, so not imported here; None when not recorded)
+    series: Any
+
+    @property
+    def steps(self) -> int: ...
+
+    def report(self, rule: Rule, *, at: Location | None | bool = True, key: Any = None,
+               variant: str | None = None, **fields: Any) -> Finding | None: ...
+
+    def findings_of(self, rule: Rule) -> list[Finding]: ...
+
+    def amend(self, finding: Finding, **changes: Any) -> Finding | None: ...
+
+    def record(self, data: dict[str, Any]) -> None: ...
+
+    def trace_next_step(self, watcher: Watcher, *, now: bool = False) -> None: ...
+
+    def replayed(self, tensor: torch.Tensor, watchers: Iterable[Watcher] = ()) -> torch.Tensor | None: ...
+
+    def replay(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], trace: Any = None) -> Any: ...
+
+    def privately(self, module: nn.Module) -> contextlib.AbstractContextManager[nn.Module]: ...
+
+    def hold(self, handle: Any) -> None: ...
+
+    def set_aside(self, mode: Any) -> None: ...
+
+    def stop_setting_aside(self, mode: Any) -> None: ...
+
+    def instrument(self, kind: type[T]) -> T: ...
+
+    def installed(self, kind: type[T]) -> T | None: ...
+
+    def model_roots(self) -> list[nn.Module]: ...
