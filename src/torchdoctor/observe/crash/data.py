@@ -42,17 +42,11 @@ def worker_killed(crash: Crash, session: Observed | None) -> Explanation | None:
         if found is None:
             return None
         pid, signal = found
-    shm = _shared_memory()
     if signal.lower().startswith("bus"):
-        cause = f"a Bus error: the workers ran out of shared memory ({SHM}{shm}), which carries every batch to the main process"
-        hint = "Give the container more shared memory (`docker run --shm-size=8g ...` or `--ipc=host`; Kubernetes: an emptyDir with medium Memory on /dev/shm), or use fewer workers / smaller batches."
-    elif signal.lower().startswith("kill"):
-        cause = "SIGKILL, usually the kernel's out-of-memory killer: every worker holds a copy of what the dataset keeps in memory"
-        hint = "Use fewer workers, keep large arrays out of the Dataset object (memory-map them, or load per item), and check the job's memory limit."
-    else:
-        cause = f"{signal} (a crash in native code run by the worker: an image decoder, a compiled extension)"
-        hint = "Run the loader with `num_workers=0` to see the error in the main process, and check the libraries the dataset calls."
-    return Explanation(WORKER_KILLED, {"pid": pid, "cause": cause}, hint=hint)
+        return Explanation(WORKER_KILLED, {"pid": pid, "shm": _shared_memory()}, variant="bus-error")
+    if signal.lower().startswith("kill"):
+        return Explanation(WORKER_KILLED, {"pid": pid}, variant="out-of-memory")
+    return Explanation(WORKER_KILLED, {"pid": pid, "signal": signal})
 
 
 def _killed_worker(crash: Crash) -> tuple[str, str] | None:

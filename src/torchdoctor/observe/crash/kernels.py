@@ -36,15 +36,9 @@ _NOT_IMPLEMENTED = re.compile(r"\"(?P<kernel>\w+)\" not implemented for '(?P<dty
 _BINARY = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.MatMult: "matmul", ast.Pow: "pow",
            ast.FloorDiv: "floor_divide", ast.Mod: "remainder"}
 #: what to do with a tensor of a backend an op has no kernel for
-CONVERSIONS = {
-    "Sparse": "convert it with `.to_dense()` first (or use the `torch.sparse` function made for it)",
-    "SparseCsr": "convert it with `.to_dense()` first (or use the `torch.sparse` function made for it)",
-    "Quantized": "dequantize it first (`.dequantize()`), or use the quantized module made for it",
-    "Mkldnn": "convert it with `.to_dense()` first",
-    "NestedTensor": "apply the op to each tensor of `.unbind()`, or pad it with `torch.nested.to_padded_tensor`",
-    "Meta": "meta tensors have shapes but no data: create it on a real device",
-    "MPS": "set PYTORCH_ENABLE_MPS_FALLBACK=1 to run it on the CPU, or move this op's inputs to the CPU",
-}
+#: the dispatch key's family -> the variant of TD431 whose hint says how to convert such a tensor
+FAMILIES = {"Sparse": "sparse", "SparseCsr": "sparse", "Quantized": "quantized", "Mkldnn": "mkldnn",
+            "NestedTensor": "nested-tensor", "Meta": "meta", "MPS": "mps"}
 
 
 @dataclass(frozen=True)
@@ -189,13 +183,12 @@ def op_missing_for_backend(crash: Crash, session: Observed | None) -> Explanatio
         return None
     site = OpSite(match["op"], match["key"])
     backends = site.backends()
-    family = next((family for family in sorted(CONVERSIONS, key=len, reverse=True) if site.key and site.key.startswith(family)), None)
+    family = next((family for family in sorted(FAMILIES, key=len, reverse=True) if site.key and site.key.startswith(family)), None)
     tensor = _tensor_of_backend(crash, session, site.key or "")
-    hint = f"Give {site.op} a tensor of a backend it has a kernel for: {CONVERSIONS[family] if family else 'move it to one of them'}."
     return Explanation(MISSING, {
         "op": site.op, "key": site.key, "tensor": f" ({tensor})" if tensor else "",
         "backends": backends or "no other backend",
-    }, hint=hint, evidence=site.evidence())
+    }, variant=FAMILIES[family] if family else None, evidence=site.evidence())
 
 
 def dtype_not_supported(crash: Crash, session: Observed | None) -> Explanation | None:
@@ -209,19 +202,13 @@ def dtype_not_supported(crash: Crash, session: Observed | None) -> Explanation |
     op = site.op if site is not None else None
     key = site.key if site is not None else None
     floating = dtype in ("float16", "bfloat16")
-    if floating and key == "CPU":
-        hint = ("Compute this op in float32 (`x.float()`, then back with `.to(dtype)` if needed); the CPU has no "
-                f"{dtype} version of it. On a GPU, keep float16 for autocast regions, which run such ops in float32.")
-    elif floating:
-        hint = "Compute this op in float32 (`x.float()`): its kernel has no version for this dtype; autocast runs such ops in float32."
-    else:
-        hint = f"This op computes on floating-point tensors: convert the {dtype} tensor with `.float()` first."
+    variant = ("half-on-cpu" if key == "CPU" else "half") if floating else "not-floating"
     where = f"{op}'s {key} kernel" if op and key else f"{op}'s kernel" if op else "the kernel"
     backends = site.backends() if site is not None else ""
     return Explanation(UNSUPPORTED, {
         "where": where, "kernel": kernel, "dtype": dtype, "tensor": f": {tensor} is {dtype}" if tensor else "",
         "backends": f" ({op} has kernels for {backends} in this torch)" if op and backends else "",
-    }, hint=hint, evidence=site.evidence() if site is not None else {"kernel": kernel})
+    }, variant=variant, evidence=site.evidence() if site is not None else {"kernel": kernel})
 
 
 def _tensor_of_backend(crash: Crash, session: Observed | None, key: str) -> str | None:

@@ -1,7 +1,7 @@
 """TD420 dataloader-worker-killed."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD420",
@@ -9,8 +9,22 @@ RULE = Rule(
     category=Category.DATA,
     severity=Severity.ERROR,
     proof="run",
-    message="a DataLoader worker (pid {pid}) was killed by {cause}",
-    hint="Give the workers more shared memory or RAM (`docker run --shm-size=8g` or `--ipc=host`), or use fewer workers.",
+    message="a DataLoader worker (pid {pid}) was killed by {signal} (a crash in native code run by the worker: an image decoder, a compiled extension)",
+    hint="Run the loader with `num_workers=0` to see the error in the main process, and check the libraries the dataset calls.",
+    variants={
+        "bus-error": Variant(
+            message="a DataLoader worker (pid {pid}) was killed by a Bus error: the workers ran out of shared memory "
+            "(/dev/shm{shm}), which carries every batch to the main process",
+            hint="Give the container more shared memory (`docker run --shm-size=8g ...` or `--ipc=host`; Kubernetes: an "
+            "emptyDir with medium Memory on /dev/shm), or use fewer workers / smaller batches.",
+        ),
+        "out-of-memory": Variant(
+            message="a DataLoader worker (pid {pid}) was killed by SIGKILL, usually the kernel's out-of-memory killer: "
+            "every worker holds a copy of what the dataset keeps in memory",
+            hint="Use fewer workers, keep large arrays out of the Dataset object (memory-map them, or load per item), and "
+            "check the job's memory limit.",
+        ),
+    },
     doc="""
 ## What it does
 Explains "DataLoader worker (pid N) is killed by signal: Bus error" (and "exited

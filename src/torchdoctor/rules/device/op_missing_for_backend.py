@@ -1,7 +1,7 @@
 """TD431 op-missing-for-backend."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD431",
@@ -10,7 +10,20 @@ RULE = Rule(
     severity=Severity.ERROR,
     proof="run",
     message="{op} has no kernel for the {key} backend{tensor}: in this torch it has kernels for {backends}",
-    hint="Give the op a tensor of a backend it has a kernel for.",
+    hint="Give {op} a tensor of a backend it has a kernel for: move it to one of them.",
+    variants={  # by the family of the backend the kernel is missing for (observe/crash/kernels.py)
+        "sparse": Variant(hint="Give {op} a tensor of a backend it has a kernel for: convert it with `.to_dense()` "
+                          "first (or use the `torch.sparse` function made for it)."),
+        "quantized": Variant(hint="Give {op} a tensor of a backend it has a kernel for: dequantize it first "
+                             "(`.dequantize()`), or use the quantized module made for it."),
+        "mkldnn": Variant(hint="Give {op} a tensor of a backend it has a kernel for: convert it with `.to_dense()` first."),
+        "nested-tensor": Variant(hint="Give {op} a tensor of a backend it has a kernel for: apply the op to each tensor "
+                                 "of `.unbind()`, or pad it with `torch.nested.to_padded_tensor`."),
+        "meta": Variant(hint="Give {op} a tensor of a backend it has a kernel for: meta tensors have shapes but no "
+                        "data: create it on a real device."),
+        "mps": Variant(hint="Give {op} a tensor of a backend it has a kernel for: set PYTORCH_ENABLE_MPS_FALLBACK=1 to "
+                       "run it on the CPU, or move this op's inputs to the CPU."),
+    },
     doc="""
 ## What it does
 Explains the crash "Could not run 'aten::...' with arguments from the '...' backend" at the

@@ -1,7 +1,7 @@
 """TD432 dtype-not-supported-by-kernel."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD432",
@@ -11,6 +11,15 @@ RULE = Rule(
     proof="run",
     message="{where} ({kernel}) has no {dtype} version{tensor}{backends}",
     hint="Compute this op in a dtype its kernel supports, usually float32 (`x.float()`).",
+    variants={
+        "half-on-cpu": Variant(hint="Compute this op in float32 (`x.float()`, then back with `.to(dtype)` if needed); the "
+                               "CPU has no {dtype} version of it. On a GPU, keep float16 for autocast regions, which run "
+                               "such ops in float32."),
+        "half": Variant(hint="Compute this op in float32 (`x.float()`): its kernel has no version for this dtype; "
+                        "autocast runs such ops in float32."),
+        "not-floating": Variant(hint="This op computes on floating-point tensors: convert the {dtype} tensor with "
+                                "`.float()` first."),
+    },
     doc="""
 ## What it does
 Explains crashes such as `"linalg_eigh_cpu" not implemented for 'Half'` at the line of your
