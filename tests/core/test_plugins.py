@@ -328,10 +328,15 @@ def test_a_malformed_check_plugin_is_a_one_line_error_of_the_command(tmp_path: P
     assert checked.stderr == f"torchdoctor: error: {name}: {MALFORMED['torchdoctor.check'][1]}\n"
 
 
-def test_a_malformed_detector_plugin_is_named_in_the_run_report(tmp_path: Path) -> None:
+@pytest.mark.parametrize("group", ["torchdoctor.run", "torchdoctor.crash"])
+def test_a_malformed_run_plugin_stops_run_before_the_script_starts(group: str, tmp_path: Path) -> None:
+    """The detectors and explainers load in the script's processes; the runner checks the
+    plugins first, so a malformed one costs one line and exit 2, not an unobserved run."""
     site = tmp_path / "site"
     site.mkdir()
-    name = malformed_plugin(site, "torchdoctor.run")
-    (tmp_path / "train.py").write_text("import torch\n\ntorch.zeros(1)\n", encoding="utf-8")
+    name = malformed_plugin(site, group)
+    (tmp_path / "train.py").write_text("import torch\n\nprint('the script ran')\n", encoding="utf-8")
     ran = torchdoctor(site, "run", "train.py", cwd=tmp_path)
-    assert f"could not start observing: PluginError: {name}: {MALFORMED['torchdoctor.run'][1]}" in ran.stdout + ran.stderr
+    assert ran.returncode == 2
+    assert ran.stderr == f"torchdoctor: error: {name}: {MALFORMED[group][1]}\n"
+    assert "the script ran" not in ran.stdout

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import signal
 
+from torchdoctor.run.boot import START_FAILED
 from torchdoctor.run.launcher import Finished
 from torchdoctor.run.records import RunRecords
 from torchdoctor.run.summary import STOPPED, _notices
@@ -21,3 +22,12 @@ def test_a_script_stopped_by_a_signal_names_it() -> None:
     finished = Finished(returncode=-signal.SIGTERM, seconds=1.0)
     notes = _notices(finished, RunRecords(processes=[{"torch": True}]))
     assert notes[0] == "the script was stopped by SIGTERM; the report covers what ran until then"
+
+
+def test_a_process_that_imported_torch_but_could_not_observe_is_not_said_to_have_never_imported_it() -> None:
+    finished = Finished(returncode=0, seconds=1.0)
+    failed = {"pid": 7, "torch": False, "outcome": "exited", "notes": [f"{START_FAILED}: PluginError: td_x: broken"]}
+    notes = _notices(finished, RunRecords(processes=[failed]))
+    assert notes == [f"pid 7: {START_FAILED}: PluginError: td_x: broken"]
+    quiet = _notices(finished, RunRecords(processes=[{"pid": 7, "torch": False, "outcome": "exited", "notes": []}]))
+    assert quiet == ["the script never imported torch: there was nothing to observe"]

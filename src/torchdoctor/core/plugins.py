@@ -58,7 +58,30 @@ class PluginError(RuntimeError):
 def modules(group: str) -> list[ModuleType]:
     """The modules of `group`: the built-in package's, then every plugin's (imported), each
     checked against the family's contract."""
-    found = walk(importlib.import_module(GROUPS[group]))
+    found = walk(importlib.import_module(GROUPS[group])) + _plugin_modules(group)
+    _check(group, found)
+    return found
+
+
+def check_plugins(*groups: str) -> None:
+    """Load and check the installed plugins of `groups` now (not the built-in units): `run` loads
+    its detectors and explainers in the script's processes, where a malformed plugin could only
+    be noted; the runner says it before the script starts, as every other command does. Costs
+    nothing when no plugin of `groups` is installed (no import)."""
+    for group in groups:
+        _check(group, _plugin_modules(group))
+
+
+def _check(group: str, found: list[ModuleType]) -> None:
+    contract = CONTRACTS.get(group)
+    if contract is not None:
+        for module in found:
+            contract(module)
+
+
+def _plugin_modules(group: str) -> list[ModuleType]:
+    """The modules of every installed plugin of `group`, imported and walked."""
+    found: list[ModuleType] = []
     for point in sorted(_entry_points(tuple(sys.path)).select(group=group), key=lambda point: point.name):
         try:
             loaded = point.load()
@@ -69,10 +92,6 @@ def modules(group: str) -> list[ModuleType]:
         if not isinstance(loaded, ModuleType):
             raise PluginError(f"the {group} plugin {point.name!r} names {point.value}, not a module")
         found += walk(loaded)
-    contract = CONTRACTS.get(group)
-    if contract is not None:
-        for module in found:
-            contract(module)
     return found
 
 

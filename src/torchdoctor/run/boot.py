@@ -27,6 +27,9 @@ from torchdoctor.observe.outcome import Outcome
 from torchdoctor.observe.self_cost import CONFIG_KEY as PROFILE_SELF
 from torchdoctor.run.records import CONFIG_FILE, ENV_DIR, ENV_PARENT, ProcessLog, finding_record
 
+#: how a process's note starts when it imported torch but its observation could not start
+START_FAILED = "could not start observing"
+
 
 @dataclass
 class ProcessState:
@@ -164,7 +167,7 @@ class _AfterImport(importlib.abc.MetaPathFinder):
             try:
                 callback(module)
             except Exception as exc:  # noqa: BLE001 - observing must never break the import
-                _note(f"could not start observing: {type(exc).__name__}: {exc}")
+                _note(f"{START_FAILED}: {type(exc).__name__}: {exc}")
 
         loader.exec_module = exec_module
         return spec

@@ -23,7 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from torchdoctor.core import registry
+from torchdoctor.core import plugins, registry
 from torchdoctor.core.config import Config
 from torchdoctor.core.errors import UsageError
 from torchdoctor.core.progress import on_a_terminal
@@ -132,6 +132,7 @@ def target_from(args: argparse.Namespace) -> launcher.Target:
 def execute(args: argparse.Namespace, config: Config) -> Report:
     target = target_from(args)
     target.check()
+    plugins.check_plugins("torchdoctor.run", "torchdoctor.crash")
     if args.tensorboard is not None:
         tensorboard.available()
     if on_a_terminal():  # the script owns the terminal while it runs: one line now, the report at the end

@@ -14,6 +14,7 @@ from torchdoctor.core.locate import display_path
 from torchdoctor.core.report import Report
 from torchdoctor.rules.api.run_internal_error import RULE as INTERNAL_ERROR
 from torchdoctor.rules.env.script_killed_by_signal import RULE as KILLED
+from torchdoctor.run.boot import START_FAILED
 from torchdoctor.run.launcher import Finished, Target
 from torchdoctor.run.pace import table
 from torchdoctor.run.records import RunRecords
@@ -142,7 +143,10 @@ def _notices(finished: Finished, records: RunRecords) -> list[str]:
     crashed = any(p.get("outcome") == "crashed" for p in records.processes) or finished.signal is not None
     lost = _lost(records)
     notes.extend(_lost_note(p) for p in lost)
-    if not crashed and not torch_used:
+    start_failed = any(note.startswith(START_FAILED) for p in records.processes for note in p.get("notes") or [])
+    if start_failed:
+        pass  # the process's own note says why nothing was observed
+    elif not crashed and not torch_used:
         notes.append("the script never imported torch: there was nothing to observe")
     elif not crashed and not lost and records.total("steps") == 0 and records.total("backward") == 0:
         notes.append(
