@@ -14,7 +14,8 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import torchdoctor
 from tests.run.conftest import torchdoctor_run
-from torchdoctor.observe.instruments.series import LAYER_ROWS, MANUAL_AFTER, UPDATE_ROWS, UPDATE_STRIDE, Table
+from torchdoctor.observe.instruments.series import LAYER_ROWS, MANUAL_AFTER, UPDATE_ROWS, UPDATE_STRIDE
+from torchdoctor.observe.instruments.tables import Table
 
 
 def column(series: dict, name: str, col: str) -> dict[int, float]:

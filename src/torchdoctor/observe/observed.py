@@ -23,9 +23,22 @@ from torchdoctor.observe.instruments.autograd import BackwardWatch, GradTracker
 from torchdoctor.observe.instruments.data import LoaderIndex
 from torchdoctor.observe.instruments.modules import ModuleIndex
 from torchdoctor.observe.instruments.optim import OptimizerIndex
+from torchdoctor.observe.instruments.tables import Table
 from torchdoctor.observe.instruments.trace import Watcher
 
 T = TypeVar("T")
+
+
+class Series(Protocol):
+    """What detectors use of the per-step series (instruments/series.py's `SeriesRecorder`, a
+    detector itself, which types against `Observed`: hence a protocol here, not the class)."""
+
+    step: int
+
+    def table(self, name: str, *, unit: str = "", kind: str = "line", capacity: int = ..., stride: int = 1,
+              title: str = "") -> Table: ...
+
+    def snapshot(self, read_device: bool = False) -> dict[str, Any]: ...
 
 
 class Observed(Protocol):
@@ -46,12 +59,13 @@ class Observed(Protocol):
     last_backward_root_seq: int
     last_zero_grad: dict[int, int]
     zero_grad_calls: weakref.WeakKeyDictionary[Any, Location | None]
-    #: the per-step series for the report's curves (instruments/series.py's SeriesRecorder, a
-    #: detector itself, so not imported here; None when not recorded)
-    series: Any
 
     @property
     def steps(self) -> int: ...
+
+    @property
+    def series(self) -> Series | None:
+        """The per-step series for the report's curves (None when not recorded)."""
 
     def report(self, rule: Rule, *, at: Location | None | bool = True, key: Any = None,
                variant: str | None = None, **fields: Any) -> Finding | None: ...
