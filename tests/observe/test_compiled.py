@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import torchdoctor
-from torchdoctor.observe.detectors.support import place
+from torchdoctor.observe.support import place
 
 #: (the layer that ends the model, the loss) -> the rule: the loss-input family (TD101 ...)
 WRONG_INPUTS = [

@@ -10,8 +10,8 @@ import torch.nn.functional as F
 from tests.run.test_crash import explained, line_of
 from torchdoctor.introspect.dispatcher import backends_with_kernel
 from torchdoctor.observe.crash.explain import explain_crash
-from torchdoctor.observe.crash.kernels import op_at
 from torchdoctor.observe.crash.model import Crash
+from torchdoctor.observe.crash.ops import op_at
 
 
 def test_dtype_mismatch_with_a_c10_dtype_names_both_dtypes_and_the_op() -> None:

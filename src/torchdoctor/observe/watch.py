@@ -75,7 +75,7 @@ class Watch:
         self.report.notices.extend(n for n in session.notices if n not in self.report.notices)
         if session.series is not None:
             self.report.sections["series"] = session.series.snapshot(read_device=True)
-        from torchdoctor.observe.detectors.memory_account import MemoryState
+        from torchdoctor.observe.memory.state import MemoryState
 
         state = session.installed(MemoryState)
         if state is not None and state.timeline.censuses:

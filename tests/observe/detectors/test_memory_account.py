@@ -14,10 +14,11 @@ import torch
 from torch import nn
 
 from tests.observe.detectors.conftest import observing
-from torchdoctor.observe.detectors.memory_account import FULL_STEPS, MemoryAccount, MemoryState
+from torchdoctor.observe.detectors.memory_account import MemoryAccount
 from torchdoctor.observe.detectors.memory_leaks import MemoryLeaks
 from torchdoctor.observe.memory import process
 from torchdoctor.observe.memory.process import AllocatorFacts
+from torchdoctor.observe.memory.state import FULL_STEPS, MemoryState
 from torchdoctor.observe.memory.table import render
 from torchdoctor.observe.session import Session
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
 import re
 import signal as signal_module
 import time
 from typing import TYPE_CHECKING, Any
 
-from torchdoctor.observe.crash.describe import size_text, torch_module
+from torchdoctor.observe.crash.describe import function_label, picklable, size_text, torch_module
 from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash
 from torchdoctor.rules.data.dataloader_worker_killed import RULE as WORKER_KILLED
@@ -110,21 +109,6 @@ def _dataset(crash: Crash) -> Any:
             if dataset is not None and hasattr(type(dataset), "__getitem__"):
                 return dataset
     return None
-
-
-def picklable(value: Any) -> bool:
-    try:
-        pickle.dumps(value)
-    except Exception:  # noqa: BLE001 - any failure to pickle is the answer
-        return False
-    return True
-
-
-def function_label(value: Any) -> str:
-    """`a lambda`, or the function's qualified name."""
-    if getattr(value, "__name__", None) == "<lambda>":
-        return "a lambda"
-    return f"`{getattr(value, '__qualname__', None) or type(value).__name__}`"
 
 
 def _shared_memory() -> str:

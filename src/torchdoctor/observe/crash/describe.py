@@ -5,6 +5,7 @@ torch is only touched when the program imported it, so explaining a crash never 
 
 from __future__ import annotations
 
+import pickle
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -108,3 +109,18 @@ def describe(name: str, tensor: Any, crash: Crash, session: Observed | None) -> 
         if owner is not None:
             return f"{name[5:]} of {module_label(owner, session)}"
     return f"`{name}`"
+
+
+def picklable(value: Any) -> bool:
+    try:
+        pickle.dumps(value)
+    except Exception:  # noqa: BLE001 - any failure to pickle is the answer
+        return False
+    return True
+
+
+def function_label(value: Any) -> str:
+    """`a lambda`, or the function's qualified name."""
+    if getattr(value, "__name__", None) == "<lambda>":
+        return "a lambda"
+    return f"`{getattr(value, '__qualname__', None) or type(value).__name__}`"

@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from torchdoctor.core.wording import listing
 from torchdoctor.observe.crash.describe import torch_module
 from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash
+from torchdoctor.observe.ddp_parameters import checked_parameters, unused_fields
 from torchdoctor.rules.distributed.collective_timed_out import RULE as TIMED_OUT
 from torchdoctor.rules.distributed.ddp_unused_parameters import RULE as UNUSED
 from torchdoctor.rules.distributed.nodes_missing_at_rendezvous import RULE as RENDEZVOUS
@@ -27,26 +27,6 @@ _GLOO_TIMEOUT = re.compile(r"Timed out waiting (?P<ms>\d+)ms for (?P<what>\w+) o
 _PEER_GONE = ("Connection closed by peer", "Connection reset by peer")
 #: the module whose functions are the collectives (their names are the operations)
 _C10D = "distributed_c10d.py"
-SHOWN = 3
-
-
-def checked_parameters(ddp: Any) -> list[tuple[str, Any]]:
-    """The parameters DDP's reducer expects gradients for, in its order (DDP's error counts
-    indices in this list): trainable, not ignored, each once."""
-    ignored = set(getattr(ddp, "parameters_to_ignore", ()) or ())
-    seen: set[int] = set()
-    found = []
-    for name, p in getattr(ddp, "module", ddp).named_parameters():
-        if name in ignored or not p.requires_grad or id(p) in seen:
-            continue
-        seen.add(id(p))
-        found.append((name, p))
-    return found
-
-
-def unused_fields(names: list[str]) -> dict[str, Any]:
-    """The TD463 template fields for these parameter names (the detector and the crash say the same)."""
-    return {"count": len(names), "names": listing([f"`{name}`" for name in names], SHOWN)}
 
 
 def ddp_unused_parameters(crash: Crash, session: Observed | None) -> Explanation | None:

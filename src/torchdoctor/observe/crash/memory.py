@@ -136,9 +136,9 @@ def _account(crash: Crash, session: Observed | None) -> Census | None:
     if session is None or torch is None:
         return None
     from torchdoctor.introspect.frames import read_locals
-    from torchdoctor.observe.detectors.memory_account import MemoryState
     from torchdoctor.observe.memory import census as censuses
     from torchdoctor.observe.memory import paths
+    from torchdoctor.observe.memory.state import MemoryState
 
     state = session.installed(MemoryState)
     if state is None or state.sources is None:

@@ -27,8 +27,8 @@ from typing import Any
 from torchdoctor.core.locate import display_path, is_user_file
 from torchdoctor.introspect.source import module_tree, own_nodes, scope_of
 from torchdoctor.observe.crash.describe import torch_module
-from torchdoctor.observe.crash.kernels import expression_at
 from torchdoctor.observe.crash.model import Crash, Frame
+from torchdoctor.observe.crash.ops import expression_at
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from torchdoctor.observe.crash.describe import (
     user_names,
 )
 from torchdoctor.observe.crash.explain import Explanation
-from torchdoctor.observe.crash.kernels import op_clause
 from torchdoctor.observe.crash.model import Crash
+from torchdoctor.observe.crash.ops import op_clause
 from torchdoctor.observe.crash.provenance import converts_to, crashes_at, made_here, origin_of
 from torchdoctor.rules.api.layer_input_shape_mismatch import RULE as SHAPE
 from torchdoctor.rules.api.view_of_non_contiguous import RULE as VIEW

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.introspect.graph import graph_nodes
 from torchdoctor.observe.detector import Detector
-from torchdoctor.observe.detectors.loss import Locator, softmax_dim
-from torchdoctor.observe.detectors.support import backward_roots
 from torchdoctor.observe.events import Backward, Location
+from torchdoctor.observe.instruments.softmax_lines import Locator, softmax_dim
+from torchdoctor.observe.support import backward_roots
 from torchdoctor.rules.loss.softmax_over_batch_dim import RULE as BATCH_DIM
 
 if TYPE_CHECKING:

@@ -24,10 +24,10 @@ from torchdoctor.core.locate import is_user_file
 from torchdoctor.core.wording import listing
 from torchdoctor.introspect.tensors import tensors_in
 from torchdoctor.observe.detector import Detector
-from torchdoctor.observe.detectors.support import place
 from torchdoctor.observe.events import CompiledCall, Location
 from torchdoctor.observe.instruments.compiled import CompileSites, eager
 from torchdoctor.observe.outcome import Outcome
+from torchdoctor.observe.support import place
 from torchdoctor.rules.compile.compile_cost import RULE as COST
 from torchdoctor.rules.compile.graph_break import RULE as GRAPH_BREAK
 from torchdoctor.rules.compile.output_diverges import RULE as DIVERGES

@@ -10,7 +10,7 @@ functions defined inside another function, which no start method can send by ref
 from __future__ import annotations
 
 from torchdoctor.core.locate import is_user_file
-from torchdoctor.observe.crash.data import function_label, picklable
+from torchdoctor.observe.crash.describe import function_label, picklable
 from torchdoctor.observe.detector import Detector
 from torchdoctor.observe.events import LoaderIter
 from torchdoctor.rules.data.unpicklable_worker_function import RULE

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from torchdoctor.core.locate import caller_in_user_code
-from torchdoctor.observe.crash.distributed import checked_parameters, unused_fields
+from torchdoctor.observe.ddp_parameters import checked_parameters, unused_fields
 from torchdoctor.observe.detector import Detector
 from torchdoctor.observe.events import ModuleCall, Step
 from torchdoctor.observe.instruments.distributed import DistributedIndex

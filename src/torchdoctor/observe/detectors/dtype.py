@@ -16,9 +16,9 @@ import torch
 from torchdoctor.introspect.sites import attribute_site, definition_site
 from torchdoctor.introspect.tensors import tensors_in
 from torchdoctor.observe.detector import Detector
-from torchdoctor.observe.detectors.support import first_tensor, listing
 from torchdoctor.observe.events import Location, LossCall, ModuleCall, Step
 from torchdoctor.observe.instruments.optim import params_of
+from torchdoctor.observe.support import first_tensor, listing
 from torchdoctor.rules.dtype.unintended_float64 import RULE as FLOAT64
 
 if TYPE_CHECKING:

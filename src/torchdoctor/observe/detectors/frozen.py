@@ -16,9 +16,9 @@ import torch
 from torch.optim.optimizer import Optimizer
 
 from torchdoctor.observe.detector import Detector
-from torchdoctor.observe.detectors.support import due, listing, param_sample
 from torchdoctor.observe.events import Step
 from torchdoctor.observe.instruments.optim import params_of
+from torchdoctor.observe.support import due, listing, param_sample
 from torchdoctor.rules.optimizer.frozen_parameter_updated import RULE as FROZEN_UPDATED
 
 if TYPE_CHECKING:

@@ -23,10 +23,10 @@ from torchdoctor.core.locate import is_user_file
 from torchdoctor.introspect.graph import accumulators
 from torchdoctor.introspect.tensors import tensors_in
 from torchdoctor.observe.detector import Detector
-from torchdoctor.observe.detectors.optimizer import names_text
 from torchdoctor.observe.events import Location, ModuleCall, Step
 from torchdoctor.observe.instruments.optim import params_of
 from torchdoctor.observe.outcome import Outcome
+from torchdoctor.observe.support import names_text
 from torchdoctor.rules.grad_flow.parameter_without_gradient import RULE
 from torchdoctor.rules.grad_mode.trained_model_called_under_no_grad import RULE as UNDER_NO_GRAD
 

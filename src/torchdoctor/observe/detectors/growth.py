@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 import torch
 
 from torchdoctor.observe.detector import Detector
-from torchdoctor.observe.detectors.support import due
 from torchdoctor.observe.events import Backward, Step
 from torchdoctor.observe.instruments.clipping import GradientClipping
 from torchdoctor.observe.instruments.grad_norms import GradNorms
 from torchdoctor.observe.instruments.optim import params_of
 from torchdoctor.observe.outcome import Outcome
+from torchdoctor.observe.support import due
 from torchdoctor.rules.numerics.grad_scaler_skipping import RULE as SCALER_SKIPS
 from torchdoctor.rules.numerics.gradients_exploding import RULE as EXPLODING
 from torchdoctor.rules.numerics.low_precision_loss import RULE as LOW_PRECISION

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any
 from torchdoctor.core.wording import size_text
 from torchdoctor.introspect.tensors import tensors_in
 from torchdoctor.observe.detector import Detector
-from torchdoctor.observe.detectors.memory_account import MemoryState
 from torchdoctor.observe.events import Batch, LoaderIter
 from torchdoctor.observe.memory.census import Census
 from torchdoctor.observe.memory.process import available, private_dirty
+from torchdoctor.observe.memory.state import MemoryState
 from torchdoctor.observe.memory.storages import storage_of
 from torchdoctor.rules.data.loader_host_memory import RULE as HOST_MEMORY
 

@@ -9,18 +9,17 @@ step; if the run ends first, the finding points at the loss call instead.
 
 from __future__ import annotations
 
-import sys
-from dataclasses import dataclass, field
-from types import FrameType
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
-from torchdoctor.core.locate import caller_in_user_code, display_path, is_user_file
+from torchdoctor.core.locate import caller_in_user_code, display_path
 from torchdoctor.core.rule import Rule
 from torchdoctor.observe.detector import Detector
 from torchdoctor.observe.events import Location, LossCall
+from torchdoctor.observe.instruments.softmax_lines import Locator, softmax_dim
 from torchdoctor.observe.outcome import Outcome
 from torchdoctor.rules.loss.loss_target_broadcast import RULE as BROADCAST
 from torchdoctor.rules.loss.probabilities_into_kl_div import RULE as KL_DIV
@@ -89,51 +88,6 @@ def compiled(tensor: torch.Tensor) -> bool:
             return False
         node = node.next_functions[0][0] if node.next_functions else None
     return False
-
-
-def softmax_dim(node: Any) -> int | None:
-    """The `dim` a softmax / log-softmax node normalised (None when it kept none)."""
-    dim = getattr(node, "_saved_dim", None)
-    if not isinstance(dim, int):
-        return None
-    return dim - 2**64 if dim >= 2**63 else dim  # saved as an unsigned 64-bit integer
-
-
-@dataclass
-class Locator:
-    """Trace watcher: the user line of every softmax/log-softmax/sigmoid of one step, by node."""
-
-    functions: frozenset[str] = frozenset({"softmax", "log_softmax", "sigmoid"})
-    lines: dict[int, tuple[Any, Location, nn.Module | None]] = field(default_factory=dict)
-    active: bool = True
-
-    def seen(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any, location: Location | None) -> None:
-        node = getattr(result, "grad_fn", None)
-        if node is not None and location is not None:
-            self.lines[id(node)] = (node, location, _activation_layer())
-
-    def done(self) -> None:
-        self.active = False
-
-    def place_of(self, node: Any) -> tuple[Location, nn.Module | None] | None:
-        """Where the op that made `node` was called, and the nn.Softmax/Sigmoid layer if one did."""
-        entry = self.lines.get(id(node))
-        return (entry[1], entry[2]) if entry is not None and entry[0] is node else None
-
-
-ACTIVATION_LAYERS = (nn.Softmax, nn.LogSoftmax, nn.Sigmoid, nn.Softmax2d)
-
-
-def _activation_layer() -> nn.Module | None:
-    """The nn.Softmax / nn.Sigmoid module running the current call, if one is (a model's last
-    layer): its line in the user's code is only the model's call."""
-    frame: FrameType | None = sys._getframe(2)
-    while frame is not None and not is_user_file(frame.f_code.co_filename):
-        candidate = frame.f_locals.get("self")
-        if isinstance(candidate, ACTIVATION_LAYERS):
-            return candidate
-        frame = frame.f_back
-    return None
 
 
 @dataclass

@@ -28,9 +28,9 @@ from torchdoctor.core.locate import caller_in_user_code, user_frame
 from torchdoctor.introspect.frames import read_locals
 from torchdoctor.introspect.source import module_tree, own_nodes, scope_of
 from torchdoctor.observe.detector import Detector
-from torchdoctor.observe.detectors.support import backward_roots, graph_sequences
 from torchdoctor.observe.events import Backward, Location, Step
 from torchdoctor.observe.instruments.grad_calls import GradCalls
+from torchdoctor.observe.support import backward_roots, graph_sequences
 from torchdoctor.rules.memory.loss_accumulated_with_history import RULE as LOSS_HISTORY
 from torchdoctor.rules.memory.retain_graph_in_loop import RULE as RETAIN_GRAPH
 

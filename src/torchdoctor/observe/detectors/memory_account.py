@@ -18,67 +18,20 @@ from __future__ import annotations
 
 import sys
 import weakref
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from torchdoctor.introspect.tensors import tensors_in
 from torchdoctor.observe.detector import Detector
 from torchdoctor.observe.events import Backward, Batch, LossCall, Step
 from torchdoctor.observe.instruments.modules import SpanRecorder
-from torchdoctor.observe.memory import census as censuses
-from torchdoctor.observe.memory.census import Census, Sources
-from torchdoctor.observe.memory.process import AllocatorFacts, Resident, allocators
+from torchdoctor.observe.memory.census import Sources
+from torchdoctor.observe.memory.process import Resident, allocators
+from torchdoctor.observe.memory.state import FULL_STEPS, GROWTH, GROWTH_FRACTION, MemoryState
 from torchdoctor.observe.memory.storages import is_tensor
-from torchdoctor.observe.memory.timeline import Timeline
 from torchdoctor.observe.outcome import Outcome
-from torchdoctor.observe.patching import Patches
 
 if TYPE_CHECKING:
     from torchdoctor.observe.observed import Observed
-
-#: steps with a census at the end of each phase and the activations by module: the warm-up,
-#: while the global module hooks that name the modules are on anyway (Session.WARMUP_STEPS)
-FULL_STEPS = 3
-#: memory grown since the last census that calls for a census now (bytes, and fraction)
-GROWTH = 64 * 2**20
-GROWTH_FRACTION = 0.10
-
-Listener = Callable[[Census], None]
-
-
-class MemoryState:
-    """The process's memory account, shared by the memory detectors (`ctx.instrument(MemoryState)`)."""
-
-    def __init__(self) -> None:
-        self.timeline = Timeline()
-        self.listeners: list[Listener] = []
-        self.allocators: list[AllocatorFacts] = []
-        #: local names that held the batch in every full census (a later census counts them as batch)
-        self.batch_names: set[str] | None = None
-        self.sources: Callable[..., Sources] | None = None
-        self.recorder: SpanRecorder | None = None
-        #: the last recorder stopped: its spans name the modules of the last recorded forward's graph
-        self.last_recorder: SpanRecorder | None = None
-
-    def install(self, patches: Patches) -> None:
-        """Nothing to patch: the account is taken from the detectors' events."""
-
-    def take(self, step: int, phase: str, full: bool, **extra: Any) -> Census | None:
-        """A census now (None when no session gave its sources)."""
-        if self.sources is None:
-            return None
-        sources = self.sources(**extra)
-        census = censuses.take(step, phase, sources)
-        self.timeline.census(census, full)
-        for listener in list(self.listeners):
-            listener(census)
-        return census
-
-    def summary(self) -> dict[str, Any]:
-        data = self.timeline.summary()
-        data["allocators"] = [facts.to_dict() for facts in self.allocators]
-        return data
-
 
 class MemoryAccount(Detector):
     """Keeps the memory account (see the module's doc); reports nothing itself."""

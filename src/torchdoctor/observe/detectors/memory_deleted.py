@@ -29,9 +29,9 @@ from torchdoctor.core.wording import size_text
 from torchdoctor.introspect.frames import read_locals
 from torchdoctor.introspect.source import module_tree, own_nodes, scope_of
 from torchdoctor.observe.detector import Detector
-from torchdoctor.observe.detectors.memory_account import FULL_STEPS, MemoryState
 from torchdoctor.observe.events import Backward, Location, LossCall, Step
 from torchdoctor.observe.memory.census import BIG, Big, Census
+from torchdoctor.observe.memory.state import FULL_STEPS, MemoryState
 from torchdoctor.observe.memory.storages import Storage, is_tensor, storage_of
 from torchdoctor.rules.memory.deleted_but_still_alive import RULE as DELETED
 

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.core.wording import counted, listing, size_text
 from torchdoctor.observe.detector import Detector
-from torchdoctor.observe.detectors.memory_account import FULL_STEPS, MemoryState
 from torchdoctor.observe.memory import holders, paths
 from torchdoctor.observe.memory.census import Census, Holder
+from torchdoctor.observe.memory.state import FULL_STEPS, MemoryState
 from torchdoctor.rules.memory.loss_accumulated_with_history import RULE as LOSS_HISTORY
 from torchdoctor.rules.memory.memory_leak import RULE as LEAK
 from torchdoctor.rules.memory.retain_graph_in_loop import RULE as RETAIN_GRAPH

@@ -29,7 +29,13 @@ from torch.nn.modules.dropout import _DropoutNd
 from torchdoctor.core.locate import caller_in_user_code, is_user_file, user_frame
 from torchdoctor.introspect.source import after_training, evaluation_site, module_tree, training_site
 from torchdoctor.observe.detector import Detector
-from torchdoctor.observe.detectors.support import (
+from torchdoctor.observe.events import Backward, Location, Step
+from torchdoctor.observe.instruments.compiled import traced
+from torchdoctor.observe.instruments.dropout import FunctionalDropout
+from torchdoctor.observe.instruments.grad_calls import GradCalls
+from torchdoctor.observe.instruments.modes import ModeSwitch, ModeSwitches
+from torchdoctor.observe.outcome import Outcome
+from torchdoctor.observe.support import (
     TrainedModels,
     backward_roots,
     due,
@@ -40,12 +46,6 @@ from torchdoctor.observe.detectors.support import (
     source_call,
     unwrapped,
 )
-from torchdoctor.observe.events import Backward, Location, Step
-from torchdoctor.observe.instruments.compiled import traced
-from torchdoctor.observe.instruments.dropout import FunctionalDropout
-from torchdoctor.observe.instruments.grad_calls import GradCalls
-from torchdoctor.observe.instruments.modes import ModeSwitch, ModeSwitches
-from torchdoctor.observe.outcome import Outcome
 from torchdoctor.rules.memory.evaluation_with_grad import RULE as EVAL_WITH_GRAD
 from torchdoctor.rules.mode.evaluation_in_train_mode import RULE as EVAL_IN_TRAIN_MODE
 from torchdoctor.rules.mode.evaluation_in_train_mode import train_mode_effects

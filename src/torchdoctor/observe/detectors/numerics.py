@@ -36,13 +36,13 @@ from torch import nn
 
 from torchdoctor.core.locate import display_path
 from torchdoctor.observe.detector import Detector
-from torchdoctor.observe.detectors.nan_origin import Culprit, FirstNonFinite, any_non_finite, cause_of
-from torchdoctor.observe.detectors.optimizer import names_text
-from torchdoctor.observe.detectors.singular import FIXES, Origin, SingularCalls
 from torchdoctor.observe.events import Backward, Location, LossCall, ModuleCall, Step
 from torchdoctor.observe.instruments.grad_norms import GradNorms
 from torchdoctor.observe.instruments.optim import params_of
+from torchdoctor.observe.nan_origin import Culprit, FirstNonFinite, any_non_finite, cause_of
 from torchdoctor.observe.replay import leaves, strong, weak
+from torchdoctor.observe.singular import FIXES, Origin, SingularCalls
+from torchdoctor.observe.support import names_text
 from torchdoctor.rules.numerics.non_finite_values import RULE
 
 if TYPE_CHECKING:

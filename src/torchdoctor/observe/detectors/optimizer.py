@@ -18,6 +18,7 @@ from torchdoctor.observe.detector import Detector
 from torchdoctor.observe.events import Backward, Location, Step, ZeroGrad
 from torchdoctor.observe.instruments.optim import params_of
 from torchdoctor.observe.outcome import Outcome
+from torchdoctor.observe.support import names_text
 from torchdoctor.rules.optimizer.accumulation_reset_every_micro_batch import RULE as ACCUMULATION_RESET
 from torchdoctor.rules.optimizer.backward_without_step import RULE as BACKWARD_WITHOUT_STEP
 from torchdoctor.rules.optimizer.missing_zero_grad import RULE as MISSING_ZERO_GRAD
@@ -27,15 +28,6 @@ from torchdoctor.rules.optimizer.zero_grad_before_step import RULE as ZERO_GRAD_
 
 if TYPE_CHECKING:
     from torchdoctor.observe.observed import Observed
-
-#: how many parameter names a message lists before "..."
-SHOWN = 6
-
-
-def names_text(names: list[str]) -> str:
-    shown = ", ".join(names[:SHOWN])
-    return shown + (f", ... ({len(names) - SHOWN} more)" if len(names) > SHOWN else "")
-
 
 class GradientResets(Detector):
     """TD110: gradients carried from one step into the next; TD111: reset between backward and step."""

@@ -24,9 +24,9 @@ from torchdoctor.core.finding import Severity
 from torchdoctor.core.locate import caller_in_user_code, is_user_file
 from torchdoctor.introspect.tensors import tensors_in
 from torchdoctor.observe.detector import Detector
-from torchdoctor.observe.detectors.support import place, source_call
 from torchdoctor.observe.events import Backward, Location, ModuleCall, Step
 from torchdoctor.observe.instruments.optim import params_of
+from torchdoctor.observe.support import place, source_call
 from torchdoctor.rules.performance.host_sync_every_step import RULE as HOST_SYNC
 from torchdoctor.rules.performance.per_sample_loop import RULE as PER_SAMPLE
 

@@ -39,10 +39,10 @@ from typing import TYPE_CHECKING, Any
 from torch.optim.optimizer import Optimizer
 
 from torchdoctor.observe.detector import Detector
-from torchdoctor.observe.detectors.support import source_call
 from torchdoctor.observe.events import Step
 from torchdoctor.observe.instruments.schedulers import SchedulerInfo, Schedulers
 from torchdoctor.observe.outcome import Outcome
+from torchdoctor.observe.support import source_call
 from torchdoctor.rules.optimizer.learning_rate_collapsed import RULE
 
 if TYPE_CHECKING:

@@ -31,12 +31,12 @@ import torch
 from torchdoctor.core.finding import Severity
 from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.observe.detector import Detector
-from torchdoctor.observe.detectors.support import place, setting
 from torchdoctor.observe.events import Backward, Batch, Step
 from torchdoctor.observe.instruments.batch_indices import BatchIndices
 from torchdoctor.observe.instruments.clipping import GradientClipping
 from torchdoctor.observe.instruments.series import unscaled_loss
 from torchdoctor.observe.outcome import Outcome
+from torchdoctor.observe.support import place, setting
 from torchdoctor.rules.numerics.loss_spike import RULE
 
 if TYPE_CHECKING:

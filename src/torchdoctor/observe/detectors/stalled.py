@@ -38,10 +38,10 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from torchdoctor.observe.detector import Detector
-from torchdoctor.observe.detectors.support import param_sample
 from torchdoctor.observe.events import LossCall, Step
 from torchdoctor.observe.instruments.optim import params_of
 from torchdoctor.observe.outcome import Outcome
+from torchdoctor.observe.support import param_sample
 from torchdoctor.rules.optimizer.training_loss_stalled import RULE
 
 if TYPE_CHECKING:

@@ -37,12 +37,12 @@ from typing import Any, NamedTuple
 from torchdoctor.core.locate import is_user_file
 from torchdoctor.introspect.frames import read_locals
 from torchdoctor.observe.detector import Detector
-from torchdoctor.observe.detectors.support import place, setting
 from torchdoctor.observe.events import Batch, Location, Step
 from torchdoctor.observe.instruments.batch_indices import BatchIndices
 from torchdoctor.observe.instruments.distributed import DistributedIndex
 from torchdoctor.observe.instruments.worker_fetch import FirstFetch
 from torchdoctor.observe.outcome import Outcome
+from torchdoctor.observe.support import place, setting
 from torchdoctor.rules.performance.training_stalled import RULE
 
 DEFAULT_TIMEOUT = 60.0

@@ -31,9 +31,9 @@ import torch
 from torch.optim.optimizer import Optimizer
 
 from torchdoctor.observe.detector import Detector
-from torchdoctor.observe.detectors.support import param_sample
 from torchdoctor.observe.events import Backward, Step
 from torchdoctor.observe.instruments.optim import params_of
+from torchdoctor.observe.support import param_sample
 from torchdoctor.rules.optimizer.learning_rate_too_large import RULE
 
 if TYPE_CHECKING:

@@ -30,9 +30,9 @@ from torch import nn
 
 from torchdoctor.core.finding import Severity
 from torchdoctor.observe.detector import Detector
-from torchdoctor.observe.detectors.support import TrainedModels, built_at, first_tensor
 from torchdoctor.observe.events import ModuleCall, Step
 from torchdoctor.observe.instruments.grad_norms import GradNorms
+from torchdoctor.observe.support import TrainedModels, built_at, first_tensor
 from torchdoctor.rules.grad_flow.dead_units import RULE as DEAD
 from torchdoctor.rules.grad_flow.saturated_activations import RULE as SATURATED
 from torchdoctor.rules.grad_flow.vanishing_gradients import RULE as VANISHING

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 import torch
 
-from torchdoctor.observe.detectors.nan_origin import Culprit, FirstNonFinite, cause_of
+from torchdoctor.observe.nan_origin import Culprit, FirstNonFinite, cause_of
 
 HALF_BIG = torch.tensor([300.0, 1.0], dtype=torch.float16)
 

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from tests.observe.detectors.conftest import line_of
-from torchdoctor.observe.detectors.support import due, first_tensor, listing, source_call, unwrapped
+from torchdoctor.observe.support import due, first_tensor, listing, source_call, unwrapped
 
 HERE = __file__
 

@@ -165,3 +165,13 @@ def setting(key: str, env: str, default: float | str | None) -> Any:
         except (TypeError, ValueError):
             return default
     return str(value)
+
+
+#: how many parameter names `names_text` lists before "..."
+NAMES_SHOWN = 6
+
+
+def names_text(names: list[str]) -> str:
+    """Parameter names for a message: the first NAMES_SHOWN, then how many more."""
+    shown = ", ".join(names[:NAMES_SHOWN])
+    return shown + (f", ... ({len(names) - NAMES_SHOWN} more)" if len(names) > NAMES_SHOWN else "")

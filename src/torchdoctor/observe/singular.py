@@ -26,8 +26,8 @@ from typing import Any
 import torch
 
 from torchdoctor.introspect.graph import graph_nodes
-from torchdoctor.observe.detectors.nan_origin import Operand, operand
 from torchdoctor.observe.events import Location
+from torchdoctor.observe.nan_origin import Operand, operand
 
 #: torch function / Tensor method name -> the kind of singularity its gradient has
 SINGULAR = {
