@@ -15,7 +15,7 @@ from torchdoctor.core import registry
 from torchdoctor.core.config import Config
 from torchdoctor.core.finding import Category, Finding, Severity
 from torchdoctor.core.report import ExitStatus, FailOn, Report
-from torchdoctor.report.outputs import Output
+from torchdoctor.renderers.outputs import Output
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -13,7 +13,7 @@ def test_public_api() -> None:
 
 def test_cli_rules_and_renderers_do_not_import_torch() -> None:
     code = (
-        "import sys, torchdoctor, torchdoctor.cli, torchdoctor.report.text, torchdoctor.report.sarif;"
+        "import sys, torchdoctor, torchdoctor.cli, torchdoctor.renderers.text, torchdoctor.renderers.sarif;"
         "from torchdoctor.core import registry; registry.all_rules(); cli=torchdoctor.cli.build_parser();"
         "print('torch' in sys.modules)"
     )

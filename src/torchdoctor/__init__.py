@@ -30,7 +30,7 @@ def _text(report: Report) -> str:
     never imports a renderer: the renderers import core, not the other way round."""
     import io
 
-    from torchdoctor.report.text import write
+    from torchdoctor.renderers.text import write
 
     stream = io.StringIO()
     write(report, stream, color=False)

@@ -24,7 +24,7 @@ from torchdoctor.core import config as config_module
 from torchdoctor.core.errors import UsageError
 from torchdoctor.core.plugins import PluginError
 from torchdoctor.core.report import ExitStatus, Report
-from torchdoctor.report import FORMATS, outputs, render
+from torchdoctor.renderers import FORMATS, outputs, render
 
 #: sub-command -> module implementing it (in the order `--help` shows them)
 COMMANDS = {

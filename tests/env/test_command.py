@@ -12,7 +12,7 @@ import pytest
 
 from tests import children
 from torchdoctor import cli
-from torchdoctor.report import FORMATS
+from torchdoctor.renderers import FORMATS
 
 SECRETS = {
     "TORCH_HUB_TOKEN": "tok-AAAA-1111-secret",

@@ -12,8 +12,8 @@ import pytest
 
 from tests.run.conftest import torchdoctor_run
 from torchdoctor.core.report import Report
-from torchdoctor.report.html import memory_plot, owner_bars, render
-from torchdoctor.report.json_ import schema
+from torchdoctor.renderers.html import memory_plot, owner_bars, render
+from torchdoctor.renderers.json_ import schema
 from torchdoctor.run.command import memory_size, memory_tables
 
 TRAIN = """

@@ -16,7 +16,7 @@ import pytest
 from tests.core.test_locate import install_with_pip
 from tests.run.conftest import environment
 from tests.trace.conftest import SCRIPTS, line_of, torchdoctor_trace
-from torchdoctor.report.json_ import schema
+from torchdoctor.renderers.json_ import schema
 
 
 def validate_chrome(data: dict[str, Any]) -> list[dict[str, Any]]:

@@ -7,5 +7,5 @@ same engine (`torchdoctor.watch()` and the run session), importing its framework
 | `huggingface` | `TorchDoctorCallback` for `transformers.Trainer` | `torchdoctor[huggingface]` |
 | `pytest_plugin` | the `torchdoctor` fixture and marker (a `pytest11` entry point) | pytest |
 
-The TensorBoard writer they share with `run --tensorboard DIR` is a report writer: report/tensorboard.py.
+The TensorBoard writer they share with `run --tensorboard DIR` is a report writer: renderers/tensorboard.py.
 """

@@ -64,7 +64,7 @@ class TorchDoctorCallback(TrainerCallback):
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         report = self.close(main_process=self._main)
         if report is not None and self._main and "tensorboard" in (getattr(args, "report_to", None) or []):
-            from torchdoctor.report import tensorboard
+            from torchdoctor.renderers import tensorboard
 
             tensorboard.write(report, _logging_dir(args), series=False, counts_at=int(state.global_step))
         self.observer.check()

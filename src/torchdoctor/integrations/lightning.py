@@ -71,7 +71,7 @@ class TorchDoctorCallback(Callback):
 
 
 def _log(trainer: Any, report: Any) -> None:
-    from torchdoctor.report.tensorboard import findings_markdown
+    from torchdoctor.renderers.tensorboard import findings_markdown
 
     step = int(getattr(trainer, "global_step", 0))
     for logger in getattr(trainer, "loggers", []):

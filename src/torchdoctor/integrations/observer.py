@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from torchdoctor.core.config import FAIL_ON
 from torchdoctor.core.errors import UsageError
 from torchdoctor.core.report import FailOn, Report
-from torchdoctor.report import outputs
+from torchdoctor.renderers import outputs
 
 if TYPE_CHECKING:
     from torchdoctor.observe.watch import Watch

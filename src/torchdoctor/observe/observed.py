@@ -20,11 +20,11 @@ from torchdoctor.core.finding import Finding
 from torchdoctor.core.rule import Rule
 from torchdoctor.observe.events import Location
 from torchdoctor.observe.instruments.autograd import BackwardWatch, GradTracker
+from torchdoctor.observe.instruments.call_watch import Watcher
 from torchdoctor.observe.instruments.data import LoaderIndex
 from torchdoctor.observe.instruments.modules import ModuleIndex
 from torchdoctor.observe.instruments.optim import OptimizerIndex
 from torchdoctor.observe.instruments.tables import Table
-from torchdoctor.observe.instruments.trace import Watcher
 
 T = TypeVar("T")
 

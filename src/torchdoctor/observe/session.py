@@ -40,13 +40,13 @@ from torchdoctor.observe.events import (
 from torchdoctor.observe.faults import FAULTS, Fault, debugging
 from torchdoctor.observe.instruments import functional
 from torchdoctor.observe.instruments.autograd import BackwardWatch, GradTracker
+from torchdoctor.observe.instruments.call_watch import OpTrace, Watcher
 from torchdoctor.observe.instruments.compiled import CompileBoundary, CompileSites, eager
 from torchdoctor.observe.instruments.data import LoaderIndex
 from torchdoctor.observe.instruments.loader_sites import LoaderSites
 from torchdoctor.observe.instruments.modules import ModuleIndex
 from torchdoctor.observe.instruments.optim import OptimizerIndex, params_of
 from torchdoctor.observe.instruments.series import SeriesRecorder
-from torchdoctor.observe.instruments.trace import OpTrace, Watcher
 from torchdoctor.observe.outcome import Outcome
 from torchdoctor.observe.patching import Patches
 from torchdoctor.observe.replay import strong, untouched, weak
@@ -315,7 +315,7 @@ class Session:
             self._listeners.remove(listener)
 
     def trace_next_step(self, watcher: Watcher, *, now: bool = False) -> None:
-        """Trace the torch calls of one step for `watcher` (see instruments/trace.py).
+        """Trace the torch calls of one step for `watcher` (see instruments/call_watch.py).
 
         By default the trace starts when the next backward() returns, so it covers the
         following step's data, forward pass and loss; with `now=True` (for requests made

@@ -105,7 +105,7 @@ _SPELLED = {"__pow__": "pow", "__truediv__": "div", "__rtruediv__": "div", "true
 
 
 class SingularCalls:
-    """The trace's watcher (instruments/trace.py), and what was kept of one step."""
+    """The trace's watcher (instruments/call_watch.py), and what was kept of one step."""
 
     functions = frozenset(SINGULAR)
 

@@ -3,7 +3,7 @@
 Runs the script exactly as `python SCRIPT ARGS...` would, observes it (and its child
 processes) through PyTorch's own hooks, and reports what went wrong at the script's own
 lines. The report goes to stderr (stdout belongs to the script); `--output FILE` writes it to a
-file of its own too (see report/outputs.py), apart from the script's output.
+file of its own too (see renderers/outputs.py), apart from the script's output.
 The exit status is 1 when findings reach `--fail-on`, otherwise the script's own.
 
 No torch is imported in this process.
@@ -29,7 +29,7 @@ from torchdoctor.core.errors import UsageError
 from torchdoctor.core.progress import on_a_terminal
 from torchdoctor.core.report import Report
 from torchdoctor.observe import self_cost
-from torchdoctor.report import tensorboard
+from torchdoctor.renderers import tensorboard
 from torchdoctor.run import launcher, ranks, summary
 from torchdoctor.run.nodes.exchange import Exchange
 from torchdoctor.run.nodes.view import on_nodes, read_folder

@@ -33,8 +33,8 @@ from torch.overrides import TorchFunctionMode
 from torchdoctor.core.locate import caller_in_user_code, is_own_file, is_user_file, short_path
 from torchdoctor.introspect.dispatcher import keyset_names
 from torchdoctor.observe.faults import FAULTS, is_pass_through, passes_through
+from torchdoctor.observe.instruments.call_watch import remove_from_stack
 from torchdoctor.observe.instruments.compiled import traced
-from torchdoctor.observe.instruments.trace import remove_from_stack
 from torchdoctor.observe.patching import call_in_mode
 from torchdoctor.trace.attribute import LineFacts
 from torchdoctor.trace.options import COMPILED_SUFFIX, LINE_PREFIX, OWN

@@ -38,9 +38,9 @@ def write(report: Report, stream: TextIO, *, color: bool | None = None, **_: Any
     else:
         _grouped(report, console)
     if "trace" in report.sections or "op_paths" in report.sections:  # `torchdoctor trace`'s; run's series are not printed
-        from torchdoctor.report import trace
+        from torchdoctor.renderers import trace_sections
 
-        trace.text(report, console)
+        trace_sections.text(report, console)
     for block in report.appendix:
         console.print(Text(block))
     for notice in report.notices:

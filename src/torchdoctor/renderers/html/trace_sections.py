@@ -1,16 +1,16 @@
-"""The `trace` and `op_paths` sections as HTML (the text report draws them in report/trace.py)."""
+"""The `trace` and `op_paths` sections as HTML (the text report draws them in renderers/trace_sections.py)."""
 
 from __future__ import annotations
 
 from html import escape
 from typing import Any
 
-from torchdoctor.report.html.code import inline
-from torchdoctor.report.trace import OPS_SHOWN, as_ms, op_text, per_step_of, summary_line, times_per_step
+from torchdoctor.renderers.html.code import inline
+from torchdoctor.renderers.trace_sections import OPS_SHOWN, as_ms, op_text, per_step_of, summary_line, times_per_step
 
 
 def trace_html(section: dict[str, Any]) -> str:
-    """The `trace` section as HTML: the lines by their share of the step (report/html draws it)."""
+    """The `trace` section as HTML: the lines by their share of the step (renderers/html draws it)."""
     out: list[str] = []
     if section:
         steps = len(section.get("steps") or []) or 1

@@ -1,5 +1,5 @@
 """The JSON report of every command follows `torchdoctor.report/1`'s JSON Schema, which ships
-in the package (report/report.schema.json) for anyone who consumes the report."""
+in the package (renderers/report.schema.json) for anyone who consumes the report."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from tests.lab import LAB
 from torchdoctor.cli import main
 from torchdoctor.core.report import Report
-from torchdoctor.report.json_ import dumps, schema
+from torchdoctor.renderers.json_ import dumps, schema
 
 FIXTURES = Path(__file__).resolve().parents[1] / "lint" / "fixtures"
 
@@ -74,7 +74,7 @@ def test_a_run_report_is_valid(tmp_path: Path) -> None:
 def test_the_schema_ships_with_the_package() -> None:
     from importlib import resources
 
-    assert resources.files("torchdoctor.report").joinpath("report.schema.json").is_file()
+    assert resources.files("torchdoctor.renderers").joinpath("report.schema.json").is_file()
     assert resources.files("torchdoctor").joinpath("py.typed").is_file()
 
 

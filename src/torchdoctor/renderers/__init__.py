@@ -24,6 +24,6 @@ _MODULES = {"text": "text", "json": "json_", "junit": "junit", "sarif": "sarif",
 def _renderer(fmt: str) -> Callable[..., None]:
     """The one renderer asked for, imported now: the HTML one alone (jinja2, markdown, pygments)
     costs a tenth of a second, which `torchdoctor run` would pay to print a text report."""
-    module = importlib.import_module(f"torchdoctor.report.{_MODULES[fmt]}")
+    module = importlib.import_module(f"torchdoctor.renderers.{_MODULES[fmt]}")
     write: Callable[..., None] = module.write
     return write

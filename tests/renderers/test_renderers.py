@@ -5,8 +5,8 @@ import xml.etree.ElementTree as ET
 
 from torchdoctor.core import registry
 from torchdoctor.core.report import Report
-from torchdoctor.report import FORMATS, render
-from torchdoctor.report.github import annotation
+from torchdoctor.renderers import FORMATS, render
+from torchdoctor.renderers.github import annotation
 
 
 def rendered(report: Report, fmt: str, **options) -> str:

@@ -28,10 +28,10 @@ from torchdoctor.core.errors import UsageError
 from torchdoctor.core.finding import Finding, Severity
 from torchdoctor.core.report import Report
 from torchdoctor.core.wording import counted
-from torchdoctor.report.html import code, trace
-from torchdoctor.report.html.charts import charts, human_bytes
-from torchdoctor.report.html.code import inline
-from torchdoctor.report.html.memory import memory_plot, owner_bars
+from torchdoctor.renderers.html import code, trace_sections
+from torchdoctor.renderers.html.charts import charts, human_bytes
+from torchdoctor.renderers.html.code import inline
+from torchdoctor.renderers.html.memory import memory_plot, owner_bars
 
 #: sections drawn by their own part of the page (the rest are shown as JSON)
 DRAWN_SECTIONS = ("series", "distributed")
@@ -39,8 +39,8 @@ DRAWN_SECTIONS = ("series", "distributed")
 #: section's value to HTML it has escaped itself (where a section's own plot plugs in, e.g. the
 #: memory account's timeline: `SECTION_DRAWINGS["memory"] = memory_timeline`)
 SECTION_DRAWINGS: dict[str, Callable[[Any], str]] = {
-    "trace": trace.trace_html,
-    "op_paths": trace.op_paths_html,
+    "trace": trace_sections.trace_html,
+    "op_paths": trace_sections.op_paths_html,
     "memory": lambda section: "".join(memory_plot(process) + owner_bars(process) for process in section.get("processes", [])),
 }
 
@@ -57,7 +57,7 @@ def render(report: Report) -> str:
 
 def _environment() -> Environment:
     env = Environment(
-        loader=PackageLoader("torchdoctor.report.html", "templates"),
+        loader=PackageLoader("torchdoctor.renderers.html", "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
         trim_blocks=True,
         lstrip_blocks=True,

@@ -7,7 +7,7 @@ import json
 
 from tests.trace.test_attribute import MODEL, one_step, step
 from torchdoctor.core.report import Report
-from torchdoctor.report import render
+from torchdoctor.renderers import render
 from torchdoctor.trace.attribute import LineFacts, attribute
 from torchdoctor.trace.oppath import path_of
 from torchdoctor.trace.record import build

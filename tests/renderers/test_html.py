@@ -11,9 +11,9 @@ import pytest
 from torchdoctor.core import registry
 from torchdoctor.core.finding import Edit, Fix
 from torchdoctor.core.report import CheckResult, Report, Status
-from torchdoctor.report.html import render
-from torchdoctor.report.html.charts import MISSING, ZERO, charts, heatmap, line_chart, nice_ticks, stacked_chart
-from torchdoctor.report.html.code import context, highlighted_lines, markdown
+from torchdoctor.renderers.html import render
+from torchdoctor.renderers.html.charts import MISSING, ZERO, charts, heatmap, line_chart, nice_ticks, stacked_chart
+from torchdoctor.renderers.html.code import context, highlighted_lines, markdown
 
 SOURCE = "import torch\n\n\ndef f(x):\n    y = torch.softmax(x, 1)\n    return y  # 'end'\n"
 DOMAIN = (0.5, 4.5)
@@ -167,7 +167,7 @@ def test_other_sections_are_shown_as_json_and_the_page_stays_offline(source_file
 
 
 def test_a_section_with_a_drawing_shows_it_above_its_json(monkeypatch: pytest.MonkeyPatch) -> None:
-    from torchdoctor.report import html as html_report
+    from torchdoctor.renderers import html as html_report
 
     monkeypatch.setitem(html_report.SECTION_DRAWINGS, "memory", lambda section: f"<svg class='memory'><text>{len(section['processes'])}</text></svg>")
     report = Report(command="run")

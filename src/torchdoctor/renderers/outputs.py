@@ -22,7 +22,7 @@ from pathlib import Path
 
 from torchdoctor.core.errors import UsageError
 from torchdoctor.core.report import FailOn, Report
-from torchdoctor.report import FORMATS, render
+from torchdoctor.renderers import FORMATS, render
 
 #: file suffix -> report format (any other suffix: the JSON report)
 SUFFIXES = {".json": "json", ".html": "html", ".htm": "html", ".sarif": "sarif", ".xml": "junit", ".txt": "text"}

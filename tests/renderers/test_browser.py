@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests import children
-from tests.report.browser import Browser, Page, executable
+from tests.renderers.browser import Browser, Page, executable
 from tests.run.conftest import environment
 
 pytestmark = pytest.mark.skipif(

@@ -6,7 +6,7 @@ descriptors 3 and 4), so no WebDriver or websocket library is needed.
 uncaught exceptions, log entries (failed resources), every network request the page made, and
 lets the test evaluate JavaScript in it and take a full-page screenshot.
 
-    python -m tests.report.browser report.html shot.png   # the screenshot in docs/
+    python -m tests.renderers.browser report.html shot.png   # the screenshot in docs/
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ def _above(fd: int, lowest: int) -> int:
 
 
 def main(argv: list[str]) -> int:
-    """`python -m tests.report.browser REPORT.html SHOT.png [HEIGHT]`: a screenshot for the docs."""
+    """`python -m tests.renderers.browser REPORT.html SHOT.png [HEIGHT]`: a screenshot for the docs."""
     source, target = Path(argv[0]), Path(argv[1])
     with Browser(width=1100) as browser:
         page = browser.load(source)

@@ -17,7 +17,7 @@ from torchdoctor import cli  # noqa: E402
 from torchdoctor.core import registry  # noqa: E402
 from torchdoctor.core.errors import UsageError  # noqa: E402
 from torchdoctor.core.report import Report  # noqa: E402
-from torchdoctor.report import tensorboard  # noqa: E402
+from torchdoctor.renderers import tensorboard  # noqa: E402
 
 
 def events(folder: Path) -> EventAccumulator:

@@ -21,5 +21,5 @@ def write(report: Report, stream: TextIO, **_: Any) -> None:
 @functools.lru_cache(maxsize=1)
 def schema() -> dict[str, Any]:
     """The JSON Schema of `torchdoctor.report/1`, shipped in the package (report.schema.json)."""
-    text = resources.files("torchdoctor.report").joinpath("report.schema.json").read_text(encoding="utf-8")
+    text = resources.files("torchdoctor.renderers").joinpath("report.schema.json").read_text(encoding="utf-8")
     return dict(json.loads(text))
