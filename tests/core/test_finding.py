@@ -10,7 +10,7 @@ def test_severity_order_and_values() -> None:
 def test_categories_are_the_contracts() -> None:
     assert {c.value for c in Category} == {
         "device", "dtype", "grad-flow", "grad-mode", "optimizer", "loss", "mode", "data", "numerics",
-        "memory", "distributed", "compile", "env", "performance", "reproducibility", "api",
+        "memory", "distributed", "compile", "env", "performance", "api",
     }
 
 

@@ -44,7 +44,6 @@ class Category(str, enum.Enum):
     COMPILE = "compile"
     ENV = "env"
     PERFORMANCE = "performance"
-    REPRODUCIBILITY = "reproducibility"
     API = "api"
 
     def __str__(self) -> str:
