@@ -25,7 +25,8 @@ def main(argv: list[str] | None = None) -> int:
         new.add_argument(f"--{kind}", action="store_true", help=f"add a {what}")
     new.add_argument("--root", type=Path, default=None, help="the source checkout to write into (default: this one)")
     derive = commands.add_parser("generate", help="write every text derived from the rules: docs/rules.md, the rule "
-                                                  "tables of docs/lint.md and docs/run.md, the README's counts")
+                                                  "tables of docs/lint.md and docs/run.md, the table of checks of "
+                                                  "docs/check.md, the README's counts")
     derive.add_argument("--check", action="store_true", help="write nothing; exit 1 naming the stale files")
     derive.add_argument("--root", type=Path, default=None, help="the source checkout (default: this one)")
     args = parser.parse_args(argv)

@@ -289,6 +289,8 @@ from torchdoctor.rules.{package}.{module} import RULE
 
 NAME = "{module}"
 TITLE = "TODO: what this check confirms, as a sentence"
+#: what the check does, in its row of docs/check.md's table (`python -m torchdoctor.dev generate`)
+DOES = "TODO: what the check looks at and how, in a line"
 RULES = (RULE.code,)
 
 

@@ -23,6 +23,8 @@ from torchdoctor.rules.loss.loss_rejects_output import RULE as LOSS_REJECTS
 NAME = "forward"
 ORDER = 10  # its place in the report (core/plugins.py)
 TITLE = "model and loss run on the batch"
+#: what the check does, in its row of docs/check.md's table (`python -m torchdoctor.dev generate`)
+DOES = "runs the model on the batch in training mode, then the loss and backward"
 RULES = (FORWARD_RAISES.code, LOSS_REJECTS.code, LOGITS_INTO_BCE.code)
 
 

@@ -34,6 +34,13 @@ from torchdoctor.rules.performance.too_many_workers import RULE as TOO_MANY_WORK
 NAME = "dataloader"
 ORDER = 130  # its place in the report (core/plugins.py)
 TITLE = "the DataLoader keeps up and works with workers"
+#: what the check does, in its row of docs/check.md's table (`python -m torchdoctor.dev generate`)
+DOES = (
+    "workers vs CPUs, picklability under spawn, `/dev/shm` vs prefetched batches, loader time vs one "
+    "training step (the fastest of 5 batches after the prefetched ones vs the fastest of 5 plain steps, "
+    "on one thread, beside a reference work: ratios that a busy machine does not change), random "
+    "generators every worker copies"
+)
 RULES = (TOO_MANY_WORKERS.code, UNPICKLABLE.code, SHM_TOO_SMALL.code, INPUT_BOUND.code, RNG_COPIED.code)
 
 #: the loader is input-bound when a batch takes this many times one training step, and more

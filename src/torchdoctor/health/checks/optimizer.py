@@ -20,6 +20,8 @@ from torchdoctor.rules.optimizer.parameter_not_in_optimizer import RULE as NOT_I
 NAME = "optimizer"
 ORDER = 60  # its place in the report (core/plugins.py)
 TITLE = "the optimizer covers every trainable parameter"
+#: what the check does, in its row of docs/check.md's table (`python -m torchdoctor.dev generate`)
+DOES = "trainable parameters in no param group, parameters in two groups, nothing trainable at all"
 RULES = (NOT_IN_OPTIMIZER.code, SEVERAL_GROUPS.code, NO_TRAINABLE.code)
 
 

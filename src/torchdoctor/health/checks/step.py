@@ -19,6 +19,11 @@ from torchdoctor.rules.optimizer.parameter_not_updated_by_step import RULE as NO
 NAME = "step"
 ORDER = 70  # its place in the report (core/plugins.py)
 TITLE = "one optimizer step updates what it should, and only that"
+#: what the check does, in its row of docs/check.md's table (`python -m torchdoctor.dev generate`)
+DOES = (
+    "one optimizer step changes every trainable parameter, and leaves frozen parameters and frozen "
+    "batch-norm statistics alone"
+)
 RULES = (FROZEN_UPDATED.code, BATCHNORM_DRIFT.code, NOT_UPDATED.code)
 
 #: a parameter counts as "not updated" when at least this fraction of its elements with a
