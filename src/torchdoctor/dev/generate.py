@@ -15,7 +15,8 @@ A generated block of a hand-written page lies between two markers:
 `lint rules`: every rule lint reports. `run rules: compile, memory`: the rules run reports in
 those categories; `run rules: the rest`: those in the categories no other block of the page names.
 `health checks`: every check of `torchdoctor check`, in the report's order, with its `DOES` (the
-TITLE where a check has none) and its RULES.
+TITLE where a check has none) and its RULES. `code blocks`: each category's block of codes for
+new rules (core/codes.py), its next free code and how many rules the category has.
 """
 
 from __future__ import annotations
@@ -28,14 +29,16 @@ from types import ModuleType
 
 from torchdoctor.catalog.reporters import commands_of
 from torchdoctor.catalog.rules_command import as_markdown
-from torchdoctor.core import registry
+from torchdoctor.core import codes, registry
 from torchdoctor.core.errors import UsageError
 from torchdoctor.core.finding import Category
 from torchdoctor.core.rule import Rule
 
-BLOCK = re.compile(r"(<!-- generated: (?P<what>[^>]*?) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
+BLOCK = re.compile(r"^(<!-- generated: (?P<what>[^>]*?) -->\n)(?P<body>.*?)^(<!-- end generated -->)", re.S | re.M)
+#: a marker opens a line (a page may quote one in its text, as CONTRIBUTING.md does)
+OPENING = re.compile(r"^<!-- generated:", re.M)
 #: the pages with generated blocks (a page without a block is left alone: the scaffold's copy of a checkout)
-PAGES = ("docs/lint.md", "docs/run.md", "docs/check.md")
+PAGES = ("docs/lint.md", "docs/run.md", "docs/check.md", "CONTRIBUTING.md")
 #: the first code that is a rule: TD000-TD099 are the tool's own (a file lint could not read)
 FIRST_RULE = "TD100"
 THE_REST = "the rest"
@@ -117,7 +120,7 @@ def _stale_texts(root: Path) -> dict[Path, str]:
 def fill_blocks(text: str, page: str) -> str:
     """`text` with each generated block's body written from the rules."""
     named = [category for match in BLOCK.finditer(text) for category in _run_categories(match["what"], page) or ()]
-    if text.count("<!-- generated:") != len(BLOCK.findall(text)):
+    if len(OPENING.findall(text)) != len(BLOCK.findall(text)):
         raise UsageError(f"{page}: a `<!-- generated: ... -->` marker without its `<!-- end generated -->`")
 
     def body(match: re.Match[str]) -> str:
@@ -126,12 +129,14 @@ def fill_blocks(text: str, page: str) -> str:
             table = lint_table(lint_rules())
         elif what == "health checks":
             table = check_table(health_checks())
+        elif what == "code blocks":
+            table = blocks_table(registry.all_rules())
         elif (categories := _run_categories(what, page)) is not None:
             chosen = set(categories) if categories else {c.value for c in Category} - set(named)
             table = run_table([r for r in registry.all_rules() if "run" in commands_of(r.code) and r.category.value in chosen])
         else:
             raise UsageError(f"{page}: unknown generated block {what!r} (lint rules; run rules: CATEGORY, ...; "
-                             f"run rules: {THE_REST}; health checks)")
+                             f"run rules: {THE_REST}; health checks; code blocks)")
         return match[1] + table + match[4]
 
     return BLOCK.sub(body, text)
@@ -174,6 +179,17 @@ def check_table(checks: Iterable[ModuleType]) -> str:
     for number, check in enumerate(checks, 1):
         does = getattr(check, "DOES", None) or check.TITLE
         rows.append(f"| {number} | `{check.NAME}` | {_cell(does)} | {', '.join(check.RULES)} |")
+    return "\n".join(rows) + "\n"
+
+
+def blocks_table(rules: Iterable[Rule]) -> str:
+    """Each category's block for new codes, in the order of the blocks."""
+    rules = list(rules)
+    rows = ["| category | codes of its new rules | next free | rules (any code) |", "| --- | --- | --- | --- |"]
+    for category, block in codes.BLOCKS.items():
+        free = codes.next_free(category, (rule.code for rule in rules)) or "none: give it another block"
+        count = sum(rule.category is category for rule in rules)
+        rows.append(f"| {category.value} | {codes.shown(block)} | {free} | {count} |")
     return "\n".join(rows) + "\n"
 
 
