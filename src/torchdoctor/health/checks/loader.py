@@ -154,12 +154,10 @@ def _pickling(ctx: CheckContext, loader: DataLoader, method: str, loader_site: S
         if site is None and callable(value) and hasattr(value, "__code__"):
             site = definition_site(value)
         label = f"{type(dataset).__name__}.{attribute}" if attribute else type(dataset).__name__
-        message = (
-            f"dataset={type(dataset).__name__} cannot be pickled ({label} is {_callable_name(value)}), "
-            "so this DataLoader fails with worker processes under the spawn/forkserver start method (Windows, macOS, Python 3.14+ on Linux)"
-        )
         findings.append(UNPICKLABLE.finding(**where(ctx.locate.best(site, loader_site)), severity=severity,
-                                            message=message, fields={"argument": "dataset", "what": label}))
+                                            variant="dataset",
+                                            fields={"dataset": type(dataset).__name__, "attribute": label,
+                                                    "what": _callable_name(value)}))
     return findings
 
 
@@ -231,10 +229,10 @@ def _throughput(ctx: CheckContext, loader: DataLoader, loader_site: Site | None,
     if load <= INPUT_BOUND_RATIO * step or load <= MIN_LOAD_UNITS * times.reference:
         return []
     workers = loader.num_workers
-    advice = " (num_workers=0: the batches are made in the training process)" if workers == 0 else f" even with {workers} workers"
+    fields: dict[str, object] = {"load": human_seconds(load), "step": human_seconds(step), "ratio": load / step}
     return [INPUT_BOUND.finding(
-        **where(loader_site),
-        fields={"load": human_seconds(load), "step": human_seconds(step), "ratio": load / step, "advice": advice},
+        **where(loader_site), variant="no-workers" if workers == 0 else None,
+        fields=fields if workers == 0 else {**fields, "workers": workers},
         evidence={"load_seconds": load, "step_seconds": step, "reference_seconds": times.reference},
     )]
 

@@ -67,10 +67,10 @@ def run(ctx: CheckContext) -> Outcome:
                 stuck.append(name)
     if stuck:
         dtypes = {str(p.dtype).replace("torch.", "") for n, p in named if n in stuck}
-        cause = f" ({', '.join(sorted(dtypes))} weights: the update is below their precision)" if dtypes & {"bfloat16", "float16"} else ""
+        low = bool(dtypes & {"bfloat16", "float16"})
         findings.append(NOT_UPDATED.finding(
-            **where(ctx.locate.best(ctx.locate.of(ctx.subject.optimizer))),
-            fields={"number": len(stuck), "names": listing(stuck), "cause": cause},
+            **where(ctx.locate.best(ctx.locate.of(ctx.subject.optimizer))), variant="low-precision" if low else None,
+            fields={"number": len(stuck), "names": listing(stuck), **({"dtypes": ", ".join(sorted(dtypes))} if low else {})},
         ))
     changed = sum(1 for n, p in named if p.requires_grad and not torch.equal(before[n], p.detach()))
     trainable = sum(1 for _, p in named if p.requires_grad)
