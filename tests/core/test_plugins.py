@@ -221,7 +221,7 @@ def run_check(ctx: object) -> None:
     """A health check's run."""
 
 
-HEALTH = {"NAME": "bad-check", "TITLE": "a check", "RULES": ("TD998",), "run": run_check}
+HEALTH = {"NAME": "bad-check", "TITLE": "a check", "RULES": ("TD101",), "run": run_check}
 
 
 @pytest.mark.parametrize(("group", "parts"), [
@@ -251,19 +251,47 @@ def test_a_well_formed_module_keeps_its_contract(group: str, parts: dict[str, ob
      "run is a NoneType, not a function; a health check is called as run(ctx)"),
     ("torchdoctor.check", {**HEALTH, "run": explain_nothing},
      "run takes (crash: 'object', observed: 'object') -> 'None'; a health check is called as run(ctx)"),
-    ("torchdoctor.check", {"NAME": "bad-check", "RULES": ("TD998",)},
+    ("torchdoctor.check", {"NAME": "bad-check", "RULES": ("TD101",)},
      "a health check defines NAME, TITLE, RULES and run(ctx); it lacks TITLE, run"),
     ("torchdoctor.check", {**HEALTH, "NAME": ""}, "NAME is '', not a non-empty string"),
-    ("torchdoctor.check", {**HEALTH, "RULES": ["TD998"]},
+    ("torchdoctor.check", {**HEALTH, "RULES": ["TD101"]},
      "RULES is a list, not a tuple of rule codes such as (RULE.code,)"),
     ("torchdoctor.check", {**HEALTH, "RULES": (TD101,)}, "RULES holds the Rule TD101 itself, not its code (RULE.code)"),
     ("torchdoctor.check", {**HEALTH, "RULES": ("td998",)},
      "RULES holds 'td998', not a rule code ('TD' and 3 digits, RULE.code)"),
+    ("torchdoctor.check", {**HEALTH, "RULES": ("TD101", "TD998", "TD997")},
+     "RULES names TD998, TD997, which no rule has (`torchdoctor rules` lists the codes)"),
 ])
 def test_a_malformed_module_fails_naming_itself(group: str, parts: dict[str, object], problem: str) -> None:
     with pytest.raises(plugins.PluginError) as raised:
         plugins.CONTRACTS[group](unit("td_plugin.unit", **parts))
     assert str(raised.value) == f"td_plugin.unit: {problem}"
+
+
+def test_health_checks_with_their_own_names_load_together() -> None:
+    plugins.FAMILY_CONTRACTS["torchdoctor.check"]([
+        unit("td_plugin.one", **HEALTH), unit("td_plugin.two", **{**HEALTH, "NAME": "other-check"}),
+        unit("td_plugin.helper", shape=run_check), unit("td_plugin.helper2", shape=run_check)])
+
+
+def test_a_second_health_check_with_a_taken_name_fails_naming_itself() -> None:
+    with pytest.raises(plugins.PluginError) as raised:
+        plugins.FAMILY_CONTRACTS["torchdoctor.check"]([unit("td_plugin.one", **HEALTH), unit("td_plugin.two", **HEALTH)])
+    assert str(raised.value) == ("td_plugin.two: NAME 'bad-check' is the NAME of td_plugin.one already; "
+                                 "each health check has its own")
+
+
+def test_a_plugin_check_named_as_a_built_in_one_fails_naming_the_plugin(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "td_twin_check.py").write_text(
+        'NAME = "loss"\nTITLE = "a second loss check"\nRULES = ("TD101",)\n\n\ndef run(ctx):\n    pass\n',
+        encoding="utf-8")
+    dist_info(tmp_path, "td_twin_check", "[torchdoctor.check]\ntwin = td_twin_check\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(plugins.PluginError) as raised:
+        plugins.modules("torchdoctor.check")
+    assert str(raised.value) == ("td_twin_check: NAME 'loss' is the NAME of torchdoctor.health.checks.loss already; "
+                                 "each health check has its own")
 
 
 MALFORMED = {

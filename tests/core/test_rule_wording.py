@@ -36,6 +36,16 @@ def test_a_variant_replaces_the_templates_it_sets() -> None:
     assert (plain.message, plain.hint) == ("a went wrong", "Fix a.")
 
 
+def test_variants_compose_each_setting_its_own_part() -> None:
+    rule = _rule(cause=Variant(message="{what} went wrong ({why})"), groups=Variant(hint="Group {what}."),
+                 both=Variant(message="x", hint="y"))
+    composed = rule.finding(fields={"what": "a", "why": "b"}, variant=("cause", "groups"))
+    assert (composed.message, composed.hint) == ("a went wrong (b)", "Group a.")
+    assert rule.finding(fields={"what": "a", "why": "b"}, variant=("cause",)).hint == "Fix a."
+    with pytest.raises(ValueError, match=r"TD999 \(made-up\): variants .* set the same part twice"):
+        rule.finding(fields={"what": "a", "why": "b"}, variant=("cause", "both"))
+
+
 def test_an_unknown_variant_raises_naming_the_rule() -> None:
     with pytest.raises(ValueError, match=r"TD999 \(made-up\): no variant 'other'"):
         _rule(said=Variant(message="x")).finding(fields={"what": "a"}, variant="other")

@@ -7,14 +7,24 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
-from torchdoctor.core import registry
+from torchdoctor.core import codes, registry
 from torchdoctor.core.errors import UsageError
 from torchdoctor.core.finding import Category, Severity
 from torchdoctor.core.rule import Rule
-from torchdoctor.dev.generate import fill_blocks, generate, lint_rules, run_table, stale
+from torchdoctor.dev.generate import (
+    blocks_table,
+    check_table,
+    fill_blocks,
+    generate,
+    health_checks,
+    lint_rules,
+    run_table,
+    stale,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,6 +69,37 @@ def test_run_blocks_split_the_categories_and_the_rest_takes_what_no_block_names(
     assert "| TD480 `compile-graph-break`" in named and "| TD440 `memory-leak`" in named
     assert "TD480" not in rest and "TD440" not in rest
     assert "| TD131 `training-in-eval-mode` | mode | error |" in rest
+
+
+def test_the_check_table_has_one_row_per_health_check_in_the_reports_order() -> None:
+    table = fill_blocks("<!-- generated: health checks -->\nold row\n<!-- end generated -->\n", "page.md")
+    assert "old row" not in table
+    rows = [line for line in table.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    assert [row.split(" | ")[1].strip("`") for row in rows] == [check.NAME for check in health_checks()]
+    loader = next(check for check in health_checks() if check.NAME == "dataloader")
+    assert f"| 13 | `dataloader` | {loader.DOES} | {', '.join(loader.RULES)} |" in rows
+
+
+def test_a_check_without_words_for_the_table_is_listed_with_its_title() -> None:
+    check = ModuleType("td_plugin.widget")
+    vars(check).update(NAME="widget", TITLE="widgets | gadgets are sound", RULES=("TD101", "TD102"))
+    assert check_table([check]).splitlines()[-1] == "| 1 | `widget` | widgets \\| gadgets are sound | TD101, TD102 |"
+
+
+def test_the_code_blocks_table_gives_each_categorys_block_and_next_free_code() -> None:
+    table = fill_blocks("<!-- generated: code blocks -->\n<!-- end generated -->\n", "page.md")
+    rows = [line for line in table.splitlines() if line.startswith("| ") and " | TD" in line]
+    assert len(rows) == len(codes.BLOCKS)
+    device = [rule for rule in registry.all_rules() if rule.category is Category.DEVICE]
+    assert f"| device | TD200–TD219 | {codes.next_free(Category.DEVICE, [r.code for r in device])} | {len(device)} |" in rows
+    rules = [Rule(code=codes.code(n), name=f"made-up-{n}", category=Category.DEVICE, severity=Severity.ERROR,
+                  message="m", hint="h", doc="x", proof="run") for n in codes.BLOCKS[Category.DEVICE]]
+    assert "| device | TD200–TD219 | none: give it another block | 20 |" in blocks_table(rules)
+
+
+def test_a_quoted_marker_in_a_pages_text_is_no_block() -> None:
+    page = "Tables lie between `<!-- generated: ... -->` markers.\n<!-- generated: code blocks -->\n<!-- end generated -->\n"
+    assert "| device | TD200–TD219 |" in fill_blocks(page, "page.md")
 
 
 def test_a_rule_without_words_for_run_is_listed_with_the_first_sentence_of_its_doc() -> None:

@@ -12,7 +12,21 @@ from pathlib import Path
 
 import pytest
 
+from torchdoctor.core import codes, registry
+from torchdoctor.core.finding import Category
+
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_code(category: Category) -> str:
+    found = codes.next_free(category, (rule.code for rule in registry.all_rules()))
+    assert found is not None, f"the {category.value} block is full"
+    return found
+
+
+#: what the scaffold proposes for a new optimizer rule, and a free loss code
+CODE = free_code(Category.OPTIMIZER)
+LOSS_CODE = free_code(Category.LOSS)
 
 
 def checkout(tmp_path: Path) -> Path:
@@ -33,9 +47,11 @@ def python(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.slow
 def test_a_lint_run_and_check_rule_is_scaffolded_with_failing_tests_for_the_flagged_side(tmp_path: Path) -> None:
     root = checkout(tmp_path)
-    made = python(root, "-m", "torchdoctor.dev", "new-rule", "--code", "TD149", "--name", "widget-misused",
+    made = python(root, "-m", "torchdoctor.dev", "new-rule", "--name", "widget-misused",
                   "--category", "optimizer", "--lint", "--run", "--check", "--root", str(root))
     assert made.returncode == 0, made.stderr
+    block = codes.shown(codes.BLOCKS[Category.OPTIMIZER])
+    assert made.stdout.splitlines()[0] == f"code {CODE}: the next free one of the optimizer block ({block})"
     written = {line.removeprefix("wrote ") for line in made.stdout.splitlines() if line.startswith("wrote ")}
     assert written == {
         os.path.join(*p.split("/")) for p in (
@@ -43,8 +59,8 @@ def test_a_lint_run_and_check_rule_is_scaffolded_with_failing_tests_for_the_flag
             "tests/lint/fixtures/widget_misused.py", "src/torchdoctor/observe/detectors/widget_misused.py",
             "tests/observe/detectors/test_widget_misused.py", "src/torchdoctor/health/checks/widget_misused.py",
             "tests/health/test_widget_misused.py")}  # found where they are: nothing registered by hand
-    shown = python(root, "-m", "torchdoctor", "rule", "TD149")
-    assert shown.returncode == 0 and "# widget-misused (TD149)" in shown.stdout
+    shown = python(root, "-m", "torchdoctor", "rule", CODE)
+    assert shown.returncode == 0 and f"# widget-misused ({CODE})" in shown.stdout
     registered = python(root, "-c", "from torchdoctor.observe.detectors import all_detectors; from torchdoctor.health.runner import NAMES;"
                                     "print([d.__name__ for d in all_detectors()].count('WidgetMisused'), NAMES.count('widget_misused'))")
     assert registered.stdout.split() == ["1", "1"], registered.stderr
@@ -64,11 +80,11 @@ def test_a_lint_run_and_check_rule_is_scaffolded_with_failing_tests_for_the_flag
     write_trivial_detectors(root)
     generated = python(root, "-m", "torchdoctor.dev", "generate", "--root", str(root))
     assert set(generated.stdout.split()) == {"wrote", "docs/rules.md", "docs/lint.md", "docs/run.md", "docs/check.md", "README.md"}, generated.stderr
-    assert "| TD149 | `widget-misused` | warning | | TODO: what lint sees" in (root / "docs" / "lint.md").read_text(encoding="utf-8")
+    assert f"| {CODE} | `widget-misused` | warning | | TODO: what lint sees" in (root / "docs" / "lint.md").read_text(encoding="utf-8")
     tests = python(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(root),
                    "tests/observe/detectors/test_widget_misused.py", "tests/health/test_widget_misused.py",
                    "tests/lint/test_fixtures.py", "tests/rules/test_docs.py", "tests/catalog", "tests/dev/test_generate.py",
-                   "-k", "widget or TD149 or rules_md or derived_doc")
+                   "-k", f"widget or {CODE} or rules_md or derived_doc")
     assert tests.returncode == 0 and " passed" in tests.stdout, tests.stdout[-3000:]
 
 
@@ -103,12 +119,23 @@ def write_trivial_detectors(root: Path) -> None:
 def test_a_taken_code_or_name_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
     root = tmp_path / "empty"
     for code, name, said in (("TD101", "brand-new", "TD101 is taken by softmax-before-cross-entropy"),
-                             ("TD149", "softmax-before-cross-entropy", "a rule is named softmax-before-cross-entropy"),
-                             ("TD1", "brand-new", "is not a rule code"), ("TD149", "Brand_New", "is not a kebab-case name")):
+                             (LOSS_CODE, "softmax-before-cross-entropy", "a rule is named softmax-before-cross-entropy"),
+                             ("TD1", "brand-new", "is not a rule code"), (LOSS_CODE, "Brand_New", "is not a kebab-case name"),
+                             ("TD149", "brand-new", f"TD149 is outside the loss block ({codes.shown(codes.BLOCKS[Category.LOSS])})")):
         made = python(ROOT, "-m", "torchdoctor.dev", "new-rule", "--code", code, "--name", name,
                       "--category", "loss", "--lint", "--root", str(root))
         assert made.returncode == 2 and said in made.stderr, made.stderr
-    made = python(ROOT, "-m", "torchdoctor.dev", "new-rule", "--code", "TD149", "--name", "brand-new",
+    made = python(ROOT, "-m", "torchdoctor.dev", "new-rule", "--code", LOSS_CODE, "--name", "brand-new",
                   "--category", "loss", "--root", str(root))
     assert made.returncode == 2 and "--lint, --run or --check" in made.stderr
     assert not root.exists()
+
+
+def test_without_code_the_next_free_code_of_the_categorys_block_is_proposed(tmp_path: Path) -> None:
+    root = tmp_path / "empty"
+    made = python(ROOT, "-m", "torchdoctor.dev", "new-rule", "--name", "brand-new", "--category", "loss", "--lint",
+                  "--root", str(root))
+    assert made.returncode == 0, made.stderr
+    block = codes.shown(codes.BLOCKS[Category.LOSS])
+    assert made.stdout.splitlines()[0] == f"code {LOSS_CODE}: the next free one of the loss block ({block})"
+    assert f'code="{LOSS_CODE}"' in (root / "src" / "torchdoctor" / "rules" / "loss" / "brand_new.py").read_text(encoding="utf-8")

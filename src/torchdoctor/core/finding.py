@@ -44,7 +44,7 @@ class Category(str, enum.Enum):
     COMPILE = "compile"
     ENV = "env"
     PERFORMANCE = "performance"
-    REPRODUCIBILITY = "reproducibility"
+    REPRODUCIBILITY = "reproducibility"  # the contract's category (CONTRACT.md): no rule yet, `--ignore reproducibility` still valid
     API = "api"
 
     def __str__(self) -> str:

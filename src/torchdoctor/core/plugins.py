@@ -73,10 +73,15 @@ def check_plugins(*groups: str) -> None:
 
 
 def _check(group: str, found: list[ModuleType]) -> None:
+    """Each module against its family's contract, then the family's modules together (a name two
+    health checks share)."""
     contract = CONTRACTS.get(group)
     if contract is not None:
         for module in found:
             contract(module)
+    together = FAMILY_CONTRACTS.get(group)
+    if together is not None:
+        together(found)
 
 
 def _plugin_modules(group: str) -> list[ModuleType]:
@@ -180,7 +185,8 @@ def _text_problem(module: ModuleType, part: str) -> str | None:
 
 
 def _codes_problem(rules: object) -> str | None:
-    """RULES holds codes, not Rules: the report matches them against its findings' codes."""
+    """RULES holds codes, not Rules: the report matches them against its findings' codes; and
+    codes of rules that exist (a mistyped one would never match a finding)."""
     if not isinstance(rules, tuple):
         return f"RULES is a {type(rules).__name__}, not a tuple of rule codes such as (RULE.code,)"
     for item in rules:
@@ -188,6 +194,11 @@ def _codes_problem(rules: object) -> str | None:
             return f"RULES holds the Rule {item.code} itself, not its code (RULE.code)"
         if not isinstance(item, str) or not CODE_PATTERN.match(item):
             return f"RULES holds {item!r}, not a rule code ('TD' and 3 digits, RULE.code)"
+    from torchdoctor.core import registry  # the registry loads the rules through this module
+
+    known = {rule.code for rule in registry.all_rules()}
+    if unknown := [code for code in rules if code not in known]:
+        return f"RULES names {', '.join(unknown)}, which no rule has (`torchdoctor rules` lists the codes)"
     return None
 
 
@@ -196,10 +207,28 @@ def _run_problem(run: object) -> str | None:
     return f"run {problem}; a health check is called as run(ctx)" if problem else None
 
 
+def _check_names(modules: list[ModuleType]) -> None:
+    """NAME is what `--skip` names and what the report keys a check's outcome by: a second check
+    with the same NAME would be skipped with the first, and its outcome taken for the first's."""
+    seen: dict[str, str] = {}
+    for module in modules:
+        name = getattr(module, "NAME", None)
+        if not all(hasattr(module, part) for part in CHECK_PARTS) or not isinstance(name, str):
+            continue
+        if name in seen:
+            raise PluginError(f"{module.__name__}: NAME {name!r} is the NAME of {seen[name]} already; "
+                              "each health check has its own")
+        seen[name] = module.__name__
+
+
 #: entry-point group -> the check of its modules' contract (lint checks and run detectors are
 #: checked where they are defined: see the module doc)
 CONTRACTS: dict[str, Callable[[ModuleType], None]] = {
     "torchdoctor.rules": _rule_module,
     "torchdoctor.crash": _crash_module,
     "torchdoctor.check": _check_module,
+}
+#: entry-point group -> the check of what its modules must not share (run on all of them at once)
+FAMILY_CONTRACTS: dict[str, Callable[[list[ModuleType]], None]] = {
+    "torchdoctor.check": _check_names,
 }

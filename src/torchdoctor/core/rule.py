@@ -89,11 +89,12 @@ class Rule:
         message: str | None = None,
         hint: str | None = None,
         severity: Severity | None = None,
-        variant: str | None = None,
+        variant: str | tuple[str, ...] | None = None,
     ) -> Finding:
         """A finding of this rule; `fields` fill the message and hint templates.
 
-        `variant` names one of the rule's `variants`, whose templates replace the rule's. A
+        `variant` names one of the rule's `variants`, whose templates replace the rule's (or a
+        tuple of them, each setting a part the others leave: a cause in the message, a hint). A
         `message` or `hint` given as text (data, not the rule's prose) replaces its template. The
         fields must fill the templates in use exactly: a missing or unknown one raises at once,
         naming the rule.
@@ -119,15 +120,22 @@ class Rule:
             fix=fix,
         )
 
-    def templates(self, variant: str | None = None) -> tuple[str, str]:
-        """The message and hint templates of `variant` (the rule's own where it sets none)."""
+    def templates(self, variant: str | tuple[str, ...] | None = None) -> tuple[str, str]:
+        """The message and hint templates of `variant` (the rule's own where it sets none); of
+        several variants, each part from the one that sets it (two that set one part raise)."""
         if variant is None:
             return self.message, self.hint
-        chosen = self.variants.get(variant)
-        if chosen is None:
-            raise ValueError(f"{self.code} ({self.name}): no variant {variant!r} (has {sorted(self.variants)})")
-        return (chosen.message if chosen.message is not None else self.message,
-                chosen.hint if chosen.hint is not None else self.hint)
+        message: str | None = None
+        hint: str | None = None
+        for name in (variant,) if isinstance(variant, str) else variant:
+            chosen = self.variants.get(name)
+            if chosen is None:
+                raise ValueError(f"{self.code} ({self.name}): no variant {name!r} (has {sorted(self.variants)})")
+            if chosen.message is not None and message is not None or chosen.hint is not None and hint is not None:
+                raise ValueError(f"{self.code} ({self.name}): variants {variant} set the same part twice")
+            message = chosen.message if chosen.message is not None else message
+            hint = chosen.hint if chosen.hint is not None else hint
+        return (message if message is not None else self.message, hint if hint is not None else self.hint)
 
     @property
     def placeholders(self) -> frozenset[str]:
@@ -135,7 +143,7 @@ class Rule:
         return template_fields(self.message) | template_fields(self.hint)
 
     def check_fields(self, fields: Mapping[str, Any], *, message: bool = True, hint: bool = True,
-                     variant: str | None = None) -> None:
+                     variant: str | tuple[str, ...] | None = None) -> None:
         """Raise when `fields` name a placeholder neither template of `variant` has, or leave
         one of the templates in use (`message`, `hint`) unfilled."""
         message_template, hint_template = self.templates(variant)

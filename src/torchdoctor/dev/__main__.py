@@ -1,4 +1,4 @@
-"""`python -m torchdoctor.dev new-rule --code TD149 --name ... --category ... --lint --run`;
+"""`python -m torchdoctor.dev new-rule --name ... --category ... --lint --run [--code TD280]`;
 `python -m torchdoctor.dev generate [--check]`."""
 
 from __future__ import annotations
@@ -7,17 +7,19 @@ import argparse
 import sys
 from pathlib import Path
 
+from torchdoctor.core import codes
 from torchdoctor.core.errors import UsageError
 from torchdoctor.core.finding import Category, Severity
 from torchdoctor.dev.generate import generate, stale
-from torchdoctor.dev.scaffold import DETECTOR_KINDS, NewRule, checkout_root, write_rule
+from torchdoctor.dev.scaffold import DETECTOR_KINDS, NewRule, checkout_root, proposed_code, write_rule
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m torchdoctor.dev", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     new = commands.add_parser("new-rule", help="write a rule, stubs for its detectors and its two-sided tests")
-    new.add_argument("--code", required=True, help="the new rule's code, in its family's range (CONTRIBUTING.md)")
+    new.add_argument("--code", help="the new rule's code, in its category's block (core/codes.py); "
+                                    "default: the block's next free code")
     new.add_argument("--name", required=True, help="kebab-case name of the bad pattern, e.g. softmax-before-cross-entropy")
     new.add_argument("--category", required=True, choices=[c.value for c in Category])
     new.add_argument("--severity", default="warning", choices=[s.value for s in Severity])
@@ -25,7 +27,8 @@ def main(argv: list[str] | None = None) -> int:
         new.add_argument(f"--{kind}", action="store_true", help=f"add a {what}")
     new.add_argument("--root", type=Path, default=None, help="the source checkout to write into (default: this one)")
     derive = commands.add_parser("generate", help="write every text derived from the rules: docs/rules.md, the rule "
-                                                  "tables of docs/lint.md and docs/run.md, the README's counts")
+                                                  "tables of docs/lint.md and docs/run.md, the table of checks of "
+                                                  "docs/check.md, the README's counts")
     derive.add_argument("--check", action="store_true", help="write nothing; exit 1 naming the stale files")
     derive.add_argument("--root", type=Path, default=None, help="the source checkout (default: this one)")
     args = parser.parse_args(argv)
@@ -33,7 +36,13 @@ def main(argv: list[str] | None = None) -> int:
         return _generate(args.root, check=args.check)
     kinds = tuple(kind for kind in DETECTOR_KINDS if getattr(args, kind))
     try:
-        rule = NewRule(args.code, args.name, Category(args.category), Severity(args.severity), kinds)
+        category = Category(args.category)
+        code = args.code
+        if code is None:
+            code = proposed_code(category)
+            print(f"code {code}: the next free one of the {category.value} block "
+                  f"({codes.shown(codes.BLOCKS[category])})")
+        rule = NewRule(code, args.name, category, Severity(args.severity), kinds)
         root = (args.root or checkout_root()).resolve()
         written = write_rule(rule, root)
     except UsageError as exc:

@@ -14,6 +14,9 @@ A generated block of a hand-written page lies between two markers:
 
 `lint rules`: every rule lint reports. `run rules: compile, memory`: the rules run reports in
 those categories; `run rules: the rest`: those in the categories no other block of the page names.
+`health checks`: every check of `torchdoctor check`, in the report's order, with its `DOES` (the
+TITLE where a check has none) and its RULES. `code blocks`: each category's block of codes for
+new rules (core/codes.py), its next free code and how many rules the category has.
 """
 
 from __future__ import annotations
@@ -22,17 +25,20 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 from torchdoctor.catalog.reporters import commands_of
 from torchdoctor.catalog.rules_command import as_markdown
-from torchdoctor.core import registry
+from torchdoctor.core import codes, registry
 from torchdoctor.core.errors import UsageError
 from torchdoctor.core.finding import Category
 from torchdoctor.core.rule import Rule
 
-BLOCK = re.compile(r"(<!-- generated: (?P<what>[^>]*?) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
+BLOCK = re.compile(r"^(<!-- generated: (?P<what>[^>]*?) -->\n)(?P<body>.*?)^(<!-- end generated -->)", re.S | re.M)
+#: a marker opens a line (a page may quote one in its text, as CONTRIBUTING.md does)
+OPENING = re.compile(r"^<!-- generated:", re.M)
 #: the pages with generated blocks (a page without a block is left alone: the scaffold's copy of a checkout)
-PAGES = ("docs/lint.md", "docs/run.md")
+PAGES = ("docs/lint.md", "docs/run.md", "docs/check.md", "CONTRIBUTING.md")
 #: the first code that is a rule: TD000-TD099 are the tool's own (a file lint could not read)
 FIRST_RULE = "TD100"
 THE_REST = "the rest"
@@ -54,10 +60,14 @@ def lint_rules() -> list[Rule]:
     return [rule for rule in registry.all_rules() if "lint" in commands_of(rule.code)]
 
 
-def _health_checks() -> int:
-    from torchdoctor.health.runner import CHECKS  # imports torch: only when a count needs it
+def health_checks() -> tuple[ModuleType, ...]:
+    from torchdoctor.health.runner import CHECKS  # imports torch: only when a page needs them
 
-    return len(CHECKS)
+    return CHECKS
+
+
+def _health_checks() -> int:
+    return len(health_checks())
 
 
 COUNTS = (
@@ -110,19 +120,23 @@ def _stale_texts(root: Path) -> dict[Path, str]:
 def fill_blocks(text: str, page: str) -> str:
     """`text` with each generated block's body written from the rules."""
     named = [category for match in BLOCK.finditer(text) for category in _run_categories(match["what"], page) or ()]
-    if text.count("<!-- generated:") != len(BLOCK.findall(text)):
+    if len(OPENING.findall(text)) != len(BLOCK.findall(text)):
         raise UsageError(f"{page}: a `<!-- generated: ... -->` marker without its `<!-- end generated -->`")
 
     def body(match: re.Match[str]) -> str:
         what = match["what"]
         if what == "lint rules":
             table = lint_table(lint_rules())
+        elif what == "health checks":
+            table = check_table(health_checks())
+        elif what == "code blocks":
+            table = blocks_table(registry.all_rules())
         elif (categories := _run_categories(what, page)) is not None:
             chosen = set(categories) if categories else {c.value for c in Category} - set(named)
             table = run_table([r for r in registry.all_rules() if "run" in commands_of(r.code) and r.category.value in chosen])
         else:
             raise UsageError(f"{page}: unknown generated block {what!r} (lint rules; run rules: CATEGORY, ...; "
-                             f"run rules: {THE_REST})")
+                             f"run rules: {THE_REST}; health checks; code blocks)")
         return match[1] + table + match[4]
 
     return BLOCK.sub(body, text)
@@ -156,6 +170,26 @@ def run_table(rules: Iterable[Rule]) -> str:
     for rule in sorted(rules, key=lambda r: (order[r.category], r.code)):
         rows.append(f"| {rule.code} `{rule.name}` | {rule.category.value} | {rule.severity.value} | "
                     f"{_cell(rule.sees.get('run') or rule.summary)} |")
+    return "\n".join(rows) + "\n"
+
+
+def check_table(checks: Iterable[ModuleType]) -> str:
+    """The health checks in the report's order: what each does, and the rules it reports."""
+    rows = ["| # | check (`--skip` name) | what it does | rules |", "|---|---|---|---|"]
+    for number, check in enumerate(checks, 1):
+        does = getattr(check, "DOES", None) or check.TITLE
+        rows.append(f"| {number} | `{check.NAME}` | {_cell(does)} | {', '.join(check.RULES)} |")
+    return "\n".join(rows) + "\n"
+
+
+def blocks_table(rules: Iterable[Rule]) -> str:
+    """Each category's block for new codes, in the order of the blocks."""
+    rules = list(rules)
+    rows = ["| category | codes of its new rules | next free | rules (any code) |", "| --- | --- | --- | --- |"]
+    for category, block in codes.BLOCKS.items():
+        free = codes.next_free(category, (rule.code for rule in rules)) or "none: give it another block"
+        count = sum(rule.category is category for rule in rules)
+        rows.append(f"| {category.value} | {codes.shown(block)} | {free} | {count} |")
     return "\n".join(rows) + "\n"
 
 

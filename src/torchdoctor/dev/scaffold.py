@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torchdoctor
-from torchdoctor.core import registry
+from torchdoctor.core import codes, registry
 from torchdoctor.core.errors import UsageError
 from torchdoctor.core.finding import Category, Severity
 from torchdoctor.core.rule import CODE_PATTERN, NAME_PATTERN, SEEING_COMMANDS
@@ -88,8 +88,21 @@ def _validate(rule: NewRule) -> None:
         raise UsageError(f"{rule.code} is taken by {taken[rule.code]}")
     if rule.name in taken.values():
         raise UsageError(f"a rule is named {rule.name} already")
+    if not codes.allowed(rule.category, rule.code):
+        raise UsageError(f"{rule.code} is outside the {rule.category.value} block "
+                         f"({codes.shown(codes.BLOCKS[rule.category])}): a new rule takes a code of its category's "
+                         "block (core/codes.py); leave out --code for the next free one")
     if not rule.kinds:
         raise UsageError("choose at least one detector: --lint, --run or --check")
+
+
+def proposed_code(category: Category) -> str:
+    """The next free code of `category`'s block."""
+    found = codes.next_free(category, (rule.code for rule in registry.all_rules()))
+    if found is None:
+        raise UsageError(f"the {category.value} block ({codes.shown(codes.BLOCKS[category])}) is full: "
+                         "give the category another block in core/codes.py")
+    return found
 
 
 def _fields(rule: NewRule) -> dict[str, str]:
@@ -289,6 +302,8 @@ from torchdoctor.rules.{package}.{module} import RULE
 
 NAME = "{module}"
 TITLE = "TODO: what this check confirms, as a sentence"
+#: what the check does, in its row of docs/check.md's table (`python -m torchdoctor.dev generate`)
+DOES = "TODO: what the check looks at and how, in a line"
 RULES = (RULE.code,)
 
 

@@ -113,8 +113,8 @@ def master_outside_slurm(facts: DistFacts) -> Iterator[Finding]:
     if not facts.slurm_node_ips or set(facts.master_ips) & known:
         return  # the nodes' addresses are not known (no verdict), or MASTER_ADDR is one of them
     yield MASTER_OUTSIDE_SLURM.finding(
-        fields={"addr": addr, "nodes": listing(facts.slurm_nodes, 4),
-                "resolved": f" (it resolves to {', '.join(facts.master_ips)})", "first": facts.slurm_nodes[0]},
+        fields={"addr": addr, "nodes": listing(facts.slurm_nodes, 4), "ips": ", ".join(facts.master_ips),
+                "first": facts.slurm_nodes[0]},
         rank=integer(facts.launch.get("RANK")),
         evidence={"master_ips": facts.master_ips, "slurm_nodes": facts.slurm_nodes[:64]},
     )
@@ -127,12 +127,13 @@ def slurm_tasks(facts: DistFacts) -> Iterator[Finding]:
         return
     here = slurm.tasks_here(env)
     problems = []
+    variant = None
     if "TORCHELASTIC_RUN_ID" in env:
         local = integer(env.get("LOCAL_WORLD_SIZE"))
         if here is not None and here > 1:
             each = f" of {local} ranks each: {here * local} processes on the node" if local else ""
             problems.append(f"srun started {here} tasks on this node and each runs its own torchrun{each}")
-        hint = "Start one torchrun per node: `srun --ntasks-per-node=1 torchrun --nnodes=$SLURM_NNODES --nproc-per-node=<GPUs per node> ...`."
+        variant = "torchrun-per-task"
     else:
         pairs = (("WORLD_SIZE", env.get("SLURM_STEP_NUM_TASKS"), "the step's tasks (SLURM_STEP_NUM_TASKS)"),
                  ("RANK", env.get("SLURM_PROCID"), "SLURM_PROCID"), ("LOCAL_RANK", env.get("SLURM_LOCALID"), "SLURM_LOCALID"),
@@ -140,10 +141,8 @@ def slurm_tasks(facts: DistFacts) -> Iterator[Finding]:
         for name, expected, what in pairs:
             if name in env and name not in facts.derived and expected is not None and integer(env[name]) != integer(expected):
                 problems.append(f"{name}={env[name]} but {what} is {expected}")
-        hint = ("Take the launch variables from SLURM's, in the script or before it: RANK=$SLURM_PROCID, WORLD_SIZE=$SLURM_NTASKS, "
-                "LOCAL_RANK=$SLURM_LOCALID; or start one torchrun per node (`srun --ntasks-per-node=1 torchrun ...`).")
     if problems:
-        yield SLURM_TASKS.finding(fields={"problems": "; ".join(problems)}, hint=hint, rank=integer(env.get("RANK")),
+        yield SLURM_TASKS.finding(fields={"problems": "; ".join(problems)}, variant=variant, rank=integer(env.get("RANK")),
                                   evidence={name: env[name] for name in slurm.VARIABLES if name in env})
 
 
@@ -188,10 +187,10 @@ def variables_disagree(facts: DistFacts) -> Iterator[Finding]:
             values = _per_host_disagreement(arrived)
         if len(values) > 1:
             said = "; ".join(f"{ranks_named(ranks)}: {value}" for value, ranks in sorted(values.items(), key=lambda kv: kv[1]))
-            yield VARIABLES_DISAGREE.finding(fields={"what": f"{name} differs between ranks ({said})"})
+            yield VARIABLES_DISAGREE.finding(fields={"name": name, "said": said})
     for r in facts.ranks:
         if r.duplicates > 1:
-            yield VARIABLES_DISAGREE.finding(fields={"what": f"{r.duplicates} processes claimed RANK={r.rank}"},
+            yield VARIABLES_DISAGREE.finding(variant="rank-claimed-twice", fields={"count": r.duplicates, "rank": r.rank},
                                              rank=r.rank)
 
 
@@ -233,17 +232,11 @@ def master_elsewhere(facts: DistFacts) -> Iterator[Finding]:
         return
     addr = facts.launch.get("MASTER_ADDR") or (zero.master or "?").rsplit(":", 1)[0]
     local = [ip for ip in zero.local_ips if not is_loopback(ip)]
-    yield MASTER_ELSEWHERE.finding(fields={"addr": addr, "ips": ", ".join(zero.master_resolved),
-                                           "host": zero.hostname or "rank 0's host",
-                                           "local": listing(local, 4) or "none but loopback"}, rank=0)
-
-
-_KNOCKED = {
-    "refused": "the connection was refused (nothing listens there: the address of another machine, or a loopback one)",
-    "timeout": "no answer within 2 s (a firewall drops the packets, or the address is not routed)",
-    "unreachable": "there is no route to it from there",
-    "unresolvable": "it does not resolve",
-}
+    fields = {"addr": addr, "ips": ", ".join(zero.master_resolved), "host": zero.hostname or "rank 0's host"}
+    if local:
+        yield MASTER_ELSEWHERE.finding(fields={**fields, "local": listing(local, 4)}, rank=0)
+    else:
+        yield MASTER_ELSEWHERE.finding(variant="loopback-only", fields=fields, rank=0)
 
 
 def nodes_unreachable(facts: DistFacts) -> Iterator[Finding]:
@@ -255,10 +248,11 @@ def nodes_unreachable(facts: DistFacts) -> Iterator[Finding]:
                 failed[(int(attempt["to"]), attempt["address"], attempt["via"], attempt["problem"])].append(r.rank)
     for (to, address, via, problem), ranks in sorted(failed.items()):
         target = facts.rank(to)
+        known = problem in NODE_UNREACHABLE.variants  # a kind of failure the rule words
         yield NODE_UNREACHABLE.finding(fields={"who": ranks_named(ranks) + _on_hosts(facts, ranks),
                                                "target": f"rank {to}'s node" + (f" ({target.hostname})" if target and target.hostname else ""),
-                                               "address": address, "via": via,
-                                               "problem": _KNOCKED.get(problem, problem)},
+                                               "address": address, "via": via, **({} if known else {"problem": problem})},
+                                       variant=problem if known else None,
                                        rank=ranks[0] if len(ranks) == 1 else None,
                                        evidence={"from": ranks, "to": to, "problem": problem})
 
@@ -366,10 +360,12 @@ def local_layout(facts: DistFacts) -> Iterator[Finding]:
             seen[r.local_rank].append(r.rank)  # type: ignore[index]
         for local, claimed in sorted(seen.items()):
             if len(claimed) > 1:
-                yield LOCAL_LAYOUT.finding(fields={"problem": f"{ranks_named(claimed)} on {host} all have LOCAL_RANK={local}"})
+                yield LOCAL_LAYOUT.finding(fields={"ranks": ranks_named(claimed), "host": host, "local": local})
         sizes = {r.local_world_size for r in ranks if r.local_world_size is not None}
         if len(sizes) == 1 and not facts.missing and len(ranks) != next(iter(sizes)):
-            yield LOCAL_LAYOUT.finding(fields={"problem": f"{host} runs {len(ranks)} ranks ({ranks_named(r.rank for r in ranks)}) but they have LOCAL_WORLD_SIZE={next(iter(sizes))}"})
+            yield LOCAL_LAYOUT.finding(variant="local-world-size",
+                                       fields={"host": host, "count": len(ranks), "ranks": ranks_named(r.rank for r in ranks),
+                                               "size": next(iter(sizes))})
 
 
 def gpu_mapping(facts: DistFacts) -> Iterator[Finding]:
@@ -378,13 +374,11 @@ def gpu_mapping(facts: DistFacts) -> Iterator[Finding]:
         if r.hostname and r.device:
             by_device[(r.hostname, r.device)].append(r.rank)
         if r.gpu_count and r.gpu_count > 1 and r.local_rank is not None and r.local_rank >= r.gpu_count:
-            yield GPU_SHARED.finding(
-                fields={"problem": f"rank {r.rank} has LOCAL_RANK={r.local_rank} but sees only {r.gpu_count} GPUs: cuda:{r.local_rank} does not exist"},
-                rank=r.rank,
-            )
+            yield GPU_SHARED.finding(variant="no-such-gpu", fields={"rank": r.rank, "local": r.local_rank, "gpus": r.gpu_count},
+                                     rank=r.rank)
     for (host, device), ranks in sorted(by_device.items()):
         if len(ranks) > 1:
-            yield GPU_SHARED.finding(fields={"problem": f"{ranks_named(ranks)} on {host} would all use the same GPU ({device})"})
+            yield GPU_SHARED.finding(fields={"ranks": ranks_named(ranks), "host": host, "device": device})
 
 
 def same_rng(facts: DistFacts) -> Iterator[Finding]:
@@ -393,7 +387,7 @@ def same_rng(facts: DistFacts) -> Iterator[Finding]:
         yield SAME_RNG.finding(fields={"count_ranks": len(states)})
 
 
-def _interface_problems(r: RankFacts) -> list[tuple[str, str, str]]:
+def _interface_problems(r: RankFacts) -> list[tuple[str, str, tuple[str, tuple[str, ...]]]]:
     if not r.interfaces:
         return []
     found = [(variable, value, interface_problem(variable, value, r.interfaces)) for variable, value in sorted(r.socket_ifname.items())]
@@ -401,25 +395,32 @@ def _interface_problems(r: RankFacts) -> list[tuple[str, str, str]]:
 
 
 def socket_interfaces(facts: DistFacts) -> Iterator[Finding]:
-    seen: dict[tuple[str, str, str, str, str], list[int]] = defaultdict(list)
+    seen: dict[tuple[str, str, str, tuple[str, tuple[str, ...]], str], list[int]] = defaultdict(list)
     for r in facts.ranks:
         for variable, value, problem in _interface_problems(r):
             seen[(r.hostname or "?", variable, value, problem, ", ".join(r.interfaces))].append(r.rank)
-    for (host, variable, value, problem, interfaces), ranks in seen.items():
-        yield SOCKET_INTERFACE.finding(fields={"variable": variable, "value": value, "host": host, "problem": problem,
-                                               "interfaces": interfaces}, rank=ranks[0] if len(ranks) == 1 else None)
+    for (host, variable, value, (kind, names), interfaces), ranks in seen.items():
+        fields = {"variable": variable, "value": value, "host": host, "interfaces": interfaces}
+        if kind == "absent":
+            fields |= {"absent": ", ".join(names), "verb": "does" if len(names) == 1 else "do"}
+        else:
+            fields["prefixes"] = " or ".join(repr(n) for n in names)
+        yield SOCKET_INTERFACE.finding(fields=fields, variant=None if kind == "absent" else kind,
+                                       rank=ranks[0] if len(ranks) == 1 else None)
 
 
-def interface_problem(variable: str, value: str, interfaces: list[str]) -> str | None:
-    """GLOO_SOCKET_IFNAME lists exact names; NCCL_SOCKET_IFNAME prefixes, `=` exact names, `^` exclusions."""
+def interface_problem(variable: str, value: str, interfaces: list[str]) -> tuple[str, tuple[str, ...]] | None:
+    """What is wrong with a socket-interface variable, and the names at fault: ("absent", names)
+    or ("no-prefix", names); None when nothing is. GLOO_SOCKET_IFNAME lists exact names;
+    NCCL_SOCKET_IFNAME prefixes, `=` exact names, `^` exclusions."""
     names = [v.strip() for v in value.lstrip("=^").split(",") if v.strip()]
     if not names or value.startswith("^"):
         return None
     if variable.startswith("GLOO") or value.startswith("="):
-        absent = [n for n in names if n not in interfaces]
-        return f"{', '.join(absent)} {'does' if len(absent) == 1 else 'do'} not exist" if absent else None
+        absent = tuple(n for n in names if n not in interfaces)
+        return ("absent", absent) if absent else None
     if not any(i.startswith(n) for n in names for i in interfaces):
-        return "no interface starts with " + " or ".join(repr(n) for n in names)
+        return "no-prefix", tuple(names)
     return None
 
 

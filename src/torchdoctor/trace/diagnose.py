@@ -294,28 +294,25 @@ def slow_paths(record: Record) -> list[Finding]:
         if share < SLOW_SHARE:
             continue
         what = SLOW_PATHS[ops[0]]
-        found.append(_finding(SLOW_KERNEL, line, fields={"ops": ", ".join(ops[:3]), "share": _pct(share), **_slow_path_words(what, record)},
+        variant, fields = _slow_path(what, record)
+        found.append(_finding(SLOW_KERNEL, line, variant=variant,
+                              fields={"ops": ", ".join(ops[:3]), "share": _pct(share), **fields},
                               evidence={"ops": ops, "slow_path_per_step_us": per_step}))
     return found
 
 
-def _slow_path_words(what: str, record: Record) -> dict[str, str]:
+def _slow_path(what: str, record: Record) -> tuple[str | None, dict[str, str]]:
+    """The rule's variant for the slow path `what` takes, and its fields: the library's kernel
+    missed and, when the library is off, its switch."""
     if what == "attention":
-        return {"what": "scaled_dot_product_attention", "fast": "a fused flash or memory-efficient kernel", "cause": "",
-                "remedy": ("Run this call once under `torch.nn.attention.sdpa_kernel([SDPBackend.FLASH_ATTENTION, "
-                        "SDPBackend.EFFICIENT_ATTENTION])`: torch warns why each fused kernel was not used (float32 inputs on "
-                        "the GPU, a head size or mask it does not take, ...) and raises instead of falling back.")}
+        return "attention", {}
     backends = record.get("backends") or {}
     device = on_device(record) and os.environ.get(ENV_DEVICE_CHECKS_ON_CPU) != "1"
+    fast = "cuDNN" if device else "oneDNN (mkldnn)"
+    if backends.get("cudnn" if device else "mkldnn") is not False:
+        return None, {"fast": fast}
     flag = "torch.backends.cudnn.enabled" if device else "torch.backends.mkldnn.enabled"
-    disabled = backends.get("cudnn" if device else "mkldnn") is False
-    keeps = "; for reproducibility, `torch.backends.cudnn.deterministic = True` keeps cuDNN" if device else ""
-    return {"what": "convolution", "fast": "cuDNN" if device else "oneDNN (mkldnn)",
-            "cause": f" because `{flag}` is False" if disabled else "",
-            "remedy": (f"Remove what turns it off, `{flag} = False` or a `{flag[:-8]}.flags(enabled=False)` block (a workaround "
-                       f"or a reproducibility recipe left in place{keeps})." if disabled else
-                    "Check the convolution's dtype, layout and arguments against what the library kernel takes "
-                    "(a float64 input, an unusual padding or dilation), and that no code turned the library off.")}
+    return "cudnn-off" if device else "library-off", {"fast": fast, "flag": flag, "backend": flag.removesuffix(".enabled")}
 
 
 CHECKS: tuple[Callable[[Record], list[Finding]], ...] = (

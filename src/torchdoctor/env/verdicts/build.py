@@ -35,13 +35,13 @@ def library_shadows(facts: EnvFacts) -> Iterator[Finding]:
             continue
         origin = " (on LD_LIBRARY_PATH)" if any(_under(folder, p) for p in search) else ""
         severity = Severity.ERROR if base == "libcudnn" and cudnn_clash else None
-        message = None
-        if severity is Severity.ERROR:
-            message = (f"torch loaded cuDNN {torch.cudnn} from {folder}{origin}, but was compiled against cuDNN "
-                       f"{torch.cudnn_compiled} (shipped at {bundled}): cuDNN calls fail or misbehave")
+        fields: dict[str, object] = {"library": library, "folder": folder, "origin": origin, "bundled": bundled}
+        if severity is Severity.ERROR:  # the cuDNN loaded is not the one torch was compiled against
+            fields = {"cudnn": torch.cudnn, "folder": folder, "origin": origin, "cudnn_compiled": torch.cudnn_compiled,
+                      "bundled": bundled}
         yield LIBRARY_SHADOWS.finding(
-            fields={"library": library, "folder": folder, "origin": origin, "bundled": bundled}, severity=severity,
-            message=message, evidence={"loaded": path, "bundled": bundled},
+            fields=fields, severity=severity, variant="cudnn-version" if severity is Severity.ERROR else None,
+            evidence={"loaded": path, "bundled": bundled},
         )
 
 

@@ -14,30 +14,31 @@ from torchdoctor.rules.env.cuda_visible_devices_hides_gpus import RULE as VISIBL
 from torchdoctor.rules.env.driver_too_old_for_cuda_runtime import RULE as DRIVER_TOO_OLD
 from torchdoctor.rules.env.gpu_arch_not_in_wheel import RULE as ARCH_NOT_IN_WHEEL
 
-INDEX = "https://download.pytorch.org/whl"
-
 
 def cpu_wheel(facts: EnvFacts) -> Iterator[Finding]:
     torch, gpus = facts.torch, facts.nvidia.gpus
     if not torch.importable or torch.cuda or torch.hip or not gpus:
         return
+    variant, install = _install(facts)
     yield CPU_WHEEL.finding(
+        variant=variant,
         fields={"version": torch.version, "gpu_count": len(gpus),
-                "names": ", ".join(sorted({g.name or "?" for g in gpus})), "remedy": _install_hint(facts)},
+                "names": ", ".join(sorted({g.name or "?" for g in gpus})), **install},
         evidence={"driver": facts.nvidia.driver, "driver_cuda": facts.nvidia.driver_cuda},
     )
 
 
-def _install_hint(facts: EnvFacts) -> str:
-    """The install command for the newest CUDA build of this release the driver can run."""
+def _install(facts: EnvFacts) -> tuple[str | None, dict[str, object]]:
+    """The newest CUDA build of this release the driver can run, as the fields of the rules'
+    install hint (`base`, and `tag`, the index's folder); else the variant that says there is none."""
     base = versions.public(facts.torch.version or "")
     driver = versions.numbers(facts.nvidia.driver_cuda)
     fitting = [r for r in facts.torch.cuda_releases if not driver or versions.numbers(r) <= driver]
     if fitting:
-        tag = "cu" + fitting[-1].replace(".", "")
-        return f"Reinstall a CUDA build: `pip install --force-reinstall torch=={base} --index-url {INDEX}/{tag}`."
-    cuda = f" (the driver supports CUDA {facts.nvidia.driver_cuda})" if facts.nvidia.driver_cuda else ""
-    return f"Reinstall torch from a CUDA index{cuda}: pick the command at https://pytorch.org/get-started/locally/."
+        return None, {"base": base, "tag": "cu" + fitting[-1].replace(".", "")}
+    if facts.nvidia.driver_cuda:
+        return "no-fitting-build", {"driver_cuda": facts.nvidia.driver_cuda}
+    return "no-fitting-build-unknown-driver", {}
 
 
 def driver_too_old(facts: EnvFacts) -> Iterator[Finding]:
@@ -47,9 +48,9 @@ def driver_too_old(facts: EnvFacts) -> Iterator[Finding]:
         return
     fields = dict(driver=nvidia.driver, driver_cuda=nvidia.driver_cuda, version=torch.version, cuda=torch.cuda)
     if supported[0] < built[0]:
-        fix = (f"Upgrade the NVIDIA driver to one that supports CUDA {torch.cuda} or newer, or install a torch "
-               f"build for CUDA {nvidia.driver_cuda} or older. {_install_hint(facts)}")
-        yield DRIVER_TOO_OLD.finding(fields={"remedy": fix, **fields}, evidence=fields)
+        variant, install = _install(facts)  # the driver's CUDA is known here: never the unknown-driver variant
+        install.pop("driver_cuda", None)
+        yield DRIVER_TOO_OLD.finding(variant=variant, fields={**fields, **install}, evidence=fields)
         return
     yield DRIVER_TOO_OLD.finding(severity=Severity.INFO, variant="minor-version", fields=fields, evidence=fields)
 
@@ -84,21 +85,23 @@ def arch_not_in_wheel(facts: EnvFacts) -> Iterator[Finding]:
         supported = gpu.supported if gpu.supported is not None else arch_supported(torch.arch_list, gpu.capability)
         if supported:
             continue
+        variant, install = _arch_install(facts, gpu)
         yield ARCH_NOT_IN_WHEEL.finding(
+            variant=variant,
             fields={"index": gpu.index, "name": gpu.name, "capability": gpu.capability, "version": torch.version,
-                    "archs": " ".join(torch.arch_list), "remedy": _arch_hint(facts, gpu)},
+                    "archs": " ".join(torch.arch_list), **install},
             evidence={"capability": gpu.capability, "arch_list": torch.arch_list},
         )
 
 
-def _arch_hint(facts: EnvFacts, gpu: Gpu) -> str:
+def _arch_install(facts: EnvFacts, gpu: Gpu) -> tuple[str | None, dict[str, object]]:
+    """The newest CUDA build of this release, as the fields of the rule's hint; else its variant
+    for none newer."""
     newer = [r for r in facts.torch.cuda_releases if versions.numbers(r) > versions.numbers(facts.torch.cuda)]
     if newer:
-        return (f"Install a build that includes compute capability {gpu.capability}, e.g. the CUDA {newer[-1]} build: "
-                f"`pip install --force-reinstall torch=={versions.public(facts.torch.version or '')} "
-                f"--index-url {INDEX}/cu{newer[-1].replace('.', '')}` (check its arch list with `torch.cuda.get_arch_list()`).")
-    return (f"Install a torch release whose CUDA build lists sm_{gpu.capability.replace('.', '') if gpu.capability else ''} "
-            "in `torch.cuda.get_arch_list()` (newer GPUs need newer CUDA builds; see https://pytorch.org/get-started/locally/).")
+        return None, {"newer": newer[-1], "base": versions.public(facts.torch.version or ""),
+                      "tag": "cu" + newer[-1].replace(".", "")}
+    return "no-newer-build", {"sm": gpu.capability.replace(".", "") if gpu.capability else ""}
 
 
 def visible_ordinals(value: str) -> list[int] | list[str]:
@@ -131,25 +134,26 @@ def visible_devices(facts: EnvFacts) -> Iterator[Finding]:
     if value is None or not gpus:
         return
     ordinals = visible_ordinals(value)
-    fix = f"Set CUDA_VISIBLE_DEVICES to indices between 0 and {len(gpus) - 1} (comma-separated, no repeats), or unset it to use every GPU."
+    last = len(gpus) - 1
     if not ordinals:
-        problem = ("repeats a device, so CUDA hides every GPU" if _has_repeat(value)
-                   else f"hides all {len(gpus)} GPU(s): torch sees none")
-        yield VISIBLE_DEVICES.finding(fields={"value": value, "problem": problem, "remedy": fix})
+        if _has_repeat(value):
+            yield VISIBLE_DEVICES.finding(variant="repeats", fields={"value": value, "last": last})
+        else:
+            yield VISIBLE_DEVICES.finding(fields={"value": value, "gpu_count": len(gpus), "last": last})
         return
     numbers = [o for o in ordinals if isinstance(o, int)]
     if len(numbers) == len(ordinals):
         beyond = [o for o in numbers if o >= len(gpus)]
         if beyond:
             kept = numbers[: numbers.index(beyond[0])]
-            problem = (f"names GPU {beyond[0]}, but the machine has {len(gpus)} (0-{len(gpus) - 1}): CUDA drops it and "
-                       f"every entry after it, so torch sees {len(kept)} GPU(s)")
-            yield VISIBLE_DEVICES.finding(fields={"value": value, "problem": problem, "remedy": fix})
+            yield VISIBLE_DEVICES.finding(variant="beyond", fields={"value": value, "beyond": beyond[0], "gpu_count": len(gpus),
+                                                                    "last": last, "kept": len(kept)})
             return
     listed = [e for e in value.split(",") if e.strip()]
     if len(ordinals) < len(listed):
-        problem = f"stops at entry {len(ordinals) + 1} ({listed[len(ordinals)].strip()!r}): torch sees only {len(ordinals)} of the {len(listed)} listed GPU(s)"
-        yield VISIBLE_DEVICES.finding(fields={"value": value, "problem": problem, "remedy": fix})
+        yield VISIBLE_DEVICES.finding(variant="stops", fields={"value": value, "entry": len(ordinals) + 1,
+                                                               "item": listed[len(ordinals)].strip(), "seen": len(ordinals),
+                                                               "listed": len(listed), "last": last})
 
 
 def hides_every_gpu(facts: EnvFacts) -> bool:
@@ -168,6 +172,8 @@ def cuda_unusable(facts: EnvFacts) -> Iterator[Finding]:
         return
     if driver_major_too_old(facts) or hides_every_gpu(facts):
         return
-    reason = torch.cuda_error or "torch.cuda.is_available() is False"
-    yield CUDA_UNUSABLE.finding(fields={"version": torch.version, "gpu_count": len(gpus), "reason": reason},
-                                evidence={"error": reason})
+    fields = {"version": torch.version, "gpu_count": len(gpus)}
+    if torch.cuda_error:
+        yield CUDA_UNUSABLE.finding(fields={**fields, "reason": torch.cuda_error}, evidence={"error": torch.cuda_error})
+    else:
+        yield CUDA_UNUSABLE.finding(variant="no-error", fields=fields, evidence={"error": "torch.cuda.is_available() is False"})

@@ -30,15 +30,16 @@ def import_fails(facts: EnvFacts) -> Iterator[Finding]:
         return
     error = torch.import_error or "unknown error"
     if "No module named 'torch'" in error:
-        fix = f"Install torch for this interpreter ({facts.platform.executable or 'python'} -m pip install torch)."
-    elif "undefined symbol" in error or "cannot open shared object" in error:
-        fix = ("A shared library torch needs is missing or another copy shadows it: check LD_LIBRARY_PATH and "
-               "LD_PRELOAD, then reinstall torch in a clean environment (`pip install --force-reinstall torch`).")
+        yield IMPORT_FAILS.finding(variant="not-installed", fields={"error": error, "python": facts.platform.executable or "python"},
+                                   evidence={"error": error})
+        return
+    if "undefined symbol" in error or "cannot open shared object" in error:
+        variant: str | None = "shared-library"
     elif "NumPy" in error or "numpy" in error:
-        fix = "Install a NumPy this torch was built for (`pip install 'numpy<2'` for torch older than 2.3), or upgrade torch."
+        variant = "numpy"
     else:
-        fix = "Reinstall torch for this Python and platform (`pip install --force-reinstall torch`); the error above says which part is broken."
-    yield IMPORT_FAILS.finding(fields={"error": error, "remedy": fix}, evidence={"error": error})
+        variant = None
+    yield IMPORT_FAILS.finding(variant=variant, fields={"error": error}, evidence={"error": error})
 
 
 def version_skew(facts: EnvFacts) -> Iterator[Finding]:
@@ -54,7 +55,7 @@ def version_skew(facts: EnvFacts) -> Iterator[Finding]:
         if not versions.matches_pin(installed, pinned):
             yield VERSION_SKEW.finding(
                 fields={"package": package, "package_version": facts.packages.versions.get(package.lower(), ""),
-                        "problem": f"was built for torch=={pinned}", "version": installed},
+                        "pinned": pinned, "version": installed},
                 evidence={"package": package, "requires": f"torch=={pinned}", "torch": installed},
             )
     for package in LOCAL_TAGGED:
@@ -65,8 +66,8 @@ def version_skew(facts: EnvFacts) -> Iterator[Finding]:
         other = versions.local(version)
         if tag and other and other != tag:
             yield VERSION_SKEW.finding(
-                fields={"package": package, "package_version": version, "problem": f"is a {other} build",
-                        "version": installed}, evidence={"package": package, "build": other, "torch_build": tag},
+                variant="other-build", fields={"package": package, "package_version": version, "build": other,
+                                               "version": installed}, evidence={"package": package, "build": other, "torch_build": tag},
             )
 
 
@@ -111,9 +112,7 @@ def extension_binaries(facts: EnvFacts) -> Iterator[Finding]:
         if not is_binary_error(result.error):
             continue
         abi = facts.torch.cxx11_abi
-        abi_note = "" if abi is None else f" (this torch uses _GLIBCXX_USE_CXX11_ABI={int(abi)})"
-        fix = (f"Reinstall {package} built for torch {facts.torch.version or ''}{abi_note}: "
-               f"`pip install --force-reinstall --no-cache-dir --no-build-isolation {package}` builds it "
-               "against the installed torch; a prebuilt wheel must name the same torch, CUDA and ABI.")
-        yield EXTENSION_BINARY.finding(fields={"package": package, "error": result.error, "remedy": fix},
+        fields = {"package": package, "error": result.error, "version": facts.torch.version or ""}
+        yield EXTENSION_BINARY.finding(variant="abi-unknown" if abi is None else None,
+                                       fields=fields if abi is None else {**fields, "abi": int(abi)},
                                        evidence={"module": result.module})

@@ -15,11 +15,11 @@ from torchdoctor.rules.performance.debug_variable_left_on import RULE as DEBUG_V
 SHM_MINIMUM = 1 << 30
 NOFILE_MINIMUM = 4096
 
-#: variable -> (values that switch it on, what it costs, severity)
-DEBUG_SWITCHES = {
-    "CUDA_LAUNCH_BLOCKING": (("1",), "every CUDA kernel launch waits for the GPU to finish, so the CPU can no longer queue work ahead", Severity.WARNING),
-    "PYTORCH_NO_CUDA_MEMORY_CACHING": (("1",), "torch's CUDA caching allocator is off, every allocation calls cudaMalloc/cudaFree", Severity.WARNING),
-    "TORCH_DISTRIBUTED_DEBUG": (("DETAIL",), "every collective is checked across ranks and logged, which slows distributed training", Severity.INFO),
+#: variable -> (values that switch it on, the rule's variant that says what it costs, severity)
+DEBUG_SWITCHES: dict[str, tuple[tuple[str, ...], str | None, Severity]] = {
+    "CUDA_LAUNCH_BLOCKING": (("1",), None, Severity.WARNING),
+    "PYTORCH_NO_CUDA_MEMORY_CACHING": (("1",), "no-cuda-memory-caching", Severity.WARNING),
+    "TORCH_DISTRIBUTED_DEBUG": (("DETAIL",), "distributed-debug", Severity.INFO),
 }
 
 
@@ -34,10 +34,9 @@ def low_nofile(facts: EnvFacts) -> Iterator[Finding]:
     if soft is None or soft >= NOFILE_MINIMUM:
         return
     if hard is not None and hard > soft:
-        note, fix = f" (the hard limit allows {hard})", f"Raise it before training: `ulimit -n {min(hard, 65536)}`; or call torch.multiprocessing.set_sharing_strategy('file_system')."
+        yield LOW_NOFILE.finding(fields={"soft": soft, "hard": hard, "raise_to": min(hard, 65536)})
     else:
-        note, fix = "", "Ask for a higher limit (/etc/security/limits.conf, or the container's --ulimit nofile=65536), or call torch.multiprocessing.set_sharing_strategy('file_system')."
-    yield LOW_NOFILE.finding(fields={"soft": soft, "hard_note": note, "remedy": fix})
+        yield LOW_NOFILE.finding(fields={"soft": soft}, variant="at-hard-limit")
 
 
 def oversubscription(facts: EnvFacts) -> Iterator[Finding]:
@@ -63,7 +62,7 @@ def oversubscription(facts: EnvFacts) -> Iterator[Finding]:
 
 
 def debug_variables(facts: EnvFacts) -> Iterator[Finding]:
-    for name, (values, effect, severity) in DEBUG_SWITCHES.items():
+    for name, (values, variant, severity) in DEBUG_SWITCHES.items():
         value = facts.variables.get(name)
         if value is not None and value.strip() in values:
-            yield DEBUG_VARIABLE.finding(fields={"name": name, "value": value, "effect": effect}, severity=severity)
+            yield DEBUG_VARIABLE.finding(fields={"name": name, "value": value}, variant=variant, severity=severity)

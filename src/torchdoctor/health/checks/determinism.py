@@ -23,6 +23,8 @@ from torchdoctor.rules.mode.functional_dropout_ignores_eval import RULE as FUNCT
 NAME = "eval-determinism"
 ORDER = 110  # its place in the report (core/plugins.py)
 TITLE = "eval mode is deterministic"
+#: what the check does, in its row of docs/check.md's table (`python -m torchdoctor.dev generate`)
+DOES = "two forward passes in eval mode agree; names the `F.dropout` without `training=`"
 RULES = (FUNCTIONAL_DROPOUT.code, EVAL_NONDETERMINISTIC.code)
 
 SAMPLES = 8

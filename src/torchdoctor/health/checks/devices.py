@@ -24,6 +24,8 @@ from torchdoctor.rules.device.model_split_across_devices import RULE as MODEL_SP
 NAME = "devices"
 ORDER = 20  # its place in the report (core/plugins.py)
 TITLE = "devices of parameters, buffers, inputs and targets"
+#: what the check does, in its row of docs/check.md's table (`python -m torchdoctor.dev generate`)
+DOES = "devices of parameters, buffers, inputs and targets; who is where when a device mismatch crashes"
 RULES = (DEVICE_MISMATCH.code, MODEL_SPLIT.code)
 
 

@@ -21,6 +21,8 @@ from torchdoctor.rules.dtype.unintended_float64 import RULE as FLOAT64
 NAME = "dtypes"
 ORDER = 30  # its place in the report (core/plugins.py)
 TITLE = "dtypes of parameters, inputs and targets"
+#: what the check does, in its row of docs/check.md's table (`python -m torchdoctor.dev generate`)
+DOES = "float64 parameters or inputs next to float32 (NumPy leaking in), float16 on the CPU"
 RULES = (FLOAT64.code, HALF_ON_CPU.code)
 
 

@@ -27,6 +27,11 @@ from torchdoctor.rules.numerics.non_finite_values import RULE as NON_FINITE
 NAME = "non-finite"
 ORDER = 120  # its place in the report (core/plugins.py)
 TITLE = "no NaN or Inf in inputs, outputs, loss, gradients or weights"
+#: what the check does, in its row of docs/check.md's table (`python -m torchdoctor.dev generate`)
+DOES = (
+    "NaN/Inf in inputs, parameters, output, loss and gradients, with the first operation that produced "
+    "one (and its line)"
+)
 RULES = (NON_FINITE.code,)
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')

@@ -23,6 +23,8 @@ from torchdoctor.rules.loss.loss_rejects_output import RULE as LOSS_REJECTS
 NAME = "forward"
 ORDER = 10  # its place in the report (core/plugins.py)
 TITLE = "model and loss run on the batch"
+#: what the check does, in its row of docs/check.md's table (`python -m torchdoctor.dev generate`)
+DOES = "runs the model on the batch in training mode, then the loss and backward"
 RULES = (FORWARD_RAISES.code, LOSS_REJECTS.code, LOGITS_INTO_BCE.code)
 
 
@@ -47,17 +49,22 @@ def _forward_failed(ctx: CheckContext, failure: Failure, stage: str) -> Outcome:
     if kind == "device" or (kind == "dtype" and _float64_inputs(ctx)):
         return Outcome(failed=f"the {stage} raises {failure.text} (explained by the {kind} check)")
     module = failure.module
-    where_text = ""
+    fields: dict[str, object] = {"stage": stage, "error": failure.text}
+    variant = None
     if module is not None:
         model_modules = dict(ctx.subject.model.named_modules())
         owner = model_modules.get(module)
-        label = f"`{module}` ({type(owner).__name__})" if module and owner is not None else "the model"
-        where_text = f" in {label}" + _linear_sizes(owner, failure.text)
+        if module and owner is not None:
+            variant, fields = "in-module", {**fields, "module": module, "type": type(owner).__name__}
+        else:
+            variant = "in-model"
+        sizes = _linear_sizes(owner, failure.text)
+        if sizes is not None:
+            variant, fields = variant + "-features", {**fields, "features": sizes[0], "got": sizes[1]}
         site = failure.site or ctx.locate.module(module)
     else:
         site = failure.site or ctx.locate.module("")
-    finding = FORWARD_RAISES.finding(**where(ctx.locate.best(site)),
-                                     fields={"stage": stage, "error": failure.text, "where": where_text})
+    finding = FORWARD_RAISES.finding(**where(ctx.locate.best(site)), variant=variant, fields=fields)
     return Outcome([finding], detail=f"the {stage} raises {failure.text}")
 
 
@@ -76,15 +83,12 @@ def _loss_failed(ctx: CheckContext, tp, detail: str) -> Outcome:  # type: ignore
                                           evidence={"min": float(output.min()), "max": float(output.max())})
         return Outcome([finding], detail=f"{detail}; {tp.loss_label} rejects it: {values}")
     logits = getattr(output, "logits", None) if not isinstance(output, torch.Tensor) else None
-    hint = None
+    fields = {"loss": tp.loss_label, "error": failure.text, "output": _describe(tp.output), "targets": _describe(targets)}
     if isinstance(logits, torch.Tensor):  # a Hugging Face ModelOutput (or alike) handed to the loss whole
-        hint = (f"The model returns a {type(output).__name__}, not a tensor: give the loss its logits "
-                f"(`loss_fn(model(x).logits, y)`, {_describe(logits)}), or pass `labels=` to the model and use its `.loss`.")
-    finding = LOSS_REJECTS.finding(
-        **where(site),
-        fields={"loss": tp.loss_label, "error": failure.text, "output": _describe(tp.output),
-                "targets": _describe(targets)}, hint=hint,
-    )
+        finding = LOSS_REJECTS.finding(**where(site), variant="model-output",
+                                       fields={**fields, "output_type": type(output).__name__, "logits": _describe(logits)})
+    else:
+        finding = LOSS_REJECTS.finding(**where(site), fields=fields)
     return Outcome([finding], detail=detail)
 
 
@@ -95,14 +99,15 @@ def _class_target_problem(tp) -> bool:  # type: ignore[no-untyped-def]
     return class_target_findings_possible(tp)
 
 
-def _linear_sizes(owner: object, text: str) -> str:
+def _linear_sizes(owner: object, text: str) -> tuple[int, str] | None:
     """For "mat1 and mat2 shapes cannot be multiplied (32x64 and 32x10)" in a Linear layer:
-    what the layer expects and what it gets, which the raw message leaves to decode."""
+    the input features the layer expects and those it gets, which the raw message leaves to
+    decode (None when the failure is not that)."""
     match = re.search(r"\((\d+)x(\d+) and (\d+)x(\d+)\)", text)
     features = getattr(owner, "in_features", None)
     if match is None or features is None or int(match.group(2)) == features:
-        return ""
-    return f": it expects {features} input features and gets {match.group(2)}"
+        return None
+    return features, match.group(2)
 
 
 def _float64_inputs(ctx: CheckContext) -> bool:

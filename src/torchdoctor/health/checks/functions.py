@@ -17,6 +17,8 @@ from torchdoctor.rules.grad_flow.custom_function_wrong_gradient import RULE as W
 NAME = "custom-functions"
 ORDER = 140  # its place in the report (core/plugins.py)
 TITLE = "custom autograd Functions pass gradcheck"
+#: what the check does, in its row of docs/check.md's table (`python -m torchdoctor.dev generate`)
+DOES = "`torch.autograd.gradcheck` on a float64 slice of the inputs each custom `autograd.Function` received"
 RULES = (WRONG_GRADIENT.code,)
 
 #: inputs are cut to this many rows (dim 0) to keep gradcheck cheap

@@ -24,6 +24,12 @@ from torchdoctor.rules.grad_flow.parameter_without_gradient import RULE as NO_GR
 NAME = "grad-flow"
 ORDER = 40  # its place in the report (core/plugins.py)
 TITLE = "every trainable parameter gets a gradient"
+#: what the check does, in its row of docs/check.md's table (`python -m torchdoctor.dev generate`)
+DOES = (
+    "after one backward, every trainable parameter has a gradient; names the module, and the "
+    "`.detach()`/`.item()`/`.data`/`torch.tensor(t)` line that cut the graph, or the module that never "
+    "ran. Frozen parameters are not an alarm"
+)
 RULES = (NO_GRADIENT.code,)
 VALUE_READS = (".item()", ".tolist()", ".numpy()")
 

@@ -23,6 +23,8 @@ from torchdoctor.rules.data.batch_samples_mixed import RULE as SAMPLES_MIXED
 NAME = "batch-independence"
 ORDER = 90  # its place in the report (core/plugins.py)
 TITLE = "samples in a batch do not affect each other"
+#: what the check does, in its row of docs/check.md's table (`python -m torchdoctor.dev generate`)
+DOES = "in eval mode, the gradient of one sample's output toward the other samples' inputs is zero"
 RULES = (SAMPLES_MIXED.code,)
 
 SAMPLES = 4

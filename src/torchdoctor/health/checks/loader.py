@@ -34,6 +34,13 @@ from torchdoctor.rules.performance.too_many_workers import RULE as TOO_MANY_WORK
 NAME = "dataloader"
 ORDER = 130  # its place in the report (core/plugins.py)
 TITLE = "the DataLoader keeps up and works with workers"
+#: what the check does, in its row of docs/check.md's table (`python -m torchdoctor.dev generate`)
+DOES = (
+    "workers vs CPUs, picklability under spawn, `/dev/shm` vs prefetched batches, loader time vs one "
+    "training step (the fastest of 5 batches after the prefetched ones vs the fastest of 5 plain steps, "
+    "on one thread, beside a reference work: ratios that a busy machine does not change), random "
+    "generators every worker copies"
+)
 RULES = (TOO_MANY_WORKERS.code, UNPICKLABLE.code, SHM_TOO_SMALL.code, INPUT_BOUND.code, RNG_COPIED.code)
 
 #: the loader is input-bound when a batch takes this many times one training step, and more
@@ -147,12 +154,10 @@ def _pickling(ctx: CheckContext, loader: DataLoader, method: str, loader_site: S
         if site is None and callable(value) and hasattr(value, "__code__"):
             site = definition_site(value)
         label = f"{type(dataset).__name__}.{attribute}" if attribute else type(dataset).__name__
-        message = (
-            f"dataset={type(dataset).__name__} cannot be pickled ({label} is {_callable_name(value)}), "
-            "so this DataLoader fails with worker processes under the spawn/forkserver start method (Windows, macOS, Python 3.14+ on Linux)"
-        )
         findings.append(UNPICKLABLE.finding(**where(ctx.locate.best(site, loader_site)), severity=severity,
-                                            message=message, fields={"argument": "dataset", "what": label}))
+                                            variant="dataset",
+                                            fields={"dataset": type(dataset).__name__, "attribute": label,
+                                                    "what": _callable_name(value)}))
     return findings
 
 
@@ -224,10 +229,10 @@ def _throughput(ctx: CheckContext, loader: DataLoader, loader_site: Site | None,
     if load <= INPUT_BOUND_RATIO * step or load <= MIN_LOAD_UNITS * times.reference:
         return []
     workers = loader.num_workers
-    advice = " (num_workers=0: the batches are made in the training process)" if workers == 0 else f" even with {workers} workers"
+    fields: dict[str, object] = {"load": human_seconds(load), "step": human_seconds(step), "ratio": load / step}
     return [INPUT_BOUND.finding(
-        **where(loader_site),
-        fields={"load": human_seconds(load), "step": human_seconds(step), "ratio": load / step, "advice": advice},
+        **where(loader_site), variant="no-workers" if workers == 0 else None,
+        fields=fields if workers == 0 else {**fields, "workers": workers},
         evidence={"load_seconds": load, "step_seconds": step, "reference_seconds": times.reference},
     )]
 

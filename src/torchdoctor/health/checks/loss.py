@@ -29,6 +29,12 @@ from torchdoctor.rules.loss.wrong_inputs import WRONG_PRODUCERS
 NAME = "loss"
 ORDER = 80  # its place in the report (core/plugins.py)
 TITLE = "the loss gets what it expects"
+#: what the check does, in its row of docs/check.md's table (`python -m torchdoctor.dev generate`)
+DOES = (
+    "softmax/sigmoid output fed to a loss that expects logits (read from the autograd graph: "
+    "`SoftmaxBackward0`, `SigmoidBackward0`), `(N,1)` vs `(N,)` broadcasting, class targets out of range "
+    "or not integer, first loss against ln(C)"
+)
 RULES = (
     *(rule.code for rule in WRONG_PRODUCERS.values()), BROADCAST.code,
     TARGET_OUT_OF_RANGE.code, TARGET_NOT_INTEGER.code, FAR_FROM_CHANCE.code,

@@ -35,6 +35,15 @@ from torchdoctor.rules.optimizer.cannot_overfit_batch import RULE as CANNOT_OVER
 NAME = "overfit"
 ORDER = 100  # its place in the report (core/plugins.py)
 TITLE = "one small batch can be overfitted"
+#: what the check does, in its row of docs/check.md's table (`python -m torchdoctor.dev generate`)
+DOES = (
+    "trains on one batch of up to 8 samples for up to 300 steps with your optimizer: halving passes, a "
+    "loss still falling is inconclusive, a loss stuck far from zero fails (and is retried with "
+    "`Adam(lr=1e-3)`, to tell a bad learning rate from a broken model). The budget is steps, fewer for a "
+    "model whose step costs more than 1/300 of 100 GFLOP (operations are counted, not timed), so a busy "
+    "machine gets the same verdict; the detail says how long it took. A 120 s time cap per attempt is "
+    "only a safety net: when it fires, the check is inconclusive and a `note:` says so"
+)
 RULES = (CANNOT_OVERFIT.code,)
 
 #: the loss must fall to this fraction of its first value

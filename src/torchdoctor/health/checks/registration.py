@@ -25,6 +25,8 @@ from torchdoctor.rules.grad_flow.tensor_attribute_not_parameter import RULE as T
 NAME = "registration"
 ORDER = 50  # its place in the report (core/plugins.py)
 TITLE = "every weight is registered with its module"
+#: what the check does, in its row of docs/check.md's table (`python -m torchdoctor.dev generate`)
+DOES = "modules or parameters in plain lists/dicts, `requires_grad` tensors kept as plain attributes"
 RULES = (PLAIN_CONTAINER.code, TENSOR_ATTRIBUTE.code)
 
 _MODULE_INTERNALS = frozenset(vars(nn.Module()))

@@ -19,6 +19,11 @@ from torchdoctor.rules.optimizer.parameter_not_updated_by_step import RULE as NO
 NAME = "step"
 ORDER = 70  # its place in the report (core/plugins.py)
 TITLE = "one optimizer step updates what it should, and only that"
+#: what the check does, in its row of docs/check.md's table (`python -m torchdoctor.dev generate`)
+DOES = (
+    "one optimizer step changes every trainable parameter, and leaves frozen parameters and frozen "
+    "batch-norm statistics alone"
+)
 RULES = (FROZEN_UPDATED.code, BATCHNORM_DRIFT.code, NOT_UPDATED.code)
 
 #: a parameter counts as "not updated" when at least this fraction of its elements with a
@@ -62,10 +67,10 @@ def run(ctx: CheckContext) -> Outcome:
                 stuck.append(name)
     if stuck:
         dtypes = {str(p.dtype).replace("torch.", "") for n, p in named if n in stuck}
-        cause = f" ({', '.join(sorted(dtypes))} weights: the update is below their precision)" if dtypes & {"bfloat16", "float16"} else ""
+        low = bool(dtypes & {"bfloat16", "float16"})
         findings.append(NOT_UPDATED.finding(
-            **where(ctx.locate.best(ctx.locate.of(ctx.subject.optimizer))),
-            fields={"number": len(stuck), "names": listing(stuck), "cause": cause},
+            **where(ctx.locate.best(ctx.locate.of(ctx.subject.optimizer))), variant="low-precision" if low else None,
+            fields={"number": len(stuck), "names": listing(stuck), **({"dtypes": ", ".join(sorted(dtypes))} if low else {})},
         ))
     changed = sum(1 for n, p in named if p.requires_grad and not torch.equal(before[n], p.detach()))
     trainable = sum(1 for _, p in named if p.requires_grad)

@@ -1,7 +1,7 @@
 """TD300 forward-raises."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD300",
@@ -9,8 +9,16 @@ RULE = Rule(
     category=Category.API,
     severity=Severity.ERROR,
     proof="check",
-    message="the model's {stage} raises {error}{where}",
+    message="the model's {stage} raises {error}",
     hint="Fix the line shown; the sizes and dtypes of the batch are in the message. The other checks ran as far as they could without a forward pass.",
+    variants={
+        # the module that raised is known: a submodule, or the model itself
+        "in-module": Variant(message="the model's {stage} raises {error} in `{module}` ({type})"),
+        "in-model": Variant(message="the model's {stage} raises {error} in the model"),
+        # ...and it is a Linear layer given the wrong number of input features
+        "in-module-features": Variant(message="the model's {stage} raises {error} in `{module}` ({type}): it expects {features} input features and gets {got}"),
+        "in-model-features": Variant(message="the model's {stage} raises {error} in the model: it expects {features} input features and gets {got}"),
+    },
     doc="""
 ## What it does
 Runs the model on one batch of its own data, in training mode, and reports an exception raised

@@ -1,7 +1,7 @@
 """TD142 unpicklable-worker-function."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD142",
@@ -11,6 +11,10 @@ RULE = Rule(
     proof="lint",
     message="{argument}={what} cannot be pickled, so this DataLoader fails with worker processes under the spawn/forkserver start method (Windows, macOS, Python 3.14+ on Linux)",
     hint="Define the function at module level (a named `def`), or use `functools.partial` of a module-level function.",
+    variants={
+        # check: the dataset itself does not pickle, for the attribute named
+        "dataset": Variant(message="dataset={dataset} cannot be pickled ({attribute} is {what}), so this DataLoader fails with worker processes under the spawn/forkserver start method (Windows, macOS, Python 3.14+ on Linux)"),
+    },
     sees={
         "lint": "a lambda or nested function as `collate_fn`/`worker_init_fn` with workers",
         "run": "a lambda or nested function as `collate_fn` / `worker_init_fn` with workers (breaks under spawn/forkserver)",

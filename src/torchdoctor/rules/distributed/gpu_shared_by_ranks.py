@@ -1,7 +1,7 @@
 """TD710 gpu-shared-by-ranks."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD710",
@@ -9,7 +9,11 @@ RULE = Rule(
     category=Category.DISTRIBUTED,
     severity=Severity.ERROR,
     proof="dist",
-    message='{problem}',
+    message="{ranks} on {host} would all use the same GPU ({device})",
+    variants={
+        # LOCAL_RANK names a GPU the rank does not see
+        "no-such-gpu": Variant(message="rank {rank} has LOCAL_RANK={local} but sees only {gpus} GPUs: cuda:{local} does not exist"),
+    },
     hint="Call `torch.cuda.set_device(int(os.environ['LOCAL_RANK']))` before `init_process_group` (or pass `device_id=`), and give each process on a host its own GPU (do not set CUDA_VISIBLE_DEVICES to the same GPU for every rank).",
     doc="""
 ## What it does

@@ -1,7 +1,7 @@
 """TD705 launch-variables-disagree."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD705",
@@ -9,7 +9,11 @@ RULE = Rule(
     category=Category.DISTRIBUTED,
     severity=Severity.ERROR,
     proof="dist",
-    message='{what}',
+    message="{name} differs between ranks ({said})",
+    variants={
+        # several processes claimed one rank
+        "rank-claimed-twice": Variant(message="{count} processes claimed RANK={rank}"),
+    },
     hint='Give every rank the same WORLD_SIZE, MASTER_ADDR and MASTER_PORT, and each rank its own RANK (0..WORLD_SIZE-1); with a launcher, use the same launch command on every node.',
     doc="""
 ## What it does

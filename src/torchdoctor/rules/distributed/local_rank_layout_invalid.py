@@ -1,7 +1,7 @@
 """TD709 local-rank-layout-invalid."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD709",
@@ -9,7 +9,11 @@ RULE = Rule(
     category=Category.DISTRIBUTED,
     severity=Severity.ERROR,
     proof="dist",
-    message='{problem}',
+    message="{ranks} on {host} all have LOCAL_RANK={local}",
+    variants={
+        # the host runs another number of ranks than LOCAL_WORLD_SIZE says
+        "local-world-size": Variant(message="{host} runs {count} ranks ({ranks}) but they have LOCAL_WORLD_SIZE={size}"),
+    },
     hint='Let the launcher set LOCAL_RANK (torchrun does; with srun use SLURM_LOCALID), 0..LOCAL_WORLD_SIZE-1 on each host, and start LOCAL_WORLD_SIZE ranks per host.',
     doc="""
 ## What it does

@@ -9,7 +9,7 @@ RULE = Rule(
     category=Category.DISTRIBUTED,
     severity=Severity.ERROR,
     proof="dist",
-    message="MASTER_ADDR={addr} is not a node of this SLURM job ({nodes}){resolved}: rank 0 hosts the store on {first}, the other ranks look for it elsewhere",
+    message="MASTER_ADDR={addr} is not a node of this SLURM job ({nodes}) (it resolves to {ips}): rank 0 hosts the store on {first}, the other ranks look for it elsewhere",
     hint='Set MASTER_ADDR from the job\'s own node list in the sbatch script, before srun: `export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)`.',
     doc="""
 ## What it does

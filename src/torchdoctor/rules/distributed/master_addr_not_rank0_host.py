@@ -1,7 +1,7 @@
 """TD717 master-addr-not-rank0-host."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD717",
@@ -10,6 +10,10 @@ RULE = Rule(
     severity=Severity.ERROR,
     proof="dist",
     message="MASTER_ADDR={addr} resolves to {ips} on {host}, where rank 0 runs, and none of them is an address of {host} ({local}): the store is hosted here, the other ranks look for it there",
+    variants={
+        # rank 0's host has no address but loopback ones
+        "loopback-only": Variant(message="MASTER_ADDR={addr} resolves to {ips} on {host}, where rank 0 runs, and none of them is an address of {host} (none but loopback): the store is hosted here, the other ranks look for it there"),
+    },
     hint="Set MASTER_ADDR to the node that runs rank 0 (its name, or an address it has), the same on every node; if the name resolves differently there, fix /etc/hosts or DNS.",
     doc="""
 ## What it does

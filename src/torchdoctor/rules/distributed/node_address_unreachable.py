@@ -1,7 +1,16 @@
 """TD718 node-address-unreachable."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
+
+_MESSAGE = "{{who}} could not reach {{target}} at {{address}}, the address {{via}} picks there: {problem}"
+#: what a connection attempt ran into -> what it means
+_PROBLEMS = {
+    "refused": "the connection was refused (nothing listens there: the address of another machine, or a loopback one)",
+    "timeout": "no answer within 2 s (a firewall drops the packets, or the address is not routed)",
+    "unreachable": "there is no route to it from there",
+    "unresolvable": "it does not resolve",
+}
 
 RULE = Rule(
     code="TD718",
@@ -9,7 +18,11 @@ RULE = Rule(
     category=Category.DISTRIBUTED,
     severity=Severity.ERROR,
     proof="dist",
-    message="{who} could not reach {target} at {address}, the address {via} picks there: {problem}",
+    message=_MESSAGE.format(problem="{problem}"),
+    variants={
+        # what the attempt ran into, of the kinds known (the message above quotes any other as it came)
+        kind: Variant(message=_MESSAGE.format(problem=problem)) for kind, problem in _PROBLEMS.items()
+    },
     hint="Make that address reachable from every node (routes, firewall, security group), or choose the interface that connects the nodes: GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME naming it on every node (see `ip -br addr` and `ip route get` to the other nodes).",
     doc="""
 ## What it does

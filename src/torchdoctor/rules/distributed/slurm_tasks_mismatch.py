@@ -1,7 +1,7 @@
 """TD715 slurm-tasks-mismatch."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD715",
@@ -10,7 +10,11 @@ RULE = Rule(
     severity=Severity.ERROR,
     proof="dist",
     message="the launch variables disagree with the srun step: {problems}",
-    hint="{hint}",
+    hint="Take the launch variables from SLURM's, in the script or before it: RANK=$SLURM_PROCID, WORLD_SIZE=$SLURM_NTASKS, LOCAL_RANK=$SLURM_LOCALID; or start one torchrun per node (`srun --ntasks-per-node=1 torchrun ...`).",
+    variants={
+        # srun started several tasks on a node, each its own torchrun
+        "torchrun-per-task": Variant(hint="Start one torchrun per node: `srun --ntasks-per-node=1 torchrun --nnodes=$SLURM_NNODES --nproc-per-node=<GPUs per node> ...`."),
+    },
     doc="""
 ## What it does
 In an srun step, compares what torch.distributed is told with what SLURM started: `WORLD_SIZE`

@@ -1,7 +1,7 @@
 """TD713 socket-interface-missing."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD713",
@@ -9,7 +9,11 @@ RULE = Rule(
     category=Category.DISTRIBUTED,
     severity=Severity.ERROR,
     proof="dist",
-    message='{variable}={value} on {host}: {problem} (interfaces: {interfaces})',
+    message="{variable}={value} on {host}: {absent} {verb} not exist (interfaces: {interfaces})",
+    variants={
+        # NCCL_SOCKET_IFNAME's names are prefixes
+        "no-prefix": Variant(message="{variable}={value} on {host}: no interface starts with {prefixes} (interfaces: {interfaces})"),
+    },
     hint='Set {variable} to the interface that reaches the other nodes (see `ip -br addr`), or unset it to let the backend choose.',
     doc="""
 ## What it does

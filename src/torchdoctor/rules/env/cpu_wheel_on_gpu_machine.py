@@ -1,7 +1,7 @@
 """TD601 cpu-wheel-on-gpu-machine."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD601",
@@ -10,7 +10,12 @@ RULE = Rule(
     severity=Severity.WARNING,
     proof="env",
     message='torch {version} is a CPU-only build, but this machine has {gpu_count} NVIDIA GPU(s) ({names}): training will run on the CPU',
-    hint='{remedy}',
+    hint="Reinstall a CUDA build: `pip install --force-reinstall torch=={base} --index-url https://download.pytorch.org/whl/{tag}`.",
+    variants={
+        # no CUDA build of this release runs on the driver (or none is known)
+        "no-fitting-build": Variant(hint="Reinstall torch from a CUDA index (the driver supports CUDA {driver_cuda}): pick the command at https://pytorch.org/get-started/locally/."),
+        "no-fitting-build-unknown-driver": Variant(hint="Reinstall torch from a CUDA index: pick the command at https://pytorch.org/get-started/locally/."),
+    },
     doc="""
 ## What it does
 Flags a torch build without CUDA on a machine where the NVIDIA driver reports a GPU.

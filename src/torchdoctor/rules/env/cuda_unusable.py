@@ -1,7 +1,7 @@
 """TD604 cuda-unusable."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD604",
@@ -10,6 +10,10 @@ RULE = Rule(
     severity=Severity.ERROR,
     proof="env",
     message='torch {version} is a CUDA build and the driver sees {gpu_count} GPU(s), but torch cannot use them: {reason}',
+    variants={
+        # torch gave no error to quote
+        "no-error": Variant(message="torch {version} is a CUDA build and the driver sees {gpu_count} GPU(s), but torch cannot use them: torch.cuda.is_available() is False"),
+    },
     hint="Run `nvidia-smi` and `python -c 'import torch; torch.cuda.init()'` to see the full error; a driver/library mismatch after a driver upgrade needs a reboot, and a container needs the GPUs passed in (`--gpus all`).",
     doc="""
 ## What it does

@@ -1,7 +1,7 @@
 """TD616 cuda-visible-devices-hides-gpus."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD616",
@@ -9,8 +9,15 @@ RULE = Rule(
     category=Category.ENV,
     severity=Severity.WARNING,
     proof="env",
-    message='CUDA_VISIBLE_DEVICES={value!r} {problem}',
-    hint='{remedy}',
+    message="CUDA_VISIBLE_DEVICES={value!r} hides all {gpu_count} GPU(s): torch sees none",
+    hint="Set CUDA_VISIBLE_DEVICES to indices between 0 and {last} (comma-separated, no repeats), or unset it to use every GPU.",
+    variants={
+        "repeats": Variant(message="CUDA_VISIBLE_DEVICES={value!r} repeats a device, so CUDA hides every GPU"),
+        # an index past the last GPU: CUDA drops it and the rest
+        "beyond": Variant(message="CUDA_VISIBLE_DEVICES={value!r} names GPU {beyond}, but the machine has {gpu_count} (0-{last}): CUDA drops it and every entry after it, so torch sees {kept} GPU(s)"),
+        # an entry CUDA cannot parse: it stops there
+        "stops": Variant(message="CUDA_VISIBLE_DEVICES={value!r} stops at entry {entry} ({item!r}): torch sees only {seen} of the {listed} listed GPU(s)"),
+    },
     doc="""
 ## What it does
 Reads `CUDA_VISIBLE_DEVICES` the way CUDA and torch do, and flags values that hide GPUs by

@@ -10,8 +10,10 @@ RULE = Rule(
     severity=Severity.ERROR,
     proof="env",
     message='the NVIDIA driver {driver} supports CUDA up to {driver_cuda}, but torch {version} was built with CUDA {cuda}',
-    hint='{remedy}',
+    hint="Upgrade the NVIDIA driver to one that supports CUDA {cuda} or newer, or install a torch build for CUDA {driver_cuda} or older. Reinstall a CUDA build: `pip install --force-reinstall torch=={base} --index-url https://download.pytorch.org/whl/{tag}`.",
     variants={
+        # no CUDA build of this release runs on the driver
+        "no-fitting-build": Variant(hint="Upgrade the NVIDIA driver to one that supports CUDA {cuda} or newer, or install a torch build for CUDA {driver_cuda} or older. Reinstall torch from a CUDA index (the driver supports CUDA {driver_cuda}): pick the command at https://pytorch.org/get-started/locally/."),
         # the same CUDA major version: minor-version compatibility covers most of it
         "minor-version": Variant(message="the NVIDIA driver {driver} supports CUDA up to {driver_cuda}, older than the CUDA {cuda} torch {version} was built with: minor-version compatibility runs most kernels, but kernels compiled just in time from PTX fail", hint="Upgrade the NVIDIA driver to one that supports CUDA {cuda} when you can."),
     },

@@ -1,7 +1,7 @@
 """TD609 extension-binary-mismatch."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD609",
@@ -10,7 +10,11 @@ RULE = Rule(
     severity=Severity.ERROR,
     proof="env",
     message='{package} cannot be imported: {error}',
-    hint='{remedy}',
+    hint="Reinstall {package} built for torch {version} (this torch uses _GLIBCXX_USE_CXX11_ABI={abi}): `pip install --force-reinstall --no-cache-dir --no-build-isolation {package}` builds it against the installed torch; a prebuilt wheel must name the same torch, CUDA and ABI.",
+    variants={
+        # torch's C++ ABI is not known
+        "abi-unknown": Variant(hint="Reinstall {package} built for torch {version}: `pip install --force-reinstall --no-cache-dir --no-build-isolation {package}` builds it against the installed torch; a prebuilt wheel must name the same torch, CUDA and ABI."),
+    },
     doc="""
 ## What it does
 Imports every installed package that requires torch and ships compiled code (flash-attn,

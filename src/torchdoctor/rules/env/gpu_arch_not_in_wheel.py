@@ -1,7 +1,7 @@
 """TD603 gpu-arch-not-in-wheel."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD603",
@@ -10,7 +10,11 @@ RULE = Rule(
     severity=Severity.ERROR,
     proof="env",
     message='GPU {index} ({name}, compute capability {capability}) is not supported by torch {version}: it has kernels for {archs}',
-    hint='{remedy}',
+    hint="Install a build that includes compute capability {capability}, e.g. the CUDA {newer} build: `pip install --force-reinstall torch=={base} --index-url https://download.pytorch.org/whl/{tag}` (check its arch list with `torch.cuda.get_arch_list()`).",
+    variants={
+        # no newer CUDA build of this release is known
+        "no-newer-build": Variant(hint="Install a torch release whose CUDA build lists sm_{sm} in `torch.cuda.get_arch_list()` (newer GPUs need newer CUDA builds; see https://pytorch.org/get-started/locally/)."),
+    },
     doc="""
 ## What it does
 Checks each GPU's compute capability against the architectures compiled into the wheel

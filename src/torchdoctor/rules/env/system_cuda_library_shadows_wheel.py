@@ -1,7 +1,7 @@
 """TD608 system-cuda-library-shadows-wheel."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD608",
@@ -10,6 +10,10 @@ RULE = Rule(
     severity=Severity.WARNING,
     proof="env",
     message='torch loaded {library} from {folder}{origin} instead of the copy it ships ({bundled})',
+    variants={
+        # the cuDNN loaded is not the version torch was compiled against
+        "cudnn-version": Variant(message="torch loaded cuDNN {cudnn} from {folder}{origin}, but was compiled against cuDNN {cudnn_compiled} (shipped at {bundled}): cuDNN calls fail or misbehave"),
+    },
     hint='Remove {folder} from LD_LIBRARY_PATH for this job (or unload the cluster module that adds it); torch finds its own CUDA libraries without it.',
     doc="""
 ## What it does

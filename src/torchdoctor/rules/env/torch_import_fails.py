@@ -1,7 +1,7 @@
 """TD600 torch-import-fails."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD600",
@@ -10,7 +10,12 @@ RULE = Rule(
     severity=Severity.ERROR,
     proof="env",
     message='`import torch` fails: {error}',
-    hint='{remedy}',
+    hint="Reinstall torch for this Python and platform (`pip install --force-reinstall torch`); the error above says which part is broken.",
+    variants={
+        "not-installed": Variant(hint="Install torch for this interpreter ({python} -m pip install torch)."),
+        "shared-library": Variant(hint="A shared library torch needs is missing or another copy shadows it: check LD_LIBRARY_PATH and LD_PRELOAD, then reinstall torch in a clean environment (`pip install --force-reinstall torch`)."),
+        "numpy": Variant(hint="Install a NumPy this torch was built for (`pip install 'numpy<2'` for torch older than 2.3), or upgrade torch."),
+    },
     doc="""
 ## What it does
 Imports torch in a fresh interpreter, exactly as a training script would, and reports the error

@@ -1,7 +1,7 @@
 """TD605 torch-package-version-skew."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD605",
@@ -9,7 +9,11 @@ RULE = Rule(
     category=Category.ENV,
     severity=Severity.ERROR,
     proof="env",
-    message='{package} {package_version} {problem}, but torch {version} is installed',
+    message='{package} {package_version} was built for torch=={pinned}, but torch {version} is installed',
+    variants={
+        # its local version tag names another build (cu121 against cu118, cpu against a CUDA build)
+        "other-build": Variant(message="{package} {package_version} is a {build} build, but torch {version} is installed"),
+    },
     hint='Install the {package} release made for torch {version} from the same index as torch, e.g. `pip install {package} --index-url <the index torch came from>`; pip installs them together with `pip install torch {package}`.',
     doc="""
 ## What it does

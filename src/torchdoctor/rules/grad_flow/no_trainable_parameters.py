@@ -1,7 +1,7 @@
 """TD315 no-trainable-parameters."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD315",
@@ -9,8 +9,11 @@ RULE = Rule(
     category=Category.GRAD_FLOW,
     severity=Severity.ERROR,
     proof="check",
-    message="{what}: nothing can train",
+    message="all {count} parameter tensors of the model have requires_grad=False: nothing can train",
     hint="Freeze only what you mean to (freeze the backbone before attaching the new head, or `model.backbone.requires_grad_(False)`), and register layers as submodules.",
+    variants={
+        "no-parameters": Variant(message="the model has no registered parameters: nothing can train"),
+    },
     doc="""
 ## What it does
 Flags a model with no trainable parameter at all: every parameter has `requires_grad=False`,

@@ -1,7 +1,7 @@
 """TD301 loss-rejects-output."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD301",
@@ -11,6 +11,10 @@ RULE = Rule(
     proof="check",
     message="{loss} raises {error} on the model output {output} and the targets {targets}",
     hint="Make the output and targets fit the loss: same shape for element-wise losses (`output.squeeze(-1)`), (N, C) logits with (N,) int64 labels for CrossEntropyLoss.",
+    variants={
+        # a Hugging Face ModelOutput (or alike) handed to the loss whole
+        "model-output": Variant(hint="The model returns a {output_type}, not a tensor: give the loss its logits (`loss_fn(model(x).logits, y)`, {logits}), or pass `labels=` to the model and use its `.loss`."),
+    },
     doc="""
 ## What it does
 Calls the loss on the model's output for one batch and reports an exception, with the shapes

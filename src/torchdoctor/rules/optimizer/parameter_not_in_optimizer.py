@@ -3,15 +3,39 @@
 from torchdoctor.core.finding import Category, Severity
 from torchdoctor.core.rule import Rule, Variant
 
+_MESSAGE = "{count} trainable parameter(s) are in no optimizer param group and will never be updated: {names}"
+
+
+def _groups_hint(sibling: bool, placed: bool) -> str:
+    """The hint for an optimizer built from several param groups, on purpose: rebuilding it from
+    `model.parameters()` would throw the groups' own options away, so name what to add where
+    (`sibling`: the missing parameters' modules have other parameters in one group; `placed`:
+    the optimizer's line is known)."""
+    return ("Add {params} to one of the optimizer's {groups} param groups"
+            + (" (param group {index} holds {siblings} of the same module)" if sibling else "")
+            + " where it is built" + (" (at {at})" if placed else "")
+            + ", or give them their own group (`optimizer.add_param_group({{'params': [...]}})`): "
+              "a parameter in no group is never updated.")
+
+
 RULE = Rule(
     code="TD114",
     name="parameter-not-in-optimizer",
     category=Category.OPTIMIZER,
     severity=Severity.ERROR,
     proof="check",
-    message="{count} trainable parameter(s) are in no optimizer param group and will never be updated: {names}",
+    message=_MESSAGE,
     hint="Build the optimizer after the model is final (after replacing or adding layers), from `model.parameters()`.",
     variants={
+        # check: the cause, from where the module was made and what the optimizer holds
+        "created-after": Variant(message=_MESSAGE + " (`{module}` is created at {created}, after the optimizer)"),
+        "foreign-tensors": Variant(message=_MESSAGE + " (the optimizer holds {strangers} tensors that are not "
+                                   "parameters of this model: was the model or a layer rebuilt after the optimizer?)"),
+        # check: an optimizer of several param groups (its hint would undo them)
+        "groups": Variant(hint=_groups_hint(sibling=False, placed=True)),
+        "groups-sibling": Variant(hint=_groups_hint(sibling=True, placed=True)),
+        "groups-unplaced": Variant(hint=_groups_hint(sibling=False, placed=False)),
+        "groups-sibling-unplaced": Variant(hint=_groups_hint(sibling=True, placed=False)),
         # the model is built again after its optimizer (lint)
         "model-re-created": Variant(message="`{target}` is re-created after the optimizer was built from `{built_from}.parameters()` (line {built_line}): its parameters are in no param group and will never be updated"),
         # a layer of the model is replaced after its optimizer (lint)
@@ -60,12 +84,3 @@ def make():
 """,
 )
 
-#: the hint for an optimizer built from several param groups, on purpose: rebuilding it from
-#: `model.parameters()` would throw the groups' own options away, so name what to add where
-GROUPS_HINT = (
-    "Add {names} to one of the optimizer's {groups} param groups{suggestion} where it is built{at}, "
-    "or give them their own group (`optimizer.add_param_group({{'params': [...]}})`): "
-    "a parameter in no group is never updated."
-)
-#: `suggestion` when the missing parameters' modules have other parameters in one group
-SIBLING_GROUP = " (param group {index} holds {siblings} of the same module)"

@@ -1,7 +1,7 @@
 """TD307 parameter-not-updated-by-step."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD307",
@@ -9,7 +9,11 @@ RULE = Rule(
     category=Category.OPTIMIZER,
     severity=Severity.WARNING,
     proof="check",
-    message="{number} trainable parameter(s) have a non-zero gradient but one optimizer.step() leaves them unchanged: {names}{cause}",
+    message="{number} trainable parameter(s) have a non-zero gradient but one optimizer.step() leaves them unchanged: {names}",
+    variants={
+        # the weights are in a 16-bit float type
+        "low-precision": Variant(message="{number} trainable parameter(s) have a non-zero gradient but one optimizer.step() leaves them unchanged: {names} ({dtypes} weights: the update is below their precision)"),
+    },
     hint="Keep float32 master weights (train in float32 with autocast to bfloat16/float16 instead of converting the model), or raise the learning rate of these groups.",
     doc="""
 ## What it does

@@ -1,7 +1,7 @@
 """TD617 debug-variable-left-on."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD617",
@@ -9,7 +9,12 @@ RULE = Rule(
     category=Category.PERFORMANCE,
     severity=Severity.WARNING,
     proof="env",
-    message='{name}={value} is set: {effect}',
+    # CUDA_LAUNCH_BLOCKING; the other variables' costs are variants
+    message="{name}={value} is set: every CUDA kernel launch waits for the GPU to finish, so the CPU can no longer queue work ahead",
+    variants={
+        "no-cuda-memory-caching": Variant(message="{name}={value} is set: torch's CUDA caching allocator is off, every allocation calls cudaMalloc/cudaFree"),
+        "distributed-debug": Variant(message="{name}={value} is set: every collective is checked across ranks and logged, which slows distributed training"),
+    },
     hint='Unset {name} (`unset {name}`) unless you are debugging right now.',
     doc="""
 ## What it does

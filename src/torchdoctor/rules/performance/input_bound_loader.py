@@ -9,9 +9,11 @@ RULE = Rule(
     category=Category.PERFORMANCE,
     severity=Severity.WARNING,
     proof="check",
-    message="the DataLoader takes {load} per batch, {ratio:.1f} times one training step ({step}): training will wait for data{advice}",
+    message="the DataLoader takes {load} per batch, {ratio:.1f} times one training step ({step}): training will wait for data even with {workers} workers",
     hint="Move expensive work out of __getitem__ (decode or precompute once, cache), use worker processes (num_workers > 0) with pin_memory=True for a GPU, or make the transforms cheaper.",
     variants={
+        # check, with num_workers=0
+        "no-workers": Variant(message="the DataLoader takes {load} per batch, {ratio:.1f} times one training step ({step}): training will wait for data (num_workers=0: the batches are made in the training process)"),
         # trace measures the wait in the training loop itself
         "traced": Variant(message="each training step waits for the DataLoader {share} of its time ({data} of "
                           "{wall} per traced step), most of it on this line: the model waits for data"),

@@ -1,7 +1,7 @@
 """TD475 slow-kernel-fallback."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD475",
@@ -9,8 +9,21 @@ RULE = Rule(
     category=Category.PERFORMANCE,
     severity=Severity.WARNING,
     proof="trace",
-    message="the {what} on this line runs in ATen's fallback kernel ({ops}) instead of {fast}{cause}: {share} of each traced step's compute",
-    hint="{remedy}",
+    # a convolution whose library kernel was not taken, for a reason not seen
+    message="the convolution on this line runs in ATen's fallback kernel ({ops}) instead of {fast}: {share} of each traced step's compute",
+    hint="Check the convolution's dtype, layout and arguments against what the library kernel takes (a float64 input, an unusual padding or dilation), and that no code turned the library off.",
+    variants={
+        "attention": Variant(
+            message="the scaled_dot_product_attention on this line runs in ATen's fallback kernel ({ops}) instead of a fused flash or memory-efficient kernel: {share} of each traced step's compute",
+            hint="Run this call once under `torch.nn.attention.sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION])`: torch warns why each fused kernel was not used (float32 inputs on the GPU, a head size or mask it does not take, ...) and raises instead of falling back."),
+        # the library is turned off: `{flag}` (torch.backends.cudnn.enabled or torch.backends.mkldnn.enabled) is False
+        "library-off": Variant(
+            message="the convolution on this line runs in ATen's fallback kernel ({ops}) instead of {fast} because `{flag}` is False: {share} of each traced step's compute",
+            hint="Remove what turns it off, `{flag} = False` or a `{backend}.flags(enabled=False)` block (a workaround or a reproducibility recipe left in place)."),
+        "cudnn-off": Variant(
+            message="the convolution on this line runs in ATen's fallback kernel ({ops}) instead of {fast} because `{flag}` is False: {share} of each traced step's compute",
+            hint="Remove what turns it off, `{flag} = False` or a `{backend}.flags(enabled=False)` block (a workaround or a reproducibility recipe left in place; for reproducibility, `torch.backends.cudnn.deterministic = True` keeps cuDNN)."),
+    },
     doc="""
 ## What it does
 `torchdoctor trace` reports a line whose convolution or attention runs, in every traced step,
