@@ -295,7 +295,7 @@ _HEALTH_CHECK = '''"""{code} {name}: the health check (docs/check-dev.md)."""
 
 from __future__ import annotations
 
-from torchdoctor.health.checks import Outcome
+from torchdoctor.health.outcome import Outcome
 from torchdoctor.health.context import CheckContext
 from torchdoctor.introspect.sites import where  # noqa: F401 (for the findings: `**where(site)`)
 from torchdoctor.rules.{package}.{module} import RULE

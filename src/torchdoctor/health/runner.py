@@ -12,8 +12,8 @@ from types import ModuleType
 from torchdoctor.core import plugins
 from torchdoctor.core.progress import Progress
 from torchdoctor.core.report import CheckResult, Report, Status
-from torchdoctor.health.checks import Outcome
 from torchdoctor.health.context import CheckContext
+from torchdoctor.health.outcome import Outcome
 
 #: the checks, built-in and the `torchdoctor.check` plugins', in the order of the report (their
 #: `ORDER`: "the model runs" first); a module with one of a check's parts has them all (core/plugins.py)

@@ -12,8 +12,8 @@ import torch
 
 from torchdoctor.core.finding import Finding
 from torchdoctor.health.batch import call_model
-from torchdoctor.health.checks import Outcome
 from torchdoctor.health.context import CheckContext
+from torchdoctor.health.outcome import Outcome
 from torchdoctor.health.tracer import ModuleWatch, Tracer
 from torchdoctor.introspect.sites import definition_site, where
 from torchdoctor.introspect.tensors import tensors_in

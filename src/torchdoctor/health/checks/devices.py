@@ -14,8 +14,8 @@ import torch
 from torch import nn
 
 from torchdoctor.core.wording import listing
-from torchdoctor.health.checks import Outcome
 from torchdoctor.health.context import CheckContext
+from torchdoctor.health.outcome import Outcome
 from torchdoctor.introspect.sites import where
 from torchdoctor.introspect.tensors import tensors_in
 from torchdoctor.rules.device.device_mismatch import RULE as DEVICE_MISMATCH

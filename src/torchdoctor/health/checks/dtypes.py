@@ -11,8 +11,8 @@ import torch
 
 from torchdoctor.core.finding import Severity
 from torchdoctor.core.wording import listing
-from torchdoctor.health.checks import Outcome, module_of
 from torchdoctor.health.context import CheckContext
+from torchdoctor.health.outcome import Outcome, module_of
 from torchdoctor.introspect.sites import where
 from torchdoctor.introspect.tensors import tensors_in
 from torchdoctor.rules.dtype.half_precision_on_cpu import RULE as HALF_ON_CPU

@@ -17,8 +17,8 @@ import torch
 from torchdoctor.core.locate import is_user_file
 from torchdoctor.core.wording import listing
 from torchdoctor.health.batch import call_model
-from torchdoctor.health.checks import Outcome, module_of
 from torchdoctor.health.context import CheckContext, TrainPass, stand_in_objective
+from torchdoctor.health.outcome import Outcome, module_of
 from torchdoctor.health.tracer import ModuleWatch, Origin, Tracer
 from torchdoctor.introspect.sites import Site, where
 from torchdoctor.introspect.tensors import tensors_in

@@ -11,8 +11,9 @@ import re
 
 import torch
 
-from torchdoctor.health.checks import Outcome, shape
 from torchdoctor.health.context import CheckContext, Failure
+from torchdoctor.health.loss_targets import class_target_findings_possible
+from torchdoctor.health.outcome import Outcome, shape
 from torchdoctor.introspect.sites import where
 from torchdoctor.introspect.tensors import tensors_in
 from torchdoctor.rules.api.forward_raises import RULE as FORWARD_RAISES
@@ -72,7 +73,7 @@ def _loss_failed(ctx: CheckContext, tp, detail: str) -> Outcome:  # type: ignore
     failure = tp.loss_failure
     if ctx.failure_kind(failure) == "device":
         return Outcome(failed=f"the loss raises {failure.text} (explained by the devices check)")
-    if _class_target_problem(tp):
+    if class_target_findings_possible(tp):
         return Outcome(failed=f"the loss raises {failure.text} (explained by the loss check)")
     targets = ctx.batch.targets
     site = failure.site or ctx.locate.best(ctx.locate.of(ctx.subject.loss_fn))
@@ -90,13 +91,6 @@ def _loss_failed(ctx: CheckContext, tp, detail: str) -> Outcome:  # type: ignore
     else:
         finding = LOSS_REJECTS.finding(**where(site), fields=fields)
     return Outcome([finding], detail=detail)
-
-
-def _class_target_problem(tp) -> bool:  # type: ignore[no-untyped-def]
-    """True when the loss check will explain the failure (class targets of a class loss)."""
-    from torchdoctor.health.checks.loss import class_target_findings_possible
-
-    return class_target_findings_possible(tp)
 
 
 def _linear_sizes(owner: object, text: str) -> tuple[int, str] | None:

@@ -9,8 +9,8 @@ from typing import Any
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
-from torchdoctor.health.checks import Outcome
 from torchdoctor.health.context import CheckContext
+from torchdoctor.health.outcome import Outcome
 from torchdoctor.introspect.sites import definition_site, where
 from torchdoctor.rules.grad_flow.custom_function_wrong_gradient import RULE as WRONG_GRADIENT
 

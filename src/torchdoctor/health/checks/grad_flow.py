@@ -15,8 +15,8 @@ import torch
 
 from torchdoctor.core.finding import Severity
 from torchdoctor.core.wording import listing
-from torchdoctor.health.checks import Outcome, group_by_module, module_of
 from torchdoctor.health.context import CheckContext
+from torchdoctor.health.outcome import Outcome, group_by_module, module_of
 from torchdoctor.health.tracer import Cut, leaves
 from torchdoctor.introspect.sites import Site, where
 from torchdoctor.rules.grad_flow.parameter_without_gradient import RULE as NO_GRADIENT

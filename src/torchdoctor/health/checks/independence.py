@@ -14,8 +14,8 @@ import torch
 from torch import nn
 
 from torchdoctor.health.batch import call_model, primary_output
-from torchdoctor.health.checks import Outcome
 from torchdoctor.health.context import CheckContext
+from torchdoctor.health.outcome import Outcome
 from torchdoctor.introspect.sites import definition_site, where
 from torchdoctor.introspect.tensors import map_tree
 from torchdoctor.rules.data.batch_samples_mixed import RULE as SAMPLES_MIXED

@@ -20,8 +20,8 @@ from torch.utils.data import DataLoader
 
 from torchdoctor.core.finding import Finding, Severity
 from torchdoctor.health.batch import PROBE_BATCHES, PROBE_MAX_SECONDS, call_model, nbytes, scalar_loss
-from torchdoctor.health.checks import Outcome
 from torchdoctor.health.context import CheckContext, stand_in_objective
+from torchdoctor.health.outcome import Outcome
 from torchdoctor.health.timing import fastest_seconds, one_thread
 from torchdoctor.introspect.rng import rng_objects
 from torchdoctor.introspect.sites import Site, attribute_site, definition_site, where

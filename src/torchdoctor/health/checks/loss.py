@@ -15,8 +15,9 @@ from typing import Any
 import torch
 
 from torchdoctor.core.finding import Finding
-from torchdoctor.health.checks import Outcome, shape
 from torchdoctor.health.context import CLASS_LOSSES, CheckContext, TrainPass
+from torchdoctor.health.loss_targets import class_count, target_problem
+from torchdoctor.health.outcome import Outcome, shape
 from torchdoctor.health.tracer import LossCall, Producer, producer_of
 from torchdoctor.introspect.sites import Site, definition_site, where
 from torchdoctor.introspect.tensors import tensors_in
@@ -45,9 +46,6 @@ PRETTY = {
     "binary_cross_entropy": "BCELoss", "mse_loss": "MSELoss", "l1_loss": "L1Loss", "smooth_l1_loss": "SmoothL1Loss",
     "huber_loss": "HuberLoss",
 }
-# float class targets of a different shape than the input, or integer targets other than
-# int64/uint8, make cross_entropy/nll_loss raise
-ACCEPTED_INDEX_DTYPES = (torch.int64, torch.uint8)
 
 
 def run(ctx: CheckContext) -> Outcome:
@@ -104,29 +102,6 @@ def _target_words(target: Any) -> str:
     return words
 
 
-def class_target_findings_possible(tp: TrainPass) -> bool:
-    """Whether a failed class loss is explained by its targets (so TD301 stays quiet)."""
-    return any(_target_problem(call) for call in tp.records.losses if call.name in CLASS_LOSSES)
-
-
-def _target_problem(call: LossCall) -> str | None:
-    target, logits = call.target, call.input
-    if not isinstance(target, torch.Tensor) or not isinstance(logits, torch.Tensor):
-        return None
-    if target.is_floating_point():
-        return None if target.shape == logits.shape else "dtype"
-    if target.dtype not in ACCEPTED_INDEX_DTYPES:
-        return "dtype"
-    classes = _classes(logits)
-    ignore = call.kwargs.get("ignore_index", -100)
-    valid = (target == ignore) | ((target >= 0) & (target < classes))
-    return None if bool(valid.all()) else "range"
-
-
-def _classes(logits: torch.Tensor) -> int:
-    return logits.shape[1] if logits.dim() >= 2 else logits.shape[0]
-
-
 def _loss_site(ctx: CheckContext, call: LossCall) -> Site | None:
     return call.site or ctx.locate.best(ctx.locate.of(ctx.subject.loss_fn))
 
@@ -163,7 +138,7 @@ def _rows_sum_to_one(values: torch.Tensor) -> bool:
 
 
 def _class_targets(ctx: CheckContext, call: LossCall) -> list[Finding]:
-    problem = _target_problem(call)
+    problem = target_problem(call)
     target, logits = call.target, call.input
     loss = PRETTY[call.name]
     if problem == "dtype":
@@ -171,7 +146,7 @@ def _class_targets(ctx: CheckContext, call: LossCall) -> list[Finding]:
                                            fields={"loss": loss, "dtype": str(target.dtype).replace("torch.", "")})]
     if problem != "range":
         return []
-    classes = _classes(logits)
+    classes = class_count(logits)
     ignore = call.kwargs.get("ignore_index", -100)
     bad = target[(target != ignore) & ((target < 0) | (target >= classes))]
     high, low = int(target.max()), int(bad.min())
@@ -211,8 +186,8 @@ def _far_from_chance(ctx: CheckContext, calls: list[LossCall], tp: TrainPass) ->
     if not isinstance(target, torch.Tensor) or call.kwargs.get("reduction", "mean") != "mean":
         return []
     value: float | None = None
-    if call.name == "cross_entropy" and not target.is_floating_point() and _target_problem(call) is None and logits.dim() >= 2:
-        classes, chance_name = _classes(logits), f"ln({_classes(logits)})"
+    if call.name == "cross_entropy" and not target.is_floating_point() and target_problem(call) is None and logits.dim() >= 2:
+        classes, chance_name = class_count(logits), f"ln({class_count(logits)})"
         value = float(torch.nn.functional.cross_entropy(logits, target, ignore_index=call.kwargs.get("ignore_index", -100)))
     elif call.name == "binary_cross_entropy_with_logits" and target.shape == logits.shape:
         classes, chance_name = 2, "ln(2)"

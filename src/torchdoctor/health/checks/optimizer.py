@@ -9,8 +9,8 @@ from torch.nn import Parameter
 from torch.optim import Optimizer
 
 from torchdoctor.core.wording import listing
-from torchdoctor.health.checks import Outcome, module_of
 from torchdoctor.health.context import CheckContext
+from torchdoctor.health.outcome import Outcome, module_of
 from torchdoctor.introspect.sites import Site, where
 from torchdoctor.rules.grad_flow.no_trainable_parameters import RULE as NO_TRAINABLE
 from torchdoctor.rules.optimizer.parameter_in_several_groups import RULE as SEVERAL_GROUPS

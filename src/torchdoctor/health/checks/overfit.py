@@ -27,8 +27,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from torchdoctor.core.finding import Severity
 from torchdoctor.health.batch import Batch, scalar_loss
-from torchdoctor.health.checks import Outcome
 from torchdoctor.health.context import CheckContext
+from torchdoctor.health.outcome import Outcome
 from torchdoctor.introspect.sites import where
 from torchdoctor.rules.optimizer.cannot_overfit_batch import RULE as CANNOT_OVERFIT
 

@@ -16,8 +16,8 @@ import torch
 from torch import nn
 
 from torchdoctor.core.wording import article
-from torchdoctor.health.checks import Outcome
 from torchdoctor.health.context import CheckContext
+from torchdoctor.health.outcome import Outcome
 from torchdoctor.introspect.sites import where
 from torchdoctor.rules.grad_flow.module_in_plain_container import RULE as PLAIN_CONTAINER
 from torchdoctor.rules.grad_flow.tensor_attribute_not_parameter import RULE as TENSOR_ATTRIBUTE

@@ -9,8 +9,8 @@ import torch
 
 from torchdoctor.core.finding import Finding
 from torchdoctor.core.wording import listing
-from torchdoctor.health.checks import Outcome, module_of
 from torchdoctor.health.context import CheckContext
+from torchdoctor.health.outcome import Outcome, module_of
 from torchdoctor.introspect.sites import where
 from torchdoctor.rules.mode.frozen_batchnorm_drift import RULE as BATCHNORM_DRIFT
 from torchdoctor.rules.optimizer.frozen_parameter_updated import RULE as FROZEN_UPDATED
