@@ -443,8 +443,9 @@ def test_class_targets_out_of_range_and_padding_labels() -> None:
         (torch.randn(8, 20, 100), torch.randint(0, 100, (8, 20)), "TD418", "transpose(1, 2)"),
         (torch.randn(32, 10), torch.randint(0, 10, (16,)), "TD418", "32 rows but the target 16"),
         (torch.randn(4, 10), F.one_hot(torch.tensor([1, 2, 3, 4]), 10), "TD418", "one-hot"),
+        (torch.randn(4, 10, 5), torch.randint(0, 10, (4, 3)), "TD418", "the target has shape [4, 3] but the input implies [4, 5]"),
     ],
-    ids=["float-labels", "sequence-logits", "batch-sizes", "one-hot"],
+    ids=["float-labels", "sequence-logits", "batch-sizes", "one-hot", "other-shape"],
 )
 def test_cross_entropy_targets(logits: torch.Tensor, target: torch.Tensor, rule: str, text: str) -> None:
     finding = explained(lambda: nn.CrossEntropyLoss()(logits, target))
@@ -479,6 +480,7 @@ def test_batchnorm_batch_of_one_without_a_data_loader_stays_at_the_call() -> Non
 
     finding = explained(step)
     assert finding.rule == "TD423" and finding.line == line_of("model(torch.randn(1, 8))", step)
+    assert "a batch of one sample reached it" in finding.message and "model.eval()" in finding.hint
 
 
 def test_missing_super_init_points_at_init() -> None:
@@ -498,6 +500,19 @@ def test_weights_only_load_of_a_whole_module() -> None:
     finding = explained(lambda: torch.load(buffer))
     assert finding.rule == "TD421" and "torch.nn.modules.linear.Linear" in finding.message
     assert "state_dict" in finding.hint
+
+
+class SavedConfig:
+    """A class a checkpoint pickles, which the safe loader refuses."""
+
+
+def test_weights_only_load_of_a_class_names_the_safe_global() -> None:
+    buffer = io.BytesIO()
+    torch.save({"config": SavedConfig()}, buffer)
+    buffer.seek(0)
+    finding = explained(lambda: torch.load(buffer))
+    assert finding.rule == "TD421" and "SavedConfig, which the safe loader does not allow" in finding.message
+    assert "`torch.serialization.add_safe_globals([SavedConfig])`" in finding.hint
 
 
 def test_cpu_out_of_memory_of_one_huge_tensor() -> None:

@@ -179,3 +179,31 @@ def test_the_largest_tensors_come_with_the_line_that_makes_them() -> None:
     report = crash_after(1, model, optimizer, lambda: torch.randn(4, 2048), cuda_oom("1.00 MiB", "0.10 MiB"))
     line = next(n for n, text in enumerate(Path(__file__).read_text().splitlines(), 1) if "self.fc1 = nn.Linear(2048, 1024)" in text)
     assert f"largest: parameter `0.fc1.weight` (tests/run/test_memory_oom.py:{line}) 8.0 MiB" in oom_finding(report).message
+
+
+@pytest.mark.parametrize("owners, activations, holder", [
+    ({"other": 100 * 2**20}, {}, True),
+    ({"gradients": 100 * 2**20}, {}, False),
+    ({"activations": 100 * 2**20, "batch": 2**20}, {"ReLU `1`": 100 * 2**20}, False),
+    ({"activations": 100 * 2**20}, {}, False),
+    ({"optimizer": 200 * 2**20, "parameters": 100 * 2**20}, {}, False),
+    ({"other": 1}, {}, False),
+], ids=["holder", "gradients", "activations", "activations-unnamed", "optimizer", "nothing"])
+@pytest.mark.parametrize("want, free", [(None, None), (2**20, 0.0), (2**40, 0.0)], ids=["unsized", "covered", "short"])
+def test_every_fix_the_account_can_pick_fills_its_variant(owners: dict[str, int], activations: dict[str, int], holder: bool,
+                                                          want: float | None, free: float | None) -> None:
+    """Whatever the account holds and however much was missing, the variant chosen and the facts
+    passed fill TD424's templates (a mismatch raises)."""
+    from types import SimpleNamespace
+
+    from torchdoctor.observe.crash.memory import Request, _cheapest
+    from torchdoctor.observe.memory.census import Census
+    from torchdoctor.rules.memory.out_of_memory import RULE
+
+    census = Census(step=1, phase="crash", owners=owners, activations=activations)
+    if holder:
+        census.holders = {"kept": SimpleNamespace(label="`kept`", total=owners["other"])}  # type: ignore[dict-item]
+    request = Request("x", want, "the GPU", None, free, False, True)
+    variant, fields = _cheapest(census, request, None)
+    finding = RULE.finding(fields={"want": "x", "device": "the GPU", "held": ""} | fields, variant=variant)
+    assert finding.hint.endswith(".") and "{" not in finding.hint

@@ -194,3 +194,23 @@ def test_a_rank_started_by_fork_ended_normally_unless_it_crashed(tmp_path: Path)
     assert finding.rule == "TD461" and finding.line == 10
     crash = Finding("TD001", "script-crashed", Category.API, Severity.ERROR, "m", "h", SCRIPT, 30, rank=1, evidence={"exception": "E"})
     assert [f.rule for f in ranks.collective_findings(tmp_path, [crash], stopped=None)] == ["TD001"]
+
+
+def test_each_way_parameters_diverge_fills_its_variant() -> None:
+    """Every branch of the comparison picks a TD460 variant its facts fill (a mismatch raises)."""
+    from torchdoctor.run.ranks import _diverged
+
+    def said(phase: str, previous: int | None, **info: object) -> str:
+        by_rank = {0: {phase: [1], "lr": 0.1}, 1: {phase: [2], "lr": 0.2 if info.pop("lrs", False) else 0.1}}
+        return _diverged({"names": ["fc.bias"], **info}, [0, 1], 3, previous, phase, [0], by_rank).message
+
+    place = ("/job/train.py", 30)
+    assert "DistributedDataParallel made them equal when it was built at /job/train.py:30" in said("pre", None, ddp_at=place)
+    assert said("pre", None).endswith("(rank 1 vs rank 0): the ranks start from different weights")
+    assert "averaging the gradients by hand at /job/train.py:30" in said("pre", None, synced_at=place)
+    assert "between optimizer steps 2 and 3 (rank 1 vs rank 0): they were equal after step 2" in said("pre", 2)
+    assert "the training forward at /job/train.py:30 calls" in said("grad", 2, bypass_at=place)
+    assert "DistributedDataParallel did not average" in said("grad", 2, ddp_at=place)
+    assert said("grad", 2).endswith("its gradient is not averaged across ranks like the others")
+    assert said("post", 2, lrs=True).endswith("the learning rates differ: rank 0: 0.1; rank 1: 0.2")
+    assert "the update differs across ranks" in said("post", 2)

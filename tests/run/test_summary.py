@@ -8,7 +8,7 @@ import signal
 from torchdoctor.run.boot import START_FAILED
 from torchdoctor.run.launcher import Finished
 from torchdoctor.run.records import RunRecords
-from torchdoctor.run.summary import STOPPED, _notices
+from torchdoctor.run.summary import STOPPED, _killed_finding, _notices
 
 
 def test_a_job_torchdoctor_stopped_says_so_in_words() -> None:
@@ -31,3 +31,12 @@ def test_a_process_that_imported_torch_but_could_not_observe_is_not_said_to_have
     assert notes == [f"pid 7: {START_FAILED}: PluginError: td_x: broken"]
     quiet = _notices(finished, RunRecords(processes=[{"pid": 7, "torch": False, "outcome": "exited", "notes": []}]))
     assert quiet == ["the script never imported torch: there was nothing to observe"]
+
+
+def test_each_signal_says_its_cause_and_fix() -> None:
+    said = {number: _killed_finding(Finished(-number, 1.0)) for number in (signal.SIGKILL, signal.SIGBUS, signal.SIGSEGV, signal.SIGFPE)}
+    assert said[signal.SIGKILL].message == "the script's process was killed by SIGKILL (usually the kernel's out-of-memory killer)"  # type: ignore[union-attr]
+    assert "/dev/shm" in said[signal.SIGBUS].message and "--shm-size" in said[signal.SIGBUS].hint  # type: ignore[union-attr]
+    assert said[signal.SIGSEGV].message.endswith("(a crash in native code)") and "compiled extensions" in said[signal.SIGSEGV].hint  # type: ignore[union-attr]
+    assert said[signal.SIGFPE].message == "the script's process was killed by SIGFPE (a crash in native code)"  # type: ignore[union-attr]
+    assert _killed_finding(Finished(-signal.SIGTERM, 1.0)) is None

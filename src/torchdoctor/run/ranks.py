@@ -519,50 +519,37 @@ def _diverged(info: dict[str, Any], ranks: list[int], step: int, previous: int |
     param = info["names"][index]
     reference = by_rank[ranks[0]][phase][index]
     odd = [r for r in ranks if by_rank[r][phase][index] != reference]
-    who = f"{_ranks(odd)} vs rank {ranks[0]}"
+    facts: dict[str, Any] = {"param": param, "step": step, "odd": _ranks(odd), "reference": ranks[0]}
     ddp_at, bypass_at, synced_at = info.get("ddp_at"), info.get("bypass_at"), info.get("synced_at")
     at = ddp_at or info.get("optimizer_at")
-    hint = None
+    variant: str | None = None
     if phase == "pre" and previous is None:
-        when = f"before the first optimizer step ({who})"
+        del facts["step"]
         if ddp_at:
-            cause = (f"DistributedDataParallel made them equal when it was built at {_place(ddp_at)}, so something changed them "
-                     "on some ranks afterwards (weights loaded on one rank after wrapping, an in-place change under a rank condition)")
-            hint = "Load checkpoints and change weights before wrapping the model in DistributedDataParallel (it broadcasts rank 0's weights), or on every rank."
+            variant, facts["ddp_at"] = "changed-after-wrapping", _place(ddp_at)
         else:
-            cause = ("the ranks start from different weights"
-                     + (f", and averaging the gradients by hand at {_place(synced_at)} keeps them different" if synced_at else ""))
-            hint = "Seed the model identically on every rank before building it (`torch.manual_seed(seed)`; keep `seed + rank` for data only), or broadcast rank 0's parameters once before training (DistributedDataParallel does both)."
+            variant = "different-start-synced" if synced_at else "different-start"
+            facts |= {"synced_at": _place(synced_at)} if synced_at else {}
             at = info.get("optimizer_at") or synced_at
     elif phase == "pre":
-        when = f"between optimizer steps {previous} and {step} ({who})"
-        cause = f"they were equal after step {previous} and changed outside the optimizer on some ranks only (an in-place update or loaded weights under a rank condition)"
+        variant, facts["previous"] = "changed-between-steps", previous
     elif phase == "grad":
-        when = f"from optimizer step {step} on (its gradient, {who})"
         if bypass_at:
-            cause = (f"the training forward at {_place(bypass_at)} calls the model inside DistributedDataParallel directly "
-                     "(`model.module(...)`), so backward() does not average the gradients")
-            at = bypass_at
-            hint = "Call the DDP wrapper itself in training steps (`model(x)`); keep `model.module` for saving and for evaluation without gradients."
+            variant, facts["bypass_at"], at = "wrapper-bypassed", _place(bypass_at), bypass_at
         elif ddp_at:
-            cause = ("DistributedDataParallel did not average this step's gradients (a forward outside the wrapper, "
-                     "`no_sync()` on a step that updates, or gradients changed after backward() on some ranks)")
+            variant = "not-averaged"
         else:
-            cause = "its gradient is not averaged across ranks like the others"
             at = synced_at or at
     else:
         lrs = {r: by_rank[r].get("lr") for r in ranks}
-        when = f"after optimizer step {step} ({who})"
         if len({json.dumps(v) for v in lrs.values()}) > 1:
-            cause = "the gradients were equal but the learning rates differ: " + "; ".join(f"rank {r}: {lrs[r]}" for r in ranks)
-            hint = "Make the optimizer's settings (learning rate, schedule, weight decay) the same on every rank."
+            variant, facts["lrs"] = "learning-rates-differ", "; ".join(f"rank {r}: {lrs[r]}" for r in ranks)
         else:
-            cause = "the gradients were equal but the update differs across ranks (optimizer state or settings that depend on the rank)"
+            variant = "update-differs"
         at = info.get("optimizer_at") or at
     file, line = (at[0], at[1]) if at else (None, None)
     evidence = {"parameter": param, "step": step, "phase": phase, "ranks": ranks, "differing_parameters": len(differing)}
-    return DIVERGED.finding(file=file, line=line, fields={"param": param, "when": when, "cause": cause}, hint=hint,
-                            evidence=evidence)
+    return DIVERGED.finding(file=file, line=line, fields=facts, variant=variant, evidence=evidence)
 
 
 def _place(location: Any) -> str:

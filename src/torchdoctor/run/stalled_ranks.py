@@ -40,13 +40,11 @@ def _holds_back(finding: Finding, waiting: list[Finding]) -> Finding:
     ranks = sorted({rank for f in waiting for rank in _ranks(f)})
     first = min(waiting, key=lambda f: min(_ranks(f)))
     sites = {(f.file, f.line) for f in waiting}
-    line = f"{display_path(first.file)}:{first.line}" if first.file else "their line"
-    if len(sites) > 1:
-        line += " and elsewhere"
+    where = ("" if first.file else "-unplaced") + ("-elsewhere" if len(sites) > 1 else "")
     collectives = {str(_evidence(f).get("collective", "a collective")) for f in waiting}
-    collective = " or ".join(sorted(collectives))
-    added = HOLDS_BACK.format(ranks=ranks_named(ranks), wait="waits" if len(ranks) == 1 else "wait",
-                              collective=collective, line=line)
+    added = HOLDS_BACK[("rank" if len(ranks) == 1 else "ranks") + where].format(
+        ranks=ranks_named(ranks), collective=" or ".join(sorted(collectives)),
+        **({"line": f"{display_path(first.file)}:{first.line}"} if first.file else {}))
     held = {str(rank): {"file": f.file, "line": f.line, "collective": _evidence(f).get("collective")}
             for f in waiting for rank in sorted(_ranks(f))}
     evidence = {**_evidence(finding), "holds_back": dict(sorted(held.items(), key=lambda item: int(item[0])))}

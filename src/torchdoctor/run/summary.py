@@ -23,25 +23,8 @@ from torchdoctor.run.records import RunRecords
 STOPPED = "torchdoctor stopped the job: every rank was waiting in a collective that the others will never call (see TD461)"
 #: signals that mean "someone stopped the run", not "the run crashed"
 STOP_SIGNALS = {getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, n)}
-KILL_HINTS = {
-    "SIGKILL": (
-        " (usually the kernel's out-of-memory killer)",
-        "Check `dmesg` or the job's memory limit; use a smaller batch, fewer DataLoader workers or "
-        "a smaller model, and look for tensors kept across steps.",
-    ),
-    "SIGBUS": (
-        " (often shared memory /dev/shm running out)",
-        "Give the container more shared memory (`docker run --shm-size=8g` or `--ipc=host`) or use fewer DataLoader workers.",
-    ),
-    "SIGSEGV": (
-        " (a crash in native code)",
-        "Run `python -X faulthandler SCRIPT` to see the Python line; check that torch, CUDA and compiled extensions match (`torchdoctor env`).",
-    ),
-}
-DEFAULT_KILL_HINT = (
-    " (a crash in native code)",
-    "Run `python -X faulthandler SCRIPT` to see the Python line, and check the installation with `torchdoctor env`.",
-)
+#: signals whose cause TD002 says in a variant of its own (the others: a crash in native code)
+KILL_VARIANTS = {"SIGKILL": "sigkill", "SIGBUS": "sigbus", "SIGSEGV": "sigsegv"}
 
 
 def build(target: Target, finished: Finished, records: RunRecords, command: str = "run") -> Report:
@@ -187,8 +170,7 @@ def _killed_finding(finished: Finished) -> Finding | None:
     if finished.signal is None or finished.signal in STOP_SIGNALS or finished.stopped is not None:
         return None
     name = _signal_name(finished.signal)
-    detail, hint = KILL_HINTS.get(name, DEFAULT_KILL_HINT)
-    return KILLED.finding(fields={"signal": name, "detail": detail}, hint=hint, evidence={"signal": finished.signal})
+    return KILLED.finding(fields={"signal": name}, variant=KILL_VARIANTS.get(name), evidence={"signal": finished.signal})
 
 
 def _signal_name(number: int) -> str:

@@ -46,6 +46,20 @@ def test_batches_in_flight_are_counted_against_the_memory_available(monkeypatch:
     assert "prefetch_factor" in finding.hint
 
 
+@pytest.mark.filterwarnings("ignore:.pin_memory. argument is set as true")  # no accelerator here
+def test_pinned_batches_in_flight_count_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(loader_memory, "available", lambda: 8 * 2**20)
+    monkeypatch.setattr(loader_memory, "_accelerator", lambda: True)
+
+    def pinned() -> None:
+        data = TensorDataset(torch.randn(256, 4096), torch.randint(0, 4, (256,)))
+        train_on(DataLoader(data, batch_size=64, num_workers=2, pin_memory=True))
+
+    [finding] = findings(pinned)
+    assert "4.0 MiB in shared memory (/dev/shm holds" in finding.message
+    assert "and 4.0 MiB more in page-locked memory (`pin_memory=True`)" in finding.message
+
+
 def test_batches_in_flight_that_fit_are_not_reported() -> None:
     assert findings(big_batches) == []
 

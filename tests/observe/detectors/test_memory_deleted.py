@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
 from tests.observe.detectors.conftest import line_of, observing
 from torchdoctor.observe.detectors.memory_account import MemoryAccount
-from torchdoctor.observe.detectors.memory_deleted import DeletedButAlive, deleted_names
+from torchdoctor.observe.detectors.memory_deleted import DeletedButAlive, _holder, deleted_names
+from torchdoctor.observe.memory.census import Big
+from torchdoctor.rules.memory.deleted_but_still_alive import RULE as DELETED
 
 HERE = __file__
 ROWS = 512  # x 1024 floats: 2 MiB per tensor
@@ -93,3 +96,16 @@ def test_a_deleted_name_of_a_parameter_is_not_reported() -> None:
 def test_deleted_names_and_view_sites_come_from_the_source() -> None:
     assert deleted_names(view_kept_after_del.__code__) == {"features": line_of(HERE, "        del features")}
     assert deleted_names(kept_in_a_list_then_deleted.__code__) == {"batch": line_of(HERE, 'del batch  # "free')}
+
+
+@pytest.mark.parametrize("big, others, said", [
+    (None, [("first", 1024)], "`first` is a view of 1.0 KiB of it and keeps the whole storage alive"),
+    (None, [("alias", 2**21)], "`alias` still holds it"),
+    (Big(2**21, "other", "saved for backward by the graph of `loss`"), [], "it is saved for backward by the graph of `loss`, which"),
+    (Big(2**21, "other", "`history[3]`"), [], "`history[3]` still holds it"),
+    (Big(2**21, "other", "a tensor"), [], "torchdoctor cannot name"),
+], ids=["view", "other-name", "graph", "named", "unnamed"])
+def test_each_holder_fills_its_variant(big: Big | None, others: list[tuple[str, int]], said: str) -> None:
+    variant, fields = _holder(big, others, 2**21)
+    finding = DELETED.finding(fields={"name": "batch", "size": "2.0 MiB"} | fields, variant=variant)
+    assert finding.message.startswith("`del batch` does not give its 2.0 MiB back: ") and said in finding.message

@@ -9,7 +9,6 @@ from torchdoctor.observe.crash.describe import dtype_name, innermost_module, mod
 from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash
 from torchdoctor.observe.crash.provenance import converts_to, label_arithmetic, made_here, origin_of
-from torchdoctor.observe.events import Location
 from torchdoctor.rules.data.batchnorm_batch_of_one import RULE as BATCH_OF_ONE
 from torchdoctor.rules.dtype.binary_target_not_float import RULE as BINARY_TARGET_DTYPE
 from torchdoctor.rules.dtype.class_target_not_integer import RULE as TARGET_DTYPE
@@ -20,6 +19,7 @@ from torchdoctor.rules.loss.logits_into_bce_loss import RULE as LOGITS_INTO_BCE
 from torchdoctor.rules.loss.loss_arguments_swapped import RULE as SWAPPED
 
 if TYPE_CHECKING:
+    from torchdoctor.observe.instruments.data import LoaderFacts
     from torchdoctor.observe.observed import Observed
 
 _OUT_OF_BOUNDS = re.compile(r"Target (?P<label>-?\d+) is out of bounds")
@@ -82,7 +82,7 @@ def target_shape(crash: Crash, session: Observed | None) -> Explanation | None:
         shape = list(logits.shape) if logits is not None else None
         if shape is not None and len(shape) == 3 and got == [shape[0], shape[1]]:
             return Explanation(TARGET_SHAPE, {"loss": _loss_name(crash), "shape": shape}, variant="classes-last")
-        return Explanation(TARGET_SHAPE, {"loss": _loss_name(crash), "detail": f"the target has shape {got} but the input implies {want}"})
+        return Explanation(TARGET_SHAPE, {"loss": _loss_name(crash), "got": got, "want": want})
     match = _BATCH_SIZE.search(crash.message)
     if match:
         return Explanation(TARGET_SHAPE, {"loss": _loss_name(crash), "rows": match["input"], "targets": match["target"]},
@@ -99,26 +99,22 @@ def batch_of_one(crash: Crash, session: Observed | None) -> Explanation | None:
     torch = torch_module()
     layer = innermost_module(crash, torch.nn.modules.batchnorm._BatchNorm) if torch is not None else None
     label = module_label(layer, session) if layer is not None else "a batch-norm layer"
-    cause, hint, at = _short_last_batch(session)
-    return Explanation(BATCH_OF_ONE, {"layer": label, "shape": f"[{match['shape']}]", "cause": cause}, hint=hint, at=at)
+    fields = {"layer": label, "shape": f"[{match['shape']}]"}
+    loader = _short_last_batch(session)
+    if loader is None:
+        return Explanation(BATCH_OF_ONE, fields)
+    return Explanation(BATCH_OF_ONE, fields | {"samples": loader.samples, "batch_size": loader.batch_size},
+                       variant="short-last-batch", at=loader.site)
 
 
-def _short_last_batch(session: Observed | None) -> tuple[str, str, Location | None]:
-    """The cause, its fix, and the line to change: the DataLoader's, when one leaves a last
-    batch of one sample (the crash itself is raised deep inside the model)."""
+def _short_last_batch(session: Observed | None) -> LoaderFacts | None:
+    """The DataLoader that leaves a last batch of one sample, whose line is the one to change
+    (the crash itself is raised deep inside the model)."""
     for loader in reversed(session.loaders.recent if session is not None else ()):
         size, batch = loader.samples, loader.batch_size
         if size and batch and size % batch == 1 and not loader.drop_last:
-            return (
-                f": the last batch of a DataLoader has one sample ({size} samples, batch_size={batch})",
-                "Pass `drop_last=True` to the training DataLoader (or pick a batch size that does not leave one sample).",
-                loader.site,
-            )
-    return (
-        ": a batch of one sample reached it in training mode",
-        "Use batches of at least 2 in training (`drop_last=True` drops a last batch of one); for single-sample inference call `model.eval()` first.",
-        None,
-    )
+            return loader
+    return None
 
 
 def logits_into_bce(crash: Crash, session: Observed | None) -> Explanation | None:

@@ -59,7 +59,10 @@ class Request:
 
 @dataclass(frozen=True)
 class Fix:
-    text: str
+    """One of TD424's fixes (its `FIXES` kind), the facts its sentence names, and what it saves."""
+
+    kind: str
+    fields: dict[str, str]
     saving: float
 
 
@@ -71,21 +74,19 @@ def out_of_memory(crash: Crash, session: Observed | None) -> Explanation | None:
         (request.total is not None and request.wanted > request.total / 2) or (not request.cuda and request.wanted > HUGE_CPU_REQUEST))
     census = None if huge else _account(crash, session)
     evidence: dict[str, Any] = {}
+    fields: dict[str, Any] = {}
+    variant: str | None
     if huge:
-        held = _held(session)
-        hint = ("One tensor this large is almost always a shape mistake: check the size of the layer or tensor created on "
-                "this line (a Linear built on a flattened image or feature map?).")
+        held, variant = _held(session), "huge"
     elif census is not None:
         held = _breakdown(census)
-        hint = _cheapest(census, request, session)
+        variant, fields = _cheapest(census, request, session)
         evidence = {"owners": dict(census.owners), "activations": dict(census.activations),
                     "largest": [{"bytes": t.nbytes, "owner": t.owner, "what": t.what} for t in census.largest[:5]]}
     else:
-        held = _held(session)
-        hint = _fragmentation(request) or (
-            "Reduce the batch size, use mixed precision (`torch.autocast`) or activation checkpointing, evaluate under "
-            "`torch.no_grad()`, and do not keep tensors with their graph across steps.")
-    return Explanation(OOM, {"want": request.want, "device": request.device, "held": held}, hint=hint, evidence=evidence or None)
+        held, variant = _held(session), "fragmented" if request.fragmented else None
+    return Explanation(OOM, {"want": request.want, "device": request.device, "held": held} | fields, variant=variant,
+                       evidence=evidence or None)
 
 
 def _request(crash: Crash) -> Request | None:
@@ -201,57 +202,51 @@ def _assignment(name: str) -> Location | None:
     return None
 
 
-def _cheapest(census: Census, request: Request, session: Observed | None) -> str:
-    """The least invasive fix whose estimated saving covers what was missing."""
-    fragmentation = _fragmentation(request)
-    if fragmentation:
-        return fragmentation
+def _cheapest(census: Census, request: Request, session: Observed | None) -> tuple[str, dict[str, Any]]:
+    """TD424's variant for the least invasive fix whose estimated saving covers what was
+    missing (or the two that save most), and the facts it names."""
+    if request.fragmented:
+        return "fragmented", {}
     missing = request.wanted - request.free if request.wanted is not None and request.free is not None else request.wanted
     if missing is not None and missing <= 0:
         missing = request.wanted
     fixes = _fixes(census, request, session)
     if not fixes:
-        return "Reduce the batch size or the model: the memory goes to parameters and what the step needs."
-    shortfall = f" ({size_text(missing)} were missing)" if missing else ""
+        return "no-fix", {}
+    if not missing:  # the message did not say how much
+        return f"fix-{fixes[0].kind}-unsized", fixes[0].fields | {"saving": size_text(fixes[0].saving)}
     for fix in fixes:
-        if missing is None or fix.saving >= missing:
-            return f"{fix.text}: that frees about {size_text(fix.saving)}{shortfall}."
-    best = sorted(fixes, key=lambda f: -f.saving)[:2]
-    together = " and ".join(f"{f.text} (about {size_text(f.saving)})" for f in best)
-    return f"No single change frees the {size_text(missing)} that were missing: {together}, together."
+        if fix.saving >= missing:
+            return f"fix-{fix.kind}", fix.fields | {"saving": size_text(fix.saving), "missing": size_text(missing)}
+    if len(fixes) == 1:
+        return f"fix-{fixes[0].kind}-short", fixes[0].fields | {"saving": size_text(fixes[0].saving), "missing": size_text(missing)}
+    first, second = sorted(fixes, key=lambda f: -f.saving)[:2]
+    return f"fixes-{first.kind}-and-{second.kind}", first.fields | second.fields | {
+        "missing": size_text(missing), "first_saving": size_text(first.saving), "second_saving": size_text(second.saving)}
 
 
 def _fixes(census: Census, request: Request, session: Observed | None) -> list[Fix]:
     owners = census.owners
     activations, batch = owners.get("activations", 0), owners.get("batch", 0)
     gradients, optimizer, params = owners.get("gradients", 0), owners.get("optimizer", 0), owners.get("parameters", 0)
-    device = "cuda" if request.cuda else "cpu"
     fixes: list[Fix] = []
     holders = sorted((h for h in census.holders.values() if h.total), key=lambda h: -h.total)
     if holders and holders[0].total >= census.total / 4:
-        fixes.append(Fix(f"Stop keeping tensors across steps in {holders[0].label} (store `.item()` or `.detach()`)", holders[0].total))
+        fixes.append(Fix("stop-keeping", {"holder": holders[0].label}, holders[0].total))
     in_backward = session is not None and session.backward.current is not None
     if gradients and not in_backward:
-        fixes.append(Fix("Free the gradients before the forward pass: `optimizer.zero_grad()` with its default "
-                         "`set_to_none=True`", gradients))
+        fixes.append(Fix("zero-grad", {}, gradients))
     if activations:
-        fixes.append(Fix(f"Run the forward pass under `torch.autocast(\"{device}\", dtype=torch.bfloat16)`", activations / 2))
-        fixes.append(Fix("Halve the batch and accumulate gradients over 2 steps (divide the loss by 2, call `step()` every "
-                         "second batch)", (activations + batch) / 2))
-        block = max(census.activations.items(), key=lambda kv: kv[1])[0] if census.activations else "the largest blocks"
-        fixes.append(Fix(f"Recompute activations in backward with `torch.utils.checkpoint.checkpoint` around {block} and "
-                         "its neighbours", activations * 2 / 3))
+        fixes.append(Fix("autocast", {"device_type": "cuda" if request.cuda else "cpu"}, activations / 2))
+        fixes.append(Fix("accumulate", {}, (activations + batch) / 2))
+        if census.activations:
+            block = max(census.activations.items(), key=lambda kv: kv[1])[0]
+            fixes.append(Fix("checkpoint", {"block": block}, activations * 2 / 3))
+        else:
+            fixes.append(Fix("checkpoint-largest", {}, activations * 2 / 3))
     if optimizer >= 1.5 * params > 0:
-        fixes.append(Fix("Use an optimizer with less state (`torch.optim.Adafactor`, or SGD with momentum: one tensor per "
-                         "parameter instead of two)", optimizer - params))
+        fixes.append(Fix("lighter-optimizer", {}, optimizer - params))
     return fixes
-
-
-def _fragmentation(request: Request) -> str:
-    if not request.fragmented:
-        return ""
-    return ("Much memory is reserved but unused (fragmentation): set `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`; "
-            "also reduce the batch size or use mixed precision.")
 
 
 def _held(session: Observed | None) -> str:

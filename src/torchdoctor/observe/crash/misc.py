@@ -31,14 +31,12 @@ def weights_only(crash: Crash, session: Observed | None) -> Explanation | None:
     if "Weights only load failed" not in crash.message:
         return None
     found = _GLOBAL.search(crash.message)
-    name = found["name"] if found else "an object that is not a tensor"
+    if found is None:
+        return Explanation(WEIGHTS_ONLY, {})
+    name = found["name"]
     if name.startswith("torch.nn.modules."):
-        detail = f"the checkpoint holds a whole pickled module ({name}), saved with `torch.save(model)`"
-        hint = "If you trust the file, load it once with `torch.load(path, weights_only=False)` and re-save `model.state_dict()`; from then on save and load state_dicts only."
-    else:
-        detail = f"the checkpoint holds {name}, which the safe loader does not allow"
-        hint = f"If you trust the file: `torch.serialization.add_safe_globals([{name.split('.')[-1]}])` before loading, or `torch.load(path, weights_only=False)`; better, save only tensors and plain containers."
-    return Explanation(WEIGHTS_ONLY, {"detail": detail}, hint=hint)
+        return Explanation(WEIGHTS_ONLY, {"name": name}, variant="whole-module")
+    return Explanation(WEIGHTS_ONLY, {"name": name, "cls": name.split(".")[-1]}, variant="global")
 
 
 def module_init_not_called(crash: Crash, session: Observed | None) -> Explanation | None:

@@ -108,14 +108,13 @@ class LoaderHostMemory(Detector):
         short_of_shm = shm is not None and shared >= SHM_FRACTION * shm
         if not (short_of_memory or short_of_shm):
             return
-        detail = (f"{workers} workers x prefetch_factor {prefetch} = {count} batches of {size_text(batch)} in flight, "
-                  f"{size_text(shared)} in shared memory (/dev/shm holds {size_text(shm)})")
+        facts = {"workers": workers, "prefetch": prefetch, "count": count, "batch": size_text(batch), "shared": size_text(shared),
+                 "shm": size_text(shm), "free": size_text(free)}
         if pinned:
-            detail += f" and {size_text(pinned)} more in page-locked memory (`pin_memory=True`)"
-        detail += f", with {size_text(free)} of the machine's memory available"
-        self._report(loader, self.ctx.loaders.site_of(loader), "in-flight", shared + pinned, detail,
-                     "Lower `prefetch_factor` (2 by default) or `num_workers`, or the batch size; in a container, give "
-                     "/dev/shm more room (`docker run --shm-size=...`).")
+            self._report(loader, self.ctx.loaders.site_of(loader), "in-flight", shared + pinned,
+                         facts | {"pinned": size_text(pinned)}, "pinned")
+        else:
+            self._report(loader, self.ctx.loaders.site_of(loader), "in-flight", shared, facts, None)
 
     # -- copy on access ------------------------------------------------------------------------
 
@@ -145,23 +144,17 @@ class LoaderHostMemory(Detector):
         first = min(f for _pid, f, _now in grown)
         now = max(n for _pid, _f, n in grown)
         workers = int(getattr(iterator, "_num_workers", len(grown)))
-        detail = (f"{len(grown)} of its {workers} workers grew from {size_text(first)} to {size_text(now)} of private memory "
-                  f"while reading the Dataset, whose `{name}` holds {items:,} Python objects (about {size_text(estimate)}): "
-                  "reading an object writes its "
-                  "reference count, which copies its page into every forked worker (copy on access), so each worker ends "
-                  "up with its own copy")
-        self._report(iterator, site, "copy-on-access", now * workers, detail,
-                     f"Keep `{name}` as a NumPy array or a tensor (one object, no reference count per record): strings as "
-                     "one array of bytes with offsets, numbers as an array of their dtype.")
+        facts = {"grown": len(grown), "workers": workers, "first": size_text(first), "now": size_text(now), "name": name,
+                 "items": items, "estimate": size_text(estimate)}
+        self._report(iterator, site, "copy-on-access", now * workers, facts, "copy-on-access")
 
-    def _report(self, owner: Any, at: Any, kind: str, size: int, detail: str, hint: str) -> None:
+    def _report(self, owner: Any, at: Any, kind: str, size: int, facts: dict[str, Any], variant: str | None) -> None:
         key = (id(owner) if at is None else at, kind)
         if key in self._reported:
             return
         self._reported.add(key)
-        self.ctx.report(HOST_MEMORY, at=at if at is not None else True, key=kind,
-                        fields={"size": size_text(size), "detail": detail}, hint=hint,
-                        evidence={"kind": kind, "bytes": size})
+        self.ctx.report(HOST_MEMORY, at=at if at is not None else True, key=kind, variant=variant,
+                        fields={"size": size_text(size)} | facts, evidence={"kind": kind, "bytes": size})
 
 
 def _worker_pids(iterator: Any) -> Iterator[int]:

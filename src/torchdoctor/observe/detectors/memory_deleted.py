@@ -144,12 +144,11 @@ class DeletedButAlive(Detector):
         if bound.name in self._reported or (big is not None and big.owner in EXPECTED_OWNERS):
             return
         others = [(name, own) for name, own in (big.uses if big is not None else []) if name != bound.name]
-        holder = _holder_words(big, others, bound.storage.nbytes)
+        variant, holder = _holder(big, others, bound.storage.nbytes)
         self._reported.add(bound.name)
         self._reported.update(name for name, _own in others)
-        self.ctx.report(DELETED, at=bound.deleted_at, key=bound.name,
-                        fields={"name": bound.name, "size": size_text(bound.storage.nbytes), "holder": holder},
-                        hint=_hint(big, others))
+        self.ctx.report(DELETED, at=bound.deleted_at, key=bound.name, variant=variant,
+                        fields={"name": bound.name, "size": size_text(bound.storage.nbytes)} | holder)
 
     # -- small views of large storages ------------------------------------------------------------
 
@@ -232,23 +231,15 @@ def _view_of(node: ast.AST, name: str) -> str | None:
     return value.id if isinstance(value, ast.Name) and value is not node.value and value.id != name else None
 
 
-def _holder_words(big: Big | None, others: list[tuple[str, int]], nbytes: int) -> str:
+def _holder(big: Big | None, others: list[tuple[str, int]], nbytes: int) -> tuple[str | None, dict[str, str]]:
+    """TD441's variant for what still holds the storage, and the facts it names."""
     if others:
         name, own = others[0]
         if own * 2 < nbytes:
-            return f"`{name}` is a view of {size_text(own)} of it and keeps the whole storage alive"
-        return f"`{name}` still holds it"
+            return "other-view", {"other": name, "other_size": size_text(own)}
+        return "other-name", {"other": name}
     if big is not None and big.what.startswith("saved for backward"):
-        return f"it is {big.what}, which is still alive after the step"
+        return "saved-for-backward", {"holder": big.what}
     if big is not None and big.what.startswith("`"):
-        return f"{big.what} still holds it"
-    return "something the program keeps but torchdoctor cannot name (a library's or a C extension's object) still holds it"
-
-
-def _hint(big: Big | None, others: list[tuple[str, int]]) -> str:
-    if others:
-        return f"Keep a copy of the part you need (`{others[0][0]} = ....clone()`), or delete `{others[0][0]}` too."
-    if big is not None and big.what.startswith("saved for backward"):
-        return ("Let backward() free the graph (no `retain_graph=True`), drop the tensors that keep it (a loss kept "
-                "for logging: store `.item()`), or compute what does not need gradients under `torch.no_grad()`.")
-    return DELETED.hint
+        return "named-holder", {"holder": big.what}
+    return None, {}

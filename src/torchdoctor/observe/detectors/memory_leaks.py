@@ -22,12 +22,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from torchdoctor.core.locate import caller_in_user_code
-from torchdoctor.core.wording import counted, listing, size_text
+from torchdoctor.core.wording import listing, size_text
 from torchdoctor.observe.detector import Detector
 from torchdoctor.observe.memory import holders, paths
 from torchdoctor.observe.memory.census import Census, Holder
 from torchdoctor.observe.memory.state import FULL_STEPS, MemoryState
 from torchdoctor.rules.memory.loss_accumulated_with_history import RULE as LOSS_HISTORY
+from torchdoctor.rules.memory.memory_leak import MEASURED
 from torchdoctor.rules.memory.memory_leak import RULE as LEAK
 from torchdoctor.rules.memory.retain_graph_in_loop import RULE as RETAIN_GRAPH
 
@@ -112,7 +113,7 @@ class MemoryLeaks(Detector):
         if kind == "chain" and found.filled is None:
             path, found = _carried(path, census) or (path, found)
         name = holders.describe(path, last.kind, found)
-        what, hint = _words(kind, last, first, steps, tracked, path)
+        variant, facts = _measured(kind, last, first, steps, tracked)
         evidence = {
             "holder": paths.render(path),
             "kind": kind,
@@ -121,12 +122,11 @@ class MemoryLeaks(Detector):
             "tensors": [s.tensors for s in snapshots],
             "bytes_per_step": round((last.total - first.total) / max(steps, 1)),
         }
-        measured = f"{name} holds {what}"
-        if self._amended(kind, found, measured, evidence):
+        if self._amended(kind, found, MEASURED[variant].format(holder=name, **facts), evidence):
             return
         at = found.filled or found.created or caller_in_user_code()
-        self.ctx.report(LEAK, at=at, key=paths.render(path), fields={"holder": name, "what": what}, hint=hint,
-                        evidence=evidence)
+        self.ctx.report(LEAK, at=at, key=paths.render(path), variant=variant,
+                        fields={"holder": name, "name": paths.render(path)} | facts, evidence=evidence)
 
     def _amended(self, kind: str, found: holders.Sites, measured: str, evidence: dict[str, Any]) -> bool:
         """The same leak, already reported by TD147 (at the line that fills the holder) or
@@ -139,8 +139,7 @@ class MemoryLeaks(Detector):
         if not candidates:
             return False
         finding = candidates[0]
-        message = f"{finding.message} (measured: {measured})"
-        self.ctx.amend(finding, message=message, evidence={**(finding.evidence or {}), "memory": evidence})
+        self.ctx.amend(finding, message=finding.message + measured, evidence={**(finding.evidence or {}), "memory": evidence})
         return True
 
 
@@ -191,42 +190,23 @@ def _grows(snapshots: list[Snapshot], metric: Any) -> bool:
     return max(rates) <= STEADY * min(rates)
 
 
-def _words(kind: str, last: Snapshot, first: Snapshot, steps: int, tracked: Tracked, path: paths.Path) -> tuple[str, str]:
-    """The finding's `what` (after "holds") and its hint."""
+def _measured(kind: str, last: Snapshot, first: Snapshot, steps: int, tracked: Tracked) -> tuple[str, dict[str, Any]]:
+    """TD440's variant for this kind of leak (a key of its HOLDS), and the numbers it names."""
     per_step = size_text((last.total - first.total) / max(steps, 1))
-    name = paths.render(path)
     if kind == "view":
-        views_per_step = size_text((last.view_bytes - first.view_bytes) / max(steps, 1))
-        return (
-            f"{counted(last.views, 'small view')} ({size_text(last.own_bytes)} of data) that keep their whole base "
-            f"storages alive: {size_text(last.view_bytes)}, +{views_per_step} per step",
-            f"Store a copy instead of a view: `.clone()` (or `.detach().clone()`) what you put in `{name}`, so each "
-            "entry keeps only its own bytes, not the whole tensor it was sliced from.",
-        )
+        return "views", {"views": last.views, "data": size_text(last.own_bytes), "view_bytes": size_text(last.view_bytes),
+                         "views_per_step": size_text((last.view_bytes - first.view_bytes) / max(steps, 1))}
     if kind == "traceback":
-        held = listing(sorted(tracked.frame_variables), 3) if tracked.frame_variables else "their variables"
-        count = last.length if last.length is not None else last.tensors
-        return (
-            f"{counted(count, 'exception')} whose tracebacks keep the frames they went through alive, with their "
-            f"tensors ({held}): {size_text(last.total)}, +{per_step} per step",
-            f"Keep what you need of an exception (`str(error)`, its type) in `{name}`, not the exception: its "
-            "`__traceback__` keeps every variable of every frame it passed through.",
-        )
+        facts = {"exceptions": last.length if last.length is not None else last.tensors, "total": size_text(last.total),
+                 "per_step": per_step}
+        if not tracked.frame_variables:
+            return "tracebacks-unnamed", facts
+        return "tracebacks", facts | {"variables": listing(sorted(tracked.frame_variables), 3)}
     if kind == "chain":
-        return (
-            f"its autograd graph back to the first step, with {size_text(last.graph_bytes)} of activations saved for "
-            f"backward, +{per_step} per step",
-            f"`.detach()` `{name}` when you carry it into the next step (and drop `retain_graph=True`).",
-        )
+        return "chain", {"graph_bytes": size_text(last.graph_bytes), "per_step": per_step}
+    if last.graph_bytes:
+        return "graphs-saved", {"tensors": last.graphs, "total": size_text(last.total), "graph_bytes": size_text(last.graph_bytes),
+                                "per_step": per_step}
     graphs_per_step = (last.graphs - first.graphs) / max(steps, 1)
     rate = f"{graphs_per_step:.0f}" if graphs_per_step >= 1 else f"{graphs_per_step:.2f}"
-    if last.graph_bytes:
-        what = (f"{counted(last.graphs, 'tensor')} with their autograd graphs: {size_text(last.total)}, including "
-                f"{size_text(last.graph_bytes)} of activations saved for a backward() that never comes, +{per_step} per step")
-    else:
-        what = (f"{counted(last.graphs, 'tensor')} that each keep their step's autograd graph alive ({size_text(last.bytes)} "
-                f"of tensors and the graphs' nodes), {rate} more per step")
-    return what, (
-        f"Store numbers (`.item()`) or detached tensors (`.detach()`) in `{name}`; compute what you keep for logging or "
-        "plots under `torch.no_grad()`."
-    )
+    return "graphs", {"tensors": last.graphs, "bytes": size_text(last.bytes), "rate": rate}

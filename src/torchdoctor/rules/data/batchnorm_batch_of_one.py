@@ -1,7 +1,7 @@
 """TD423 batchnorm-batch-of-one."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD423",
@@ -9,8 +9,16 @@ RULE = Rule(
     category=Category.DATA,
     severity=Severity.ERROR,
     proof="run",
-    message="{layer} gets a batch of one sample (input {shape}) in training mode{cause}",
-    hint="Pass `drop_last=True` to the training DataLoader (or use batches of at least 2); call `model.eval()` for single-sample inference.",
+    message="{layer} gets a batch of one sample (input {shape}) in training mode: a batch of one sample reached it in training mode",
+    hint="Use batches of at least 2 in training (`drop_last=True` drops a last batch of one); for single-sample inference call `model.eval()` first.",
+    variants={
+        # a DataLoader of the session leaves a last batch of one sample (observe/crash/loss.py)
+        "short-last-batch": Variant(
+            message="{layer} gets a batch of one sample (input {shape}) in training mode: the last batch of a DataLoader "
+            "has one sample ({samples} samples, batch_size={batch_size})",
+            hint="Pass `drop_last=True` to the training DataLoader (or pick a batch size that does not leave one sample).",
+        ),
+    },
     doc="""
 ## What it does
 Explains "Expected more than 1 value per channel when training" from a batch-norm layer,

@@ -1,7 +1,7 @@
 """TD442 loader-host-memory."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD442",
@@ -9,8 +9,29 @@ RULE = Rule(
     category=Category.DATA,
     severity=Severity.WARNING,
     proof="run",
-    message="the DataLoader's workers take {size} of host memory: {detail}",
-    hint="Store the Dataset's records as NumPy arrays or tensors rather than Python objects, and lower `num_workers` or `prefetch_factor` if the machine is short of memory.",
+    # the batches in flight (observe/detectors/loader_memory.py)
+    message="the DataLoader's workers take {size} of host memory: {workers} workers x prefetch_factor {prefetch} = {count} "
+    "batches of {batch} in flight, {shared} in shared memory (/dev/shm holds {shm}), with {free} of the machine's memory "
+    "available",
+    hint="Lower `prefetch_factor` (2 by default) or `num_workers`, or the batch size; in a container, give /dev/shm more "
+    "room (`docker run --shm-size=...`).",
+    variants={
+        # the batches in flight, pinned again with pin_memory=True
+        "pinned": Variant(
+            message="the DataLoader's workers take {size} of host memory: {workers} workers x prefetch_factor {prefetch} = "
+            "{count} batches of {batch} in flight, {shared} in shared memory (/dev/shm holds {shm}) and {pinned} more in "
+            "page-locked memory (`pin_memory=True`), with {free} of the machine's memory available",
+        ),
+        # the workers' private memory grows as they read a Dataset of Python objects
+        "copy-on-access": Variant(
+            message="the DataLoader's workers take {size} of host memory: {grown} of its {workers} workers grew from {first} "
+            "to {now} of private memory while reading the Dataset, whose `{name}` holds {items:,} Python objects (about "
+            "{estimate}): reading an object writes its reference count, which copies its page into every forked worker "
+            "(copy on access), so each worker ends up with its own copy",
+            hint="Keep `{name}` as a NumPy array or a tensor (one object, no reference count per record): strings as one "
+            "array of bytes with offsets, numbers as an array of their dtype.",
+        ),
+    },
     sees={
         "run": "DataLoader workers' host memory with the numbers: `prefetch_factor` x `num_workers` batches in flight against the free memory and /dev/shm (and as much again pinned with `pin_memory=True`), and Dataset records kept as Python objects that are copied into every forked worker as they are read (copy on access); reported at the `DataLoader(...)` line",
     },

@@ -1,7 +1,7 @@
 """TD002 script-killed-by-signal."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD002",
@@ -9,8 +9,19 @@ RULE = Rule(
     category=Category.ENV,
     severity=Severity.ERROR,
     proof="run",
-    message="the script's process was killed by {signal}{detail}",
-    hint="Check the memory limit of the job (`dmesg` shows the out-of-memory killer), and run `python -X faulthandler SCRIPT` to see where native code crashed.",
+    # any other signal (run/summary.py picks a variant by the signal's name)
+    message="the script's process was killed by {signal} (a crash in native code)",
+    hint="Run `python -X faulthandler SCRIPT` to see the Python line, and check the installation with `torchdoctor env`.",
+    variants={
+        "sigkill": Variant(message="the script's process was killed by {signal} (usually the kernel's out-of-memory killer)",
+                           hint="Check `dmesg` or the job's memory limit; use a smaller batch, fewer DataLoader workers or "
+                           "a smaller model, and look for tensors kept across steps."),
+        "sigbus": Variant(message="the script's process was killed by {signal} (often shared memory /dev/shm running out)",
+                          hint="Give the container more shared memory (`docker run --shm-size=8g` or `--ipc=host`) or use "
+                          "fewer DataLoader workers."),
+        "sigsegv": Variant(hint="Run `python -X faulthandler SCRIPT` to see the Python line; check that torch, CUDA and "
+                           "compiled extensions match (`torchdoctor env`)."),
+    },
     doc="""
 ## What it does
 Reports a script whose process was ended by a signal rather than by an exception or an exit

@@ -9,7 +9,7 @@ RULE = Rule(
     category=Category.LOSS,
     severity=Severity.ERROR,
     proof="run",
-    message="{loss} cannot pair input and target: {detail}",
+    message="{loss} cannot pair input and target: the target has shape {got} but the input implies {want}",
     hint="CrossEntropyLoss and NLLLoss take logits of shape (N, C, ...) with the classes in dim 1, and class indices of shape (N, ...).",
     variants={
         # (batch, positions, classes) logits given as they are

@@ -9,9 +9,25 @@ RULE = Rule(
     category=Category.MEMORY,
     severity=Severity.WARNING,
     proof="run",
-    message="`del {name}` does not give its {size} back: {holder}",
+    message="`del {name}` does not give its {size} back: something the program keeps but torchdoctor cannot name (a "
+    "library's or a C extension's object) still holds it",
     hint="`del` removes a name, not the memory: the storage is freed when its last reference goes. Remove that reference too, or keep a copy (`.clone()`) of the part you need.",
     variants={
+        # by what still holds the deleted tensor's storage (observe/detectors/memory_deleted.py): a small view under another name
+        "other-view": Variant(message="`del {name}` does not give its {size} back: `{other}` is a view of {other_size} of it "
+                              "and keeps the whole storage alive",
+                              hint="Keep a copy of the part you need (`{other} = ....clone()`), or delete `{other}` too."),
+        # another name for (most of) the same storage
+        "other-name": Variant(message="`del {name}` does not give its {size} back: `{other}` still holds it",
+                              hint="Keep a copy of the part you need (`{other} = ....clone()`), or delete `{other}` too."),
+        # an autograd graph that saved it ({holder}: the census's label, "saved for backward by the graph of `loss`")
+        "saved-for-backward": Variant(message="`del {name}` does not give its {size} back: it is {holder}, which is still "
+                                      "alive after the step",
+                                      hint="Let backward() free the graph (no `retain_graph=True`), drop the tensors that "
+                                      "keep it (a loss kept for logging: store `.item()`), or compute what does not need "
+                                      "gradients under `torch.no_grad()`."),
+        # a named container or attribute ({holder}: the census's label, "`history[3]`")
+        "named-holder": Variant(message="`del {name}` does not give its {size} back: {holder} still holds it"),
         # a view keeps the storage of a tensor deleted with `del` alive (run)
         "view-of-deleted": Variant(message="`{name}` is a view of {size} that keeps the whole {storage} storage of `{base}` alive: `del {base}` at line {deleted_line} did not give that memory back", hint="Keep a copy of the part you need, `{name} = {source}.clone()`, so the rest of `{base}` is freed."),
         # the same, for a tensor that went out of scope

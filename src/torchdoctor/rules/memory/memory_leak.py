@@ -1,7 +1,34 @@
 """TD440 memory-leak."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
+
+#: what the holder holds, by the kind of leak observe/detectors/memory_leaks.py measured (after "{holder} holds")
+HOLDS = {
+    "views": "{views} small views ({data} of data) that keep their whole base storages alive: {view_bytes}, "
+    "+{views_per_step} per step",
+    "tracebacks": "{exceptions} exceptions whose tracebacks keep the frames they went through alive, with their tensors "
+    "({variables}): {total}, +{per_step} per step",
+    "tracebacks-unnamed": "{exceptions} exceptions whose tracebacks keep the frames they went through alive, with their "
+    "tensors (their variables): {total}, +{per_step} per step",
+    "chain": "its autograd graph back to the first step, with {graph_bytes} of activations saved for backward, "
+    "+{per_step} per step",
+    "graphs-saved": "{tensors} tensors with their autograd graphs: {total}, including {graph_bytes} of activations saved "
+    "for a backward() that never comes, +{per_step} per step",
+    "graphs": "{tensors} tensors that each keep their step's autograd graph alive ({bytes} of tensors and the graphs' "
+    "nodes), {rate} more per step",
+}
+#: the same numbers, added to the message of TD147 or TD148 when that rule already names the leak
+MEASURED = {kind: " (measured: {holder} holds " + holds + ")" for kind, holds in HOLDS.items()}
+_GRAPHS_HINT = ("Store numbers (`.item()`) or detached tensors (`.detach()`) in `{name}`; compute what you keep for "
+                "logging or plots under `torch.no_grad()`.")
+_HINTS = {
+    "views": "Store a copy instead of a view: `.clone()` (or `.detach().clone()`) what you put in `{name}`, so each entry "
+    "keeps only its own bytes, not the whole tensor it was sliced from.",
+    "tracebacks": "Keep what you need of an exception (`str(error)`, its type) in `{name}`, not the exception: its "
+    "`__traceback__` keeps every variable of every frame it passed through.",
+    "chain": "`.detach()` `{name}` when you carry it into the next step (and drop `retain_graph=True`).",
+}
 
 RULE = Rule(
     code="TD440",
@@ -11,6 +38,9 @@ RULE = Rule(
     proof="run",
     message="memory grows at every step: {holder} holds {what}",
     hint="Keep numbers (`.item()`) or detached copies (`.detach()`, `.clone()`) of what you store across steps, and bound what you cache.",
+    variants={kind: Variant(message="memory grows at every step: {holder} holds " + holds,
+                            hint=_HINTS.get(kind.removesuffix("-unnamed"), _GRAPHS_HINT))
+              for kind, holds in HOLDS.items()},
     sees={
         "run": "memory that grows step after step, with its holder named: tensors kept with their autograd graph (a list or dict filled each step, a module attribute appended in `forward`, a hook's closure), small views that keep whole storages alive, exceptions whose tracebacks keep frames and their tensors, a tensor carried across steps with its history; growth of detached tensors (a replay buffer, collected predictions, a bounded cache) and the allocator warming up are not leaks. When TD147 or TD148 already names the bug, the measured numbers are added to that finding instead; reported at the line that fills the holder",
     },

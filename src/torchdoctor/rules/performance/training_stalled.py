@@ -3,8 +3,15 @@
 from torchdoctor.core.finding import Category, Severity
 from torchdoctor.core.rule import Rule
 
-#: the runner's words for the rank behind, appended to its message (run/stalled_ranks.py)
-HOLDS_BACK = "; this rank is behind: {ranks} {wait} for it in {collective} at {line}"
+#: the runner's words for the rank behind, appended to its message (run/stalled_ranks.py): by how many
+#: ranks wait for it ("rank", "ranks") and where ("": at {line}; "-elsewhere": there and at other lines;
+#: "-unplaced": no line known)
+HOLDS_BACK = {
+    f"{ranks}{where}": "; this rank is behind: {ranks} " + wait + " for it in {collective} at " + at
+    for ranks, wait in (("rank", "waits"), ("ranks", "wait"))
+    for where, at in (("", "{line}"), ("-elsewhere", "{line} and elsewhere"), ("-unplaced", "their line"),
+                      ("-unplaced-elsewhere", "their line and elsewhere"))
+}
 
 RULE = Rule(
     code="TD497",
