@@ -32,8 +32,6 @@ PASSED_ON: dict[str, str] = {
 
 #: NOT YET CONVERTED (issue 30 §1): still wording made in the module; remove each entry as it is converted
 NOT_YET: dict[str, str] = {
-    "observe/detectors/numerics.py": "TD145's cause and fix per op (nan_origin.cause_of) and per singular op "
-    "(singular.FIXES) are still sentences passed as `{cause}`/`{effect}` and `hint=`",
     "run/ranks.py": "TD462's where-the-other-ranks-were clauses (`_where`) and its `{how}` (made in "
     "observe/crash/distributed.py, carried in the evidence) are still sentences",
 }

@@ -169,66 +169,69 @@ _DOMAIN = {"acos": "[-1, 1]", "asin": "[-1, 1]", "atanh": "(-1, 1)", "acosh": "[
 _SOFTMAX = {"_softmax", "_log_softmax", "softmax", "log_softmax"}
 #: the largest finite value of each floating dtype
 _LIMITS = {"float16": 65504.0, "bfloat16": 3.39e38, "float32": 3.40e38}
-#: backward nodes whose gradient is infinite at a point of their input, and the remedy
-_SINGULAR = {
-    "Sqrt": ("the gradient of `sqrt` is infinite at 0", "Add an epsilon inside the root (`torch.sqrt(x + 1e-8)`), or clamp its input (`x.clamp_min(1e-8)`)."),
-    "Rsqrt": ("the gradient of `rsqrt` is infinite at 0", "Add an epsilon (`torch.rsqrt(x + 1e-8)`)."),
-    "Pow": ("the gradient of `pow` with an exponent below 1 is infinite at 0", "Add an epsilon to the base (`(x + 1e-8) ** p`) or clamp it."),
-    "Log": ("the gradient of `log` is infinite at 0", "Clamp the input (`x.clamp_min(1e-8)`), or use the stable form (`F.log_softmax`, `F.logsigmoid`, a logits loss)."),
-    "Acos": ("the gradient of `acos` is infinite at -1 and 1", "Clamp the input inside the domain (`x.clamp(-1 + 1e-7, 1 - 1e-7)`)."),
-    "Asin": ("the gradient of `asin` is infinite at -1 and 1", "Clamp the input inside the domain (`x.clamp(-1 + 1e-7, 1 - 1e-7)`)."),
-    "Atanh": ("the gradient of `atanh` is infinite at -1 and 1", "Clamp the input inside the domain (`x.clamp(-1 + 1e-7, 1 - 1e-7)`)."),
-    "Div": ("the gradient of a division by a number near 0 overflows", "Keep the divisor away from 0 (`d.clamp_min(1e-8)` or `d + 1e-8`); for a norm use `F.normalize(x, eps=1e-8)`."),
-}
+#: backward nodes whose gradient is infinite at a point of their input (their causes in TD145's rule)
+_SINGULAR = {"Sqrt", "Rsqrt", "Pow", "Log", "Acos", "Asin", "Atanh", "Div"}
 
 
-def cause_of(culprit: Culprit) -> tuple[str, str]:
-    """(what the inputs show, the fix), in words."""
+@dataclass(frozen=True)
+class Cause:
+    """What the inputs show, as the names of TD145's variants that word it (rules/numerics/
+    non_finite_values.py: `cause` sets the message, `fix` the hint) and the facts they name."""
+
+    cause: str
+    fix: str
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def variant(self) -> tuple[str, str]:
+        return (self.cause, "fix-" + self.fix)
+
+
+def cause_of(culprit: Culprit) -> Cause:
+    """What the inputs of `culprit` show, and the fix (the op itself fills the message's `{op}`)."""
     op, operands = culprit.op, culprit.operands
-    ranges = ", ".join(o.text for o in operands if o.text) or "no tensor inputs"
+    ranges = ", ".join(o.text for o in operands if o.text)
+    no_inputs = "" if ranges else "-no-inputs"
+    with_ranges = {"ranges": ranges} if ranges else {}
     if culprit.backward_of is not None:
-        said = _SINGULAR.get(re.sub(r"Backward\d*$", "", culprit.backward_of))
-        if said is not None:
-            return f"{said[0]} (`{culprit.aten}` in its backward, inputs {ranges})", said[1]
-        return (f"`{culprit.aten}` in its backward made it from finite inputs ({ranges})",
-                "Look at what that op is given: values at the edge of its domain, or large enough to overflow in backward.")
+        node = re.sub(r"Backward\d*$", "", culprit.backward_of)
+        name = f"gradient-{node.lower()}" if node in _SINGULAR else "gradient-other"
+        return Cause(name + no_inputs, name, {"aten": culprit.aten, **with_ranges})
     first = operands[0] if operands else Operand("")
     if op in _LOG and first.low is not None:
         if first.negatives:
-            return f"`{op}` of {first.negatives} negative number(s) gives NaN (input {first.text})", _LOG_FIX
+            return Cause("log-of-negative", "log", {"negatives": first.negatives, "input": first.text})
         if first.zeros:
-            return f"`{op}` of 0 gives -inf ({first.zeros} zero(s) in the input {first.text})", _LOG_FIX
+            return Cause("log-of-zero", "log", {"zeros": first.zeros, "input": first.text})
     if op in _ROOTS and first.negatives:
-        return f"`{op}` of {first.negatives} negative number(s) gives NaN (input {first.text})", "Clamp the input (`x.clamp_min(0)`) or add an epsilon after making it non-negative (`torch.sqrt(x.abs() + 1e-8)` if the sign is noise)."
+        return Cause("root-of-negative", "root-of-negative", {"negatives": first.negatives, "input": first.text})
     if op in _ROOTS and first.zeros:
-        return f"`{op}` of 0 gives inf ({first.zeros} zero(s) in the input {first.text})", "Add an epsilon (`torch.rsqrt(x + 1e-8)`)."
+        return Cause("root-of-zero", "rsqrt", {"zeros": first.zeros, "input": first.text})
     if op in _DIVISION:
         divisor = operands[1] if len(operands) > 1 else first
-        if divisor.zeros or divisor.low == 0:
-            return f"a division by 0 (the divisor {divisor.text} has {divisor.zeros or 'a'} zero(s))", "Keep the divisor away from 0: `x / (d + 1e-8)` or `d.clamp_min(1e-8)`; to normalise by a norm use `F.normalize(x, eps=1e-8)`."
+        if divisor.zeros:
+            return Cause("division-by-zero", "division", {"divisor": divisor.text, "zeros": divisor.zeros})
+        if divisor.low == 0:
+            return Cause("division-by-zero-number", "division", {"divisor": divisor.text})
     if op in _EXP:
         limit = math.log(_LIMITS.get(culprit.output_dtype, 3.40e38))
-        return (f"`{op}` overflows {culprit.output_dtype or 'its dtype'} above {limit:.1f} (input {first.text})",
-                "Subtract the maximum first (`torch.logsumexp`, `F.softmax` do), clamp the input, or compute in float32.")
+        dtype = {"dtype": culprit.output_dtype} if culprit.output_dtype else {}
+        return Cause("exp-overflow" if dtype else "exp-overflow-no-dtype", "exp", {"limit": limit, "input": first.text, **dtype})
     if op in _DOMAIN:
-        return f"`{op}` is defined on {_DOMAIN[op]} only (input {first.text})", f"Clamp the input into {_DOMAIN[op]}, with a margin (`x.clamp(-1 + 1e-7, 1 - 1e-7)`)."
+        return Cause("out-of-domain", "domain", {"domain": _DOMAIN[op], "input": first.text})
     if op == "pow" and first.negatives:
-        return f"`pow` of {first.negatives} negative base(s) to a fractional exponent gives NaN (base {first.text})", "Raise the absolute value (`x.abs() ** p`), or clamp the base (`x.clamp_min(0) ** p`)."
+        return Cause("pow-of-negative", "pow", {"negatives": first.negatives, "input": first.text})
     if op in _SOFTMAX and first.neg_inf_rows:
         source = culprit.inf_source
-        put_in = f", put in on this line by `{source.op}`" if source is not None and culprit.place == source.location else ""
-        return (f"`{op}` over {first.neg_inf_rows} row(s) that are entirely -inf (a fully masked row{put_in}) gives NaN",
-                "Mask with a large finite negative (`scores.masked_fill(mask, torch.finfo(scores.dtype).min)`), or skip rows with nothing to attend to.")
+        if source is not None and culprit.place == source.location:
+            return Cause("masked-row-put-in", "masked-row", {"rows": first.neg_inf_rows, "source": source.op})
+        return Cause("masked-row", "masked-row", {"rows": first.neg_inf_rows})
     largest = _LIMITS.get(culprit.output_dtype)
     if largest is not None and culprit.output_dtype in ("float16", "bfloat16"):
-        return (f"`{op}` overflows {culprit.output_dtype} (largest finite value {largest:g}; inputs {ranges})",
-                "Compute this op in float32 (`.float()`), prefer bfloat16 to float16, or let `torch.autocast` and `GradScaler` manage the precision.")
+        return Cause("half-overflow" + no_inputs, "half", {"dtype": culprit.output_dtype, "largest": largest, **with_ranges})
     largest = max((abs(v) for o in operands for v in (o.low, o.high) if v is not None), default=0.0)
     if largest > 1e18:
-        return (f"`{op}` overflows {culprit.output_dtype or 'its dtype'}: its inputs reach {largest:.3g} ({ranges})",
-                "Values this large usually come from a learning rate that is too high or unnormalised inputs: lower the learning rate, clip the gradients, normalise the inputs.")
-    return f"`{op}`: its inputs are finite ({ranges}), its output is not", "Look at this op's inputs: values at the edge of its domain (log(0), division by 0, sqrt of a negative) or an overflow."
-
-
-_LOG_FIX = ("Clamp the input (`x.clamp_min(1e-8)`), or use the stable form: `F.log_softmax` instead of `torch.log(softmax)`, "
-            "`F.logsigmoid` instead of `log(sigmoid)`, a logits loss (`cross_entropy`, `binary_cross_entropy_with_logits`).")
+        dtype = {"dtype": culprit.output_dtype} if culprit.output_dtype else {}
+        return Cause("large-inputs" + ("" if dtype else "-no-dtype") + no_inputs, "large-inputs",
+                     {"largest": largest, **dtype, **with_ranges})
+    return Cause("finite-inputs" + no_inputs, "finite-inputs", with_ranges)

@@ -259,7 +259,7 @@ class Session:
         return self._enabled is None or rule.code in self._enabled
 
     def report(self, rule: Rule, *, at: Location | None | bool = True, key: Any = None,
-               variant: str | None = None, fields: Mapping[str, Any] | None = None, **own: Any) -> Finding | None:
+               variant: str | tuple[str, ...] | None = None, fields: Mapping[str, Any] | None = None, **own: Any) -> Finding | None:
         """Report one finding of `rule`; repeats of the same (rule, place, key) only count.
 
         `at` is the user's line; by default the innermost user frame of the current call

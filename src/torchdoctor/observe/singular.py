@@ -29,7 +29,8 @@ from torchdoctor.introspect.graph import graph_nodes
 from torchdoctor.observe.events import Location
 from torchdoctor.observe.nan_origin import Operand, operand
 
-#: torch function / Tensor method name -> the kind of singularity its gradient has
+#: torch function / Tensor method name -> the kind of singularity its gradient has (a key of TD145's
+#: SINGULAR, rules/numerics/non_finite_values.py, which words it)
 SINGULAR = {
     "sqrt": "sqrt", "rsqrt": "rsqrt",
     "pow": "pow", "__pow__": "pow", "float_power": "pow",
@@ -42,34 +43,12 @@ _MAX_RECORDS = 64
 #: nodes of a backward's graph walked to find the recorded results in it, at most
 _MAX_NODES = 200_000
 
-_DISTANCE = "for a distance, `torch.cdist(a, b)` or `torch.linalg.vector_norm(a - b, dim=-1)` have a gradient of 0 there."
-_DOMAIN_EDGE = "Clamp the input inside the domain, with a margin (`x.clamp(-1 + 1e-6, 1 - 1e-6)`)"
-#: kind -> (where its gradient is infinite, the fix)
-FIXES = {
-    "sqrt": ("the gradient of `sqrt` is infinite at 0",
-             "Add an epsilon inside the root (`torch.sqrt(x + 1e-8)`) or clamp its input (`x.clamp_min(1e-8).sqrt()`); " + _DISTANCE),
-    "rsqrt": ("the gradient of `rsqrt` is infinite at 0", "Add an epsilon inside the root (`torch.rsqrt(x + 1e-8)`)."),
-    "pow": ("the gradient of `pow` with an exponent below 1 is infinite at 0",
-            "Add an epsilon to the base (`(x + 1e-8) ** p`) or clamp it (`x.clamp_min(1e-8) ** p`); " + _DISTANCE),
-    "acos": ("the gradient of `acos` is infinite at -1 and 1", _DOMAIN_EDGE + " before `acos`."),
-    "asin": ("the gradient of `asin` is infinite at -1 and 1", _DOMAIN_EDGE + " before `asin`."),
-    "atanh": ("the gradient of `atanh` is infinite at -1 and 1", _DOMAIN_EDGE + " before `atanh`."),
-    "log": ("the gradient of `log` is infinite at 0",
-            "Clamp the input (`x.clamp_min(1e-8)`), or use the stable form (`F.log_softmax`, `F.logsigmoid`, a logits loss)."),
-    "div": ("the gradient of a division is infinite where the divisor is 0",
-            "Keep the divisor away from 0 (`d.clamp_min(1e-8)` or `d + 1e-8`); to divide by a norm use `F.normalize(x, eps=1e-8)`."),
-    "rdiv": ("the gradient of a division is infinite where the divisor is 0",
-             "Keep the divisor away from 0 (`1 / d.clamp_min(1e-8)` or `1 / (d + 1e-8)`)."),
-    "reciprocal": ("the gradient of `reciprocal` is infinite at 0", "Keep the input away from 0 (`x.clamp_min(1e-8).reciprocal()`)."),
-}
-
-
 @dataclass
 class Call:
     """One call of a singular op, as the trace saw it."""
 
     name: str  # the function's name ("sqrt", "__pow__")
-    kind: str  # the key of FIXES
+    kind: str  # a value of SINGULAR
     func: Callable[..., Any]
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
@@ -91,7 +70,8 @@ class Origin:
     call: Call
     #: the input at the singular point (the divisor of a division) and what it holds
     operand: Operand
-    said: str  # "64 zero(s)"
+    #: what it holds there: the name of TD145's HOLDS template ("zeros") and the facts it names ({"count": 64})
+    holds: tuple[str, dict[str, Any]]
     function: str | None = None  # the custom autograd.Function whose forward called it
     extra: list[Operand] = field(default_factory=list)
 
@@ -274,15 +254,16 @@ def _origin(call: Call) -> Origin | None:
                   extra=[operand(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)])
 
 
-def _what_it_holds(kind: str, value: torch.Tensor) -> str:
+def _what_it_holds(kind: str, value: torch.Tensor) -> tuple[str, dict[str, Any]]:
+    """The values at the singular point: how many are at it, or how near they come."""
     flat = value.detach().float()
     if kind in ("acos", "asin", "atanh"):
         edges = int((flat.abs() == 1).sum())
         if edges:
-            return f"{edges} value(s) at -1 or 1"
-        return f"values within {float((1 - flat.abs()).min()):.3g} of -1 or 1"
+            return "at-edges", {"count": edges}
+        return "near-edges", {"distance": float((1 - flat.abs()).min())}
     zeros = int((flat == 0).sum())
     if zeros:
-        return f"{zeros} zero(s)"
+        return "zeros", {"count": zeros}
     smallest = float(flat.abs().min())
-    return f"values as small as {smallest:.3g}" if math.isfinite(smallest) else "values near 0"
+    return ("small", {"smallest": smallest}) if math.isfinite(smallest) else ("near-zero", {})

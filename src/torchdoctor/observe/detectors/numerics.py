@@ -41,7 +41,7 @@ from torchdoctor.observe.instruments.grad_norms import GradNorms
 from torchdoctor.observe.instruments.optim import params_of
 from torchdoctor.observe.nan_origin import Culprit, FirstNonFinite, any_non_finite, cause_of
 from torchdoctor.observe.replay import leaves, strong, weak
-from torchdoctor.observe.singular import FIXES, Origin, SingularCalls
+from torchdoctor.observe.singular import Origin, SingularCalls
 from torchdoctor.observe.support import names_text
 from torchdoctor.rules.numerics.non_finite_values import RULE
 
@@ -173,17 +173,12 @@ class NonFiniteLoss(Detector):
             self.ctx.report(RULE, variant="loss-computation", fields={"what": f"the loss at step {step + 1}"}, evidence=evidence)
 
     def _report_op(self, culprit: Culprit, what: str, evidence: dict[str, Any]) -> None:
-        cause, fix = cause_of(culprit)
-        if culprit.forward_op is not None:
-            variant, fields = "backward-of-op", {"what": what, "op": culprit.forward_op, "cause": cause}
-        else:
-            variant, fields = "op", {"what": what, "op": culprit.op, "cause": cause}
+        cause = cause_of(culprit)
         self.ctx.report(
             RULE,
             at=culprit.place or True,
-            variant=variant,
-            fields=fields,
-            hint=fix,
+            variant=cause.variant,
+            fields={"what": what, "op": culprit.forward_op or culprit.op, **cause.facts},
             evidence={**evidence, "op": culprit.aten, "inputs": [o.text for o in culprit.operands],
                       **({"backward_of": culprit.backward_of} if culprit.backward_of else {})},
         )
@@ -235,18 +230,14 @@ class NonFiniteLoss(Detector):
     def _report_singular(self, origin: Origin, what: str, evidence: dict[str, Any]) -> None:
         """An op of the loss computation (or anywhere after a model's forward) whose gradient is
         infinite on the values it was given at this step, at its line."""
-        said, fix = FIXES[origin.call.kind]
-        if origin.function is not None:
-            fix += f" In `{origin.function}.backward`, guard the same division."
-        divisor = origin.call.kind in ("div", "rdiv")
-        variant = ("divisor" if divisor else "input") + ("-in-function" if origin.function is not None else "")
+        holds, facts = origin.holds
+        in_function = "-in-function" if origin.function is not None else ""
         self.ctx.report(
             RULE,
             at=origin.call.location or True,
-            variant=f"singular-{variant}",
-            fields={"what": what, "op": origin.op, "value": origin.said, "operand": origin.operand.text, "effect": said}
+            variant=(f"singular-{origin.call.kind}-{holds}{in_function}", f"singular-fix-{origin.call.kind}{in_function}"),
+            fields={"what": what, "op": origin.op, "operand": origin.operand.text, **facts}
                    | ({"function": origin.function} if origin.function is not None else {}),
-            hint=fix,
             evidence={**evidence, "op": origin.op, "inputs": [origin.operand.text, *(o.text for o in origin.extra)],
                       "backward_of": origin.op, **({"function": origin.function} if origin.function else {})},
         )
