@@ -30,13 +30,6 @@ PASSED_ON: dict[str, str] = {
     "many ranks wait and where, to the finding of the rank behind",
 }
 
-#: NOT YET CONVERTED (issue 30 §1): still wording made in the module; remove each entry as it is converted
-NOT_YET: dict[str, str] = {
-    "run/ranks.py": "TD462's where-the-other-ranks-were clauses (`_where`) and its `{how}` (made in "
-    "observe/crash/distributed.py, carried in the evidence) are still sentences",
-}
-
-
 def _rule(**variants: Variant) -> Rule:
     return Rule(code="TD999", name="made-up", category=Category.NUMERICS, severity=Severity.ERROR,
                 message="{what} went wrong", hint="Fix {what}.", doc="## What it does\nx\n", proof="run",
@@ -164,11 +157,7 @@ def _passing_calls() -> Iterator[tuple[str, str]]:
 
 def test_no_wording_made_in_a_variable_or_a_helper() -> None:
     found = list(_passing_calls())
-    known = PASSED_ON | NOT_YET
-    wrong = [place for module, place in found if module not in known]
+    wrong = [place for module, place in found if module not in PASSED_ON]
     assert not wrong, "give the rule a Variant and pass variant= and facts instead:\n" + "\n".join(wrong)
-    assert not set(known) - {module for module, _ in found}, "a listed module no longer passes wording: unlist it"
+    assert not set(PASSED_ON) - {module for module, _ in found}, "a listed module no longer passes wording: unlist it"
 
-
-def test_the_lists_of_exceptions_do_not_overlap() -> None:
-    assert not set(PASSED_ON) & set(NOT_YET)

@@ -5,6 +5,7 @@ real gloo ranks is in test_distributed.py."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -118,7 +119,7 @@ def test_a_deadlock_is_confirmed_then_stopped(tmp_path: Path) -> None:
 
 def failed(rank: int, op: str) -> Finding:
     return Finding("TD462", "collective-timed-out", Category.DISTRIBUTED, Severity.ERROR, f"`{op}` failed", "h", SCRIPT, 5, rank=rank,
-                   evidence={"op": op, "how": "after waiting 3 s for the other ranks (the process group's timeout)"})
+                   evidence={"op": op, "seconds": 3.0, "peer_gone": False})
 
 
 def test_failed_collectives_fold_into_the_order_finding(tmp_path: Path) -> None:
@@ -136,6 +137,27 @@ def test_a_failed_collective_says_where_the_others_were(tmp_path: Path) -> None:
     rank_state(tmp_path, 1, [], completed=False)
     (finding,) = ranks.collective_findings(tmp_path, [failed(0, "barrier")], stopped=None)
     assert finding.rule == "TD462" and finding.message.endswith("; rank 1 never joined it (it had called no collective)")
+
+
+@pytest.mark.parametrize(
+    "other, gone, says",
+    [
+        ({"calls": [("barrier", 7)], "waiting": True}, False,
+         "`barrier` failed after waiting 3 s for the other ranks (the process group's timeout); rank 1 was waiting in `barrier` at /job/train.py:7"),
+        ({"calls": [("barrier", 6)]}, True,
+         "`barrier` failed because another rank closed its connection (it exited or crashed) while this one waited in it; "
+         "rank 1 finished without joining it (its last collective was `barrier` at /job/train.py:6)"),
+    ],
+    ids=["timed-out-other-waiting", "peer-gone-other-finished"],
+)
+def test_how_it_failed_and_where_the_other_was_are_told(tmp_path: Path, other: dict[str, Any], gone: bool, says: str) -> None:
+    rank_state(tmp_path, 0, [("barrier", 6)], completed=False)
+    rank_state(tmp_path, 1, **other)
+    mine = failed(0, "barrier")
+    if gone:
+        mine = replace(mine, evidence={"op": "barrier", "peer_gone": True})
+    (finding,) = ranks.collective_findings(tmp_path, [mine], stopped=None)
+    assert finding.rule == "TD462" and finding.message == says
 
 
 def replicas(rank: int, **info: Any) -> dict[str, Any]:

@@ -27,6 +27,8 @@ from typing import Any
 from torchdoctor.core.finding import Finding
 from torchdoctor.core.locate import display_path
 from torchdoctor.rules.distributed.collective_timed_out import RULE as TIMED_OUT
+from torchdoctor.rules.distributed.collective_timed_out import WHERE
+from torchdoctor.rules.distributed.collectives_out_of_order import FAILED_ON, OUTCOMES
 from torchdoctor.rules.distributed.collectives_out_of_order import RULE as OUT_OF_ORDER
 from torchdoctor.rules.distributed.ddp_unused_parameters import RULE as UNUSED
 from torchdoctor.rules.distributed.parameters_differ_across_ranks import RULE as DIVERGED
@@ -348,15 +350,15 @@ def _ranks_of(finding: Finding) -> set[int]:
 
 
 def _out_of_order(divergence: Divergence, failed: list[Finding], stopped: str | None) -> Finding:
-    by_how: dict[str, list[str]] = {}
+    by_how: dict[tuple[str, float | None], list[str]] = {}
     for finding in failed:
         evidence = finding.evidence or {}
         for rank in sorted(_ranks_of(finding)):
-            by_how.setdefault(str(evidence.get("how", "")), []).append(f"`{evidence.get('op', '?')}` on rank {rank}")
-    outcomes = [f"then {' and '.join(what)} failed {how}".rstrip() for how, what in by_how.items()]
+            by_how.setdefault(_how(evidence), []).append(FAILED_ON.format(op=evidence.get("op", "?"), rank=rank))
+    outcome = "".join(OUTCOMES[kind].format(failed=" and ".join(what), **({"seconds": seconds} if seconds is not None else {}))
+                      for (kind, seconds), what in by_how.items())
     if stopped:
-        outcomes.append(stopped)
-    outcome = ("; " + "; ".join(outcomes)) if outcomes else ""
+        outcome += "; " + stopped
     file, line = divergence.location()
     evidence = {
         "group": list(divergence.group) if divergence.group is not None else "world",
@@ -371,29 +373,43 @@ def _out_of_order(divergence: Divergence, failed: list[Finding], stopped: str | 
                                 fields={"difference": divergence.difference(), "outcome": outcome}, evidence=evidence)
 
 
+def _how(evidence: dict[str, Any]) -> tuple[str, float | None]:
+    """How a collective failed (TD462's HOW): after its timeout of some seconds, or its peer gone."""
+    if evidence.get("seconds") is not None:
+        return "timed-out", float(evidence["seconds"])
+    return ("peer-gone" if evidence.get("peer_gone") else "failed"), None
+
+
 def _told_where_others_were(finding: Finding, states: list[RankState]) -> Finding:
     evidence = finding.evidence or {}
     mine = _ranks_of(finding)
     world = next((s.world for s in states if s.rank in mine), None)
     others = [s for s in states if s.rank not in mine and s.world == world]
-    if not others:
+    kind, seconds = _how(evidence)
+    if not others or kind == "failed":
         return finding
-    said = [_where(state) for state in others]
-    message = TIMED_OUT.message.format(op=evidence.get("op", "?"), how=evidence.get("how", ""), others="; " + "; ".join(said))
-    return replace(finding, message=message)
+    told = TIMED_OUT.finding(fields={"op": evidence.get("op", "?"), "others": "".join(_where(state) for state in others),
+                                     **({"seconds": seconds} if seconds is not None else {})},
+                             variant=None if kind == "timed-out" else kind)
+    return replace(finding, message=told.message)
 
 
 def _where(state: RankState) -> str:
+    """Where another rank was (TD462's WHERE clause): waiting in a collective, or never joining it."""
     calls = state.calls.get(None, [])
-    last = f"its last collective was {calls[-1].text()}" if calls else "it had called no collective"
-    who = f"rank {state.rank}" + (f" on {state.host}" if state.host else "")
+    facts: dict[str, Any] = {"rank": state.rank, **({"host": state.host} if state.host else {})}
+    on = "-on-host" if state.host else ""
     if state.waiting is not None:
-        return f"{who} was waiting in {state.waiting.text()}"
+        return WHERE["waiting" + on].format(call=state.waiting.text(), **facts)
     if state.ended_normally:
-        return f"{who} finished without joining it ({last})"
-    if state.host and not state.alive and not state.finished:  # another node tells whether its process lived
-        return f"{who} never joined it: its process had ended without its exit handlers (killed, or died in native code; {last})"
-    return f"{who} never joined it ({last})"
+        never = "finished"
+    elif state.host and not state.alive and not state.finished:  # another node tells whether its process lived
+        never = "killed"
+    else:
+        never = "absent"
+    if calls:
+        return WHERE[never + on].format(last=calls[-1].text(), **facts)
+    return WHERE[never + "-no-call" + on].format(**facts)
 
 
 # -- while the job runs ---------------------------------------------------------------------------

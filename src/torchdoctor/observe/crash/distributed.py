@@ -57,15 +57,14 @@ def collective_failed(crash: Crash, session: Observed | None) -> Explanation | N
     op = next((frame.function for frame in crash.deepest() if frame.file.endswith(_C10D) and frame.function != "wrapper"), None)
     if op is None:
         return None
-    if timeout is not None:
-        how = f"after waiting {int(timeout['ms']) / 1000:g} s for the other ranks (the process group's timeout)"
-    else:
-        how = "because another rank closed its connection (it exited or crashed) while this one waited in it"
-    evidence: dict[str, Any] = {"op": op, "how": how, "peer_gone": timeout is None}
+    # how it failed, as facts: the seconds waited (the process group's timeout), or the peer gone
+    waited = {"seconds": int(timeout["ms"]) / 1000} if timeout is not None else {}
+    evidence: dict[str, Any] = {"op": op, **waited, "peer_gone": timeout is None}
     index = _index(session)
     if index is not None and len(index.calls):
         evidence["call"] = len(index.calls) - 1
-    return Explanation(TIMED_OUT, {"op": op, "how": how, "others": ""}, evidence=evidence)
+    return Explanation(TIMED_OUT, {"op": op, **waited, "others": ""}, evidence=evidence,
+                       variant=None if timeout is not None else "peer-gone")
 
 
 def rendezvous_timed_out(crash: Crash, session: Observed | None) -> Explanation | None:

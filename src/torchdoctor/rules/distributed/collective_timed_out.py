@@ -1,7 +1,31 @@
 """TD462 collective-timed-out."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
+
+#: how the collective failed (observe/crash/distributed.py), after "`{op}` failed ": the process group's
+#: timeout of {seconds} ran out, or another rank closed its connection; TD461 says the same of the failed
+#: collectives it explains
+HOW = {
+    "timed-out": "after waiting {seconds:g} s for the other ranks (the process group's timeout)",
+    "peer-gone": "because another rank closed its connection (it exited or crashed) while this one waited in it",
+}
+_WHO = {"": "rank {rank}", "-on-host": "rank {rank} on {host}"}
+_LAST = {"": "its last collective was {last}", "-no-call": "it had called no collective"}
+_NEVER = {
+    "finished": ("finished without joining it (", ")"),
+    # another node tells whether the process of its rank lived: it ended without saying it finished
+    "killed": ("never joined it: its process had ended without its exit handlers (killed, or died in native code; ", ")"),
+    "absent": ("never joined it (", ")"),
+}
+#: where each other rank was when it failed (run/ranks.py), the clauses of {others}: waiting in another
+#: collective ({call}), or never joining it, by why, with its last collective ({last}) or none ("-no-call");
+#: a rank of a job on several hosts is named with its host ("-on-host")
+WHERE = {
+    **{"waiting" + on: "; " + who + " was waiting in {call}" for on, who in _WHO.items()},
+    **{never + none + on: "; " + who + " " + before + last + after
+       for never, (before, after) in _NEVER.items() for none, last in _LAST.items() for on, who in _WHO.items()},
+}
 
 RULE = Rule(
     code="TD462",
@@ -9,8 +33,12 @@ RULE = Rule(
     category=Category.DISTRIBUTED,
     severity=Severity.ERROR,
     proof="run",
-    message="`{op}` failed {how}{others}",
+    message="`{op}` failed " + HOW["timed-out"] + "{others}",
     hint="Find what the other ranks were doing: a rank that crashed, is stuck, or does much longer work alone (evaluation, saving) before the collective; raise the process group's `timeout=` if that work is legitimate.",
+    variants={
+        # another rank closed its connection while this one waited
+        "peer-gone": Variant(message="`{op}` failed " + HOW["peer-gone"] + "{others}"),
+    },
     doc="""
 ## What it does
 Explains a collective that failed because the other ranks did not join it: gloo's "Timed out

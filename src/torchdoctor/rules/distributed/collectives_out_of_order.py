@@ -2,6 +2,12 @@
 
 from torchdoctor.core.finding import Category, Severity
 from torchdoctor.core.rule import Rule
+from torchdoctor.rules.distributed.collective_timed_out import HOW
+
+#: what became of the failed collectives (TD462) this finding explains (run/ranks.py), added to {outcome}:
+#: by how they failed (TD462's HOW, or "failed": not known); {failed} names each (FAILED_ON), joined by " and "
+OUTCOMES = {**{kind: "; then {failed} failed " + how for kind, how in HOW.items()}, "failed": "; then {failed} failed"}
+FAILED_ON = "`{op}` on rank {rank}"
 
 RULE = Rule(
     code="TD461",
