@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import torch
 from torch import nn
 
-from torchdoctor.core.finding import Finding
+from torchdoctor.core.finding import Finding, Severity
 from torchdoctor.core.rule import Rule
 from torchdoctor.observe.events import Location
 from torchdoctor.observe.instruments.autograd import BackwardWatch, GradTracker
@@ -67,8 +67,9 @@ class Observed(Protocol):
     def series(self) -> Series | None:
         """The per-step series for the report's curves (None when not recorded)."""
 
-    def report(self, rule: Rule, *, at: Location | None | bool = True, key: Any = None,
-               variant: str | tuple[str, ...] | None = None, **fields: Any) -> Finding | None: ...
+    def report(self, rule: Rule, *, at: Location | None | bool = True, fields: Mapping[str, Any] | None = None,
+               variant: str | tuple[str, ...] | None = None, severity: Severity | None = None,
+               evidence: dict[str, Any] | None = None, key: Any = None) -> Finding | None: ...
 
     def findings_of(self, rule: Rule) -> list[Finding]: ...
 

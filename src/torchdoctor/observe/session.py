@@ -20,7 +20,7 @@ from torch import nn
 from torch._C._profiler import _RecordFunctionFast
 from torch.optim.optimizer import Optimizer
 
-from torchdoctor.core.finding import Finding
+from torchdoctor.core.finding import Finding, Severity
 from torchdoctor.core.locate import caller_in_user_code
 from torchdoctor.core.rule import Rule
 from torchdoctor.introspect.tensors import tensors_in
@@ -258,14 +258,15 @@ class Session:
     def enabled(self, rule: Rule) -> bool:
         return self._enabled is None or rule.code in self._enabled
 
-    def report(self, rule: Rule, *, at: Location | None | bool = True, key: Any = None,
-               variant: str | tuple[str, ...] | None = None, fields: Mapping[str, Any] | None = None, **own: Any) -> Finding | None:
+    def report(self, rule: Rule, *, at: Location | None | bool = True, fields: Mapping[str, Any] | None = None,
+               variant: str | tuple[str, ...] | None = None, severity: Severity | None = None,
+               evidence: dict[str, Any] | None = None, key: Any = None) -> Finding | None:
         """Report one finding of `rule`; repeats of the same (rule, place, key) only count.
 
         `at` is the user's line; by default the innermost user frame of the current call
         stack (the line in the script that led here). Pass `at=None` for no line. `fields`
-        fill the rule's templates; other keyword arguments are the finding's own
-        (`variant=`, `message=`, `hint=`, `severity=`, `evidence=`, `rank=`), passed to `Rule.finding`.
+        fill the templates of the rule or of its `variant`; `severity` overrides the rule's,
+        `evidence` is what the finding carries for a reader (lint's `report` takes the same words).
         """
         if not self.enabled(rule):
             return None
@@ -277,7 +278,7 @@ class Session:
 
             self._found[dedup] = replace(known, count=known.count + 1)
             return None
-        finding = reporting.build(rule, location, fields or {}, {**own, "variant": variant})
+        finding = reporting.build(rule, location, fields or {}, {"variant": variant, "severity": severity, "evidence": evidence})
         self._found[dedup] = finding
         self._send(finding, dedup)
         return finding
