@@ -28,8 +28,6 @@ class Reporter:
         fields: Mapping[str, Any] | None = None,
         fix: Fix | None = None,
         severity: Severity | None = None,
-        message: str | None = None,
-        hint: str | None = None,
         evidence: dict[str, Any] | None = None,
         variant: str | None = None,
     ) -> None:
@@ -52,8 +50,6 @@ class Reporter:
                         if getattr(node, "end_lineno", None) is not None else None),
             fix=fix,
             severity=severity,
-            message=message,
-            hint=hint,
             variant=variant,
             evidence=evidence,
             fields=fields,

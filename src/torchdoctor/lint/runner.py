@@ -182,12 +182,9 @@ def _syntax_error(source: Source, line: int, column: int, error: str) -> Finding
                             fields={"error": f"{error} (line {line})", "path": source.path})
     (major, minor), construct = newer
     running = f"{sys.version_info.major}.{sys.version_info.minor}"
-    return rule.finding(
-        file=source.path, line=line, column=column, evidence={"needs_python": f"{major}.{minor}", "python": running},
-        message=(f"needs Python {major}.{minor} or newer: {construct} is syntax this Python ({running}) cannot "
-                 "parse, so the file was not linted"),
-        hint=(f"Run torchdoctor with Python {major}.{minor} or newer (the interpreter this code is written for), "
-              "or exclude the file."))
+    return rule.finding(file=source.path, line=line, column=column, variant="newer-syntax",
+                        fields={"needs": f"{major}.{minor}", "construct": construct, "running": running},
+                        evidence={"needs_python": f"{major}.{minor}", "python": running})
 
 
 def display_path(path: str) -> str:

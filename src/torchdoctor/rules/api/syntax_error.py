@@ -1,7 +1,7 @@
 """TD000 syntax-error."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD000",
@@ -11,6 +11,13 @@ RULE = Rule(
     proof="lint",
     message="not valid Python, so it was not linted: {error}",
     hint="Fix the syntax error (run `python -m py_compile {path}` to see it), or exclude the file if it is not meant to be Python 3.",
+    variants={
+        "newer-syntax": Variant(
+            message="needs Python {needs} or newer: {construct} is syntax this Python ({running}) cannot parse, so the "
+            "file was not linted",
+            hint="Run torchdoctor with Python {needs} or newer (the interpreter this code is written for), or exclude the file.",
+        ),
+    },
     sees={
         "lint": "a file that does not parse (reported; the others are still linted); syntax of a newer Python (PEP 695 generics on 3.11) names the version the file needs",
     },
