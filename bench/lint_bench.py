@@ -50,7 +50,7 @@ DEFAULT_TORCHFIX = Path("/work/torchfix-venv/bin/torchfix")
 PARSE_FLOOR = """
 import ast, sys
 from pathlib import Path
-from torchdoctor.lint.files import Excluder, Target, discover
+from torchdoctor.linter.files import Excluder, Target, discover
 count = 0
 for item in discover([Path(sys.argv[1])], Excluder(None)):
     if isinstance(item, Target):

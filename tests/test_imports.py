@@ -143,7 +143,7 @@ def test_no_private_name_is_imported_across_packages() -> None:
 
 #: unit family package -> how a module of it defines a unit (core/plugins.py's families)
 UNIT_FAMILIES = {"torchdoctor.observe.detectors": "Detector", "torchdoctor.observe.crash": "EXPLAINERS",
-                 "torchdoctor.lint.checks": "@check", "torchdoctor.health.checks": "NAME"}
+                 "torchdoctor.linter.checks": "@lint_check", "torchdoctor.health.checks": "NAME"}
 
 
 def _defines_units(path: Path, mark: str) -> bool:
@@ -151,23 +151,33 @@ def _defines_units(path: Path, mark: str) -> bool:
         if mark == "Detector" and isinstance(node, ast.ClassDef):
             if any(ast.unparse(base).endswith("Detector") for base in node.bases):
                 return True
-        elif mark == "@check" and isinstance(node, ast.FunctionDef):
-            if any(ast.unparse(decorator).startswith("check(") for decorator in node.decorator_list):
+        elif mark == "@lint_check" and isinstance(node, ast.FunctionDef):
+            if any(ast.unparse(decorator).startswith("lint_check(") for decorator in node.decorator_list):
                 return True
         elif isinstance(node, ast.Assign) and any(isinstance(target, ast.Name) and target.id == mark for target in node.targets):
             return True
     return False
 
 
+def unit_modules() -> set[str]:
+    """The modules that define units (detectors, explainers, checks), by UNIT_FAMILIES."""
+    return {name for name, path in _modules().items() for family, mark in UNIT_FAMILIES.items()
+            if name.startswith(family + ".") and _defines_units(path, mark)}
+
+
 def unit_imports() -> list[str]:
-    """`unit -> other unit` for each module defining units (detectors, explainers, checks) that
-    imports another such module: what they share belongs in a service module, so that a unit
-    can be removed or replaced without breaking its neighbours."""
-    modules = _modules()
-    units = {name for name, path in modules.items() for family, mark in UNIT_FAMILIES.items()
-             if name.startswith(family + ".") and _defines_units(path, mark)}
+    """`unit -> other unit` for each module defining units that imports another such module:
+    what they share belongs in a service module, so that a unit can be removed or replaced
+    without breaking its neighbours."""
+    units = unit_modules()
     graph = import_graph(deferred=True)
     return [f"{unit} -> {other}" for unit in sorted(units) for other in sorted(graph[unit] & units)]
+
+
+def test_every_unit_family_is_seen() -> None:
+    """A family whose units the marks no longer recognise would pass the next test unseen."""
+    units = unit_modules()
+    assert all(sum(unit.startswith(family + ".") for unit in units) >= 5 for family in UNIT_FAMILIES)
 
 
 def test_a_unit_module_imports_no_other_unit_module() -> None:

@@ -13,14 +13,14 @@ from torchdoctor.core.report import Report
 
 if TYPE_CHECKING:
     from torchdoctor.health.api import check
-    from torchdoctor.lint.python_api import lint
+    from torchdoctor.linter.python_api import lint
     from torchdoctor.observe.watch import watch
 
 __all__ = ["Category", "Finding", "Report", "Severity", "__version__", "check", "lint", "watch"]
 
-#: name -> (module, attribute); `lint` is the package `torchdoctor.lint` itself, which is callable
-#: (`torchdoctor.lint(paths)`, see lint/__init__.py): a function of that name would hide the package
-_LAZY = {"check": ("torchdoctor.health.api", "check"), "lint": ("torchdoctor.lint", None), "watch": ("torchdoctor.observe.watch", "watch")}
+#: name -> (module, attribute): imported when first used
+_LAZY = {"check": ("torchdoctor.health.api", "check"), "lint": ("torchdoctor.linter.python_api", "lint"),
+         "watch": ("torchdoctor.observe.watch", "watch")}
 
 
 def _text(report: Report) -> str:
@@ -45,6 +45,5 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         module, attr = _LAZY[name]
-        imported = importlib.import_module(module)
-        return imported if attr is None else getattr(imported, attr)
+        return getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module 'torchdoctor' has no attribute {name!r}")

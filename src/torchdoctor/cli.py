@@ -28,7 +28,7 @@ from torchdoctor.renderers import FORMATS, outputs, render
 
 #: sub-command -> module implementing it (in the order `--help` shows them)
 COMMANDS = {
-    "lint": "torchdoctor.lint.command",
+    "lint": "torchdoctor.linter.command",
     "run": "torchdoctor.run.command",
     "trace": "torchdoctor.trace.command",
     "check": "torchdoctor.health.command",

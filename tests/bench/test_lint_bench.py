@@ -10,8 +10,8 @@ from pathlib import Path
 from tests.bench.bench_module import load
 
 from torchdoctor.core import registry
-from torchdoctor.lint.engine import Engine
-from torchdoctor.lint.source import Source
+from torchdoctor.linter.engine import Engine
+from torchdoctor.linter.source import Source
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 

@@ -7,12 +7,12 @@ import sys
 
 from torchdoctor.catalog.reporters import commands_of, reported_by, reporters
 from torchdoctor.core import registry
-from torchdoctor.lint.engine import all_checks
+from torchdoctor.linter.engine import all_checks
 from torchdoctor.observe.detectors import all_detectors
 
 
 def test_a_rule_three_commands_report_names_each_file() -> None:
-    assert reported_by("TD108") == ("lint (lint/checks/loss_inputs.py), run (observe/crash/loss.py), "
+    assert reported_by("TD108") == ("lint (linter/checks/loss_inputs.py), run (observe/crash/loss.py), "
                                     "check (health/checks/forward.py)")
 
 
@@ -41,4 +41,4 @@ def test_rule_command_prints_reported_by_without_torch() -> None:
     code = ("import sys; sys.modules['torch'] = None; from torchdoctor.catalog.rule_command import describe;"
             "from torchdoctor.core import registry; print(describe(registry.get('TD110')))")
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert "Reported by: lint (lint/checks/manual_update.py, lint/checks/training_step.py), run (observe/detectors/optimizer.py)" in shown.stdout, shown.stderr
+    assert "Reported by: lint (linter/checks/manual_update.py, linter/checks/training_step.py), run (observe/detectors/optimizer.py)" in shown.stdout, shown.stderr

@@ -22,8 +22,8 @@ import pytest
 
 from torchdoctor.core import plugins
 from torchdoctor.health.runner import CHECKS
-from torchdoctor.lint import engine
-from torchdoctor.lint.engine import FILE_END, check
+from torchdoctor.linter import engine
+from torchdoctor.linter.engine import FILE_END, lint_check
 from torchdoctor.observe.crash.explain import explainers
 from torchdoctor.observe.detector import EVENTS, Detector
 from torchdoctor.observe.detectors import all_detectors
@@ -180,8 +180,8 @@ def node_only(node: ast.AST) -> None:
 
 def test_a_well_formed_check_registers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engine, "_CHECKS", [])
-    check(TD101, ast.Call, names={"softmax"})(node_and_ctx)
-    check([TD101], FILE_END, tracks=("step",), needs_text=["backward"])(node_and_ctx)
+    lint_check(TD101, ast.Call, names={"softmax"})(node_and_ctx)
+    lint_check([TD101], FILE_END, tracks=("step",), needs_text=["backward"])(node_and_ctx)
     assert [(item.codes, item.on) for item in engine._CHECKS] == [(("TD101",), ast.Call), (("TD101",), FILE_END)]
 
 
@@ -201,8 +201,8 @@ def test_a_malformed_check_fails_as_it_is_decorated(
 ) -> None:
     monkeypatch.setattr(engine, "_CHECKS", [])
     with pytest.raises(plugins.PluginError) as raised:
-        check(rules, on, **keywords)(function)
-    assert str(raised.value) == f"{__name__}: the @check function {function.__qualname__} {problem}"
+        lint_check(rules, on, **keywords)(function)
+    assert str(raised.value) == f"{__name__}: the @lint_check function {function.__qualname__} {problem}"
     assert engine._CHECKS == []
 
 
@@ -314,13 +314,13 @@ MALFORMED = {
     "torchdoctor.lint": ("""\
         import ast
 
-        from torchdoctor.lint.api import check
+        from torchdoctor.linter.api import lint_check
 
 
-        @check("TD101", ast.Call)
+        @lint_check("TD101", ast.Call)
         def by_code(node, ctx):
             pass
-        """, "the @check function by_code is given 'TD101', not a Rule (give the rule object, RULE, not its code)"),
+        """, "the @lint_check function by_code is given 'TD101', not a Rule (give the rule object, RULE, not its code)"),
     "torchdoctor.crash": ("""\
         EXPLAINERS = "explain"
         """, "EXPLAINERS is a str, not a tuple of explainers (functions (crash, observed) -> Explanation | None)"),

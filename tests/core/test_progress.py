@@ -63,7 +63,7 @@ def test_a_pipe_sees_nothing(capsys: pytest.CaptureFixture[str]) -> None:
 def test_lint_over_many_files_shows_its_progress(tmp_path) -> None:  # type: ignore[no-untyped-def]
     for i in range(5):
         (tmp_path / f"m{i}.py").write_text("x = 1\n", encoding="utf-8")
-    code = ("from torchdoctor.lint import runner; runner.PROGRESS_AFTER = 0\n"
+    code = ("from torchdoctor.linter import runner; runner.PROGRESS_AFTER = 0\n"
             "import time; real = runner._lint_target\n"
             "runner._lint_target = lambda *a: (time.sleep(0.2), real(*a))\n"
             f"from torchdoctor import cli; cli.main(['lint', {str(tmp_path)!r}])\n")

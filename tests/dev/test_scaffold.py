@@ -55,7 +55,7 @@ def test_a_lint_run_and_check_rule_is_scaffolded_with_failing_tests_for_the_flag
     written = {line.removeprefix("wrote ") for line in made.stdout.splitlines() if line.startswith("wrote ")}
     assert written == {
         os.path.join(*p.split("/")) for p in (
-            "src/torchdoctor/rules/optimizer/widget_misused.py", "src/torchdoctor/lint/checks/widget_misused.py",
+            "src/torchdoctor/rules/optimizer/widget_misused.py", "src/torchdoctor/linter/checks/widget_misused.py",
             "tests/lint/fixtures/widget_misused.py", "src/torchdoctor/observe/detectors/widget_misused.py",
             "tests/observe/detectors/test_widget_misused.py", "src/torchdoctor/health/checks/widget_misused.py",
             "tests/health/test_widget_misused.py")}  # found where they are: nothing registered by hand

@@ -11,7 +11,7 @@ import pytest
 
 from torchdoctor.core.config import Config
 from torchdoctor.core.finding import Finding
-from torchdoctor.lint.runner import Options, lint_paths
+from torchdoctor.linter.runner import Options, lint_paths
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CLEAN = Path(__file__).parent / "clean"

@@ -43,16 +43,23 @@ def test_a_missing_path_is_an_error(project: Path) -> None:
         torchdoctor.lint("nope.py")
 
 
-def test_lint_does_not_import_torch_and_the_package_stays_importable(project: Path) -> None:
-    """`torchdoctor.lint` is the package, callable: `import torchdoctor.lint.x as y` still works."""
-    code = ("import sys, torchdoctor, torchdoctor.lint.checks as checks; r = torchdoctor.lint('train.py');"
-            "print(len(r.findings), 'torch' in sys.modules)")
+def test_lint_does_not_import_torch_and_stays_the_function_when_the_linter_is_imported(project: Path) -> None:
+    """`torchdoctor.lint` is a plain function; importing the linter's modules does not replace it."""
+    code = ("import sys, inspect, torchdoctor, torchdoctor.linter.checks as checks; r = torchdoctor.lint('train.py');"
+            "print(len(r.findings), 'torch' in sys.modules, inspect.isfunction(torchdoctor.lint))")
     result = children.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True)
-    assert result.stdout.split() == ["1", "False"]
+    assert result.stdout.split() == ["1", "False", "True"]
+
+
+def test_the_decorators_old_name_still_works_with_a_deprecation_warning() -> None:
+    from torchdoctor.linter import api
+
+    with pytest.warns(DeprecationWarning, match="now lint_check"):
+        assert api.check is api.lint_check
 
 
 def test_help_shows_the_functions_signature_and_options() -> None:
-    """`help(torchdoctor.lint)` documents the callable package: its signature and options, not its design."""
+    """`help(torchdoctor.lint)` documents the function: its signature and options, not the linter's design."""
     import pydoc
 
     shown = pydoc.render_doc(torchdoctor.lint, renderer=pydoc.plaintext)

@@ -10,15 +10,15 @@ import pytest
 
 from torchdoctor.core.config import Config
 from torchdoctor.core.finding import Fix
-from torchdoctor.lint import engine
-from torchdoctor.lint.context import Context
-from torchdoctor.lint.engine import FILE_END, Check, Engine
-from torchdoctor.lint.files import Patterns
-from torchdoctor.lint.fixes import apply_fixes
-from torchdoctor.lint.names import ImportTable, argument, may_pass
-from torchdoctor.lint.runner import Options, lint_paths
-from torchdoctor.lint.source import Source
-from torchdoctor.lint.steps import order
+from torchdoctor.linter import engine
+from torchdoctor.linter.context import Context
+from torchdoctor.linter.engine import FILE_END, Check, Engine
+from torchdoctor.linter.files import Patterns
+from torchdoctor.linter.fixes import apply_fixes
+from torchdoctor.linter.names import ImportTable, argument, may_pass
+from torchdoctor.linter.runner import Options, lint_paths
+from torchdoctor.linter.source import Source
+from torchdoctor.linter.steps import order
 
 
 def imports(source: str) -> ImportTable:
@@ -276,7 +276,7 @@ def test_td411_reads_only_files_that_spell_a_float64_conversion() -> None:
 def test_td111_follows_no_function_calls_in_a_file_that_resets_no_gradients(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every case of TD111's file-end check starts at a `zero_grad()`: a file with none is not
     followed into its functions; a reset between backward() and step() is still reported."""
-    from torchdoctor.lint.checks import training_step
+    from torchdoctor.linter.checks import training_step
 
     followed: list[int] = []
     reached = training_step.reached
@@ -299,7 +299,7 @@ def test_td167_reads_the_names_of_an_if_only_when_its_text_names_a_version(monke
     """TD167 remembers an `if` testing the torch version (or `hasattr(torch, ...)`): a test whose
     text spells no such word is not walked; the old API under a version test stays silent and
     the same call under another test is reported."""
-    from torchdoctor.lint.checks import api_usage
+    from torchdoctor.linter.checks import api_usage
 
     walked: list[ast.AST] = []
     walk = ast.walk

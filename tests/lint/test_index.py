@@ -1,4 +1,4 @@
-"""The whole-tree index that FILE_END checks share (lint/index.py): nodes by class in the order
+"""The whole-tree index that FILE_END checks share (linter/index.py): nodes by class in the order
 `ast.walk` gives them, each node's parent, built once per file."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from torchdoctor.lint.context import Context
-from torchdoctor.lint.index import tree_index
-from torchdoctor.lint.source import Source
+from torchdoctor.linter.context import Context
+from torchdoctor.linter.index import tree_index
+from torchdoctor.linter.source import Source
 
 SOURCE = Path(__file__).parent.joinpath("clean", "gpt_trainer.py").read_text()
 

@@ -10,11 +10,11 @@ import re
 import pytest
 
 from torchdoctor.core.finding import Edit, Fix
-from torchdoctor.lint import fixes
-from torchdoctor.lint import source as source_module
-from torchdoctor.lint.engine import Engine
-from torchdoctor.lint.fixes import apply_fixes
-from torchdoctor.lint.source import Source
+from torchdoctor.linter import fixes
+from torchdoctor.linter import source as source_module
+from torchdoctor.linter.engine import Engine
+from torchdoctor.linter.fixes import apply_fixes
+from torchdoctor.linter.source import Source
 
 #: one function with two findings, TD150 (softmax without dim) and TD101 (softmax into cross_entropy),
 #: both of which quote source text (`ctx.text`) in their message

@@ -1,4 +1,4 @@
-"""Which Python a file that does not parse here needs (lint/syntax.py), read off its tokens.
+"""Which Python a file that does not parse here needs (linter/syntax.py), read off its tokens.
 
 Each construct below was parsed on CPython 3.10, 3.11 and 3.12: a SyntaxError before the
 version named, accepted from it on."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from torchdoctor.lint.syntax import newer_syntax
+from torchdoctor.linter.syntax import newer_syntax
 
 NEWER = [
     ("def first[T](items: list[T]) -> T:\n    return items[0]\n", 1, (3, 12), "a generic function"),

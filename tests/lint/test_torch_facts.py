@@ -91,7 +91,7 @@ def _resolve(qualified: str):  # type: ignore[no-untyped-def]
 
 def test_the_ops_td412_lists_save_their_output_and_their_cousins_do_not() -> None:
     """TD412 (lint) flags an in-place change after exactly the ops whose backward reads their output."""
-    from torchdoctor.lint.checks import saved_output as td412
+    from torchdoctor.linter.checks import saved_output as td412
 
     for name in td412.SAVES_OUTPUT:
         function = _resolve(name)

@@ -18,7 +18,7 @@ from torchdoctor.observe.self_cost import STEADY, WARMUP, SelfCost, merged, tabl
 #: what a JSON report from `run` does not need in the runner: the other renderers (rich, jinja2,
 #: markdown, pygments), the other commands, torch
 NOT_FOR_A_JSON_REPORT = ("rich", "jinja2", "markdown_it", "pygments", "torchdoctor.renderers.text", "torchdoctor.renderers.html",
-                         "torchdoctor.lint.command", "torchdoctor.trace.summary", "torchdoctor.catalog.reporters", "torch")
+                         "torchdoctor.linter.command", "torchdoctor.trace.summary", "torchdoctor.catalog.reporters", "torch")
 
 TRAINING = textwrap.dedent("""\
     import torch

@@ -20,7 +20,7 @@ PACKAGE = Path(torchdoctor.__file__).resolve().parent
 
 #: command -> the packages that hold its detectors (check's is named health, see CONTRIBUTING.md;
 #: run's detectors and explainers live in the observation engine, its cross-rank verdicts in run/)
-COMMANDS = {"lint": ("lint",), "run": ("observe", "run"), "check": ("health",), "env": ("env",),
+COMMANDS = {"lint": ("linter",), "run": ("observe", "run"), "check": ("health",), "env": ("env",),
             "dist": ("dist",), "trace": ("trace",)}
 _CODE = re.compile(r"TD\d{3}")
 
@@ -44,7 +44,7 @@ def reporters() -> dict[str, tuple[tuple[str, str], ...]]:
 
 
 def reported_by(code: str) -> str:
-    """`lint (lint/checks/loss_inputs.py), run (observe/crash/loss.py, observe/session.py)`; "" for none."""
+    """`lint (linter/checks/loss_inputs.py), run (observe/crash/loss.py, observe/session.py)`; "" for none."""
     files: dict[str, list[str]] = {}
     for command, file in reporters().get(code, ()):
         files.setdefault(command, []).append(file)

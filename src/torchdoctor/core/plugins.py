@@ -6,7 +6,7 @@ package, walked), read exactly as the built-in modules of the family's package a
 | group               | built-in package            | what a module offers                       |
 | ------------------- | --------------------------- | ------------------------------------------ |
 | `torchdoctor.rules` | `torchdoctor.rules`         | `RULE`, a `Rule`                           |
-| `torchdoctor.lint`  | `torchdoctor.lint.checks`   | `@check` functions (registered on import)  |
+| `torchdoctor.lint`  | `torchdoctor.linter.checks`   | `@lint_check` functions (registered on import)  |
 | `torchdoctor.run`   | `torchdoctor.observe.detectors` | `Detector` subclasses                      |
 | `torchdoctor.crash` | `torchdoctor.observe.crash`     | `EXPLAINERS`, crash explainers             |
 | `torchdoctor.check` | `torchdoctor.health.checks` | `NAME`, `TITLE`, `RULES`, `run(ctx)`       |
@@ -19,7 +19,7 @@ Every unit is checked against its family's contract when it is loaded, so a malf
 fails at once with a `PluginError` ("<module>: <what is wrong>") instead of never being
 called: the module-level units (`RULE`, `EXPLAINERS`, a health check's parts) here, as
 `modules` finds them; `Detector` subclasses when the class is defined
-(`Detector.__init_subclass__`) and `@check` functions when they are decorated (lint/engine.py).
+(`Detector.__init_subclass__`) and `@lint_check` functions when they are decorated (linter/engine.py).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from torchdoctor.core.rule import CODE_PATTERN, Rule
 #: entry-point group -> the package of the built-in units
 GROUPS: dict[str, str] = {
     "torchdoctor.rules": "torchdoctor.rules",
-    "torchdoctor.lint": "torchdoctor.lint.checks",
+    "torchdoctor.lint": "torchdoctor.linter.checks",
     "torchdoctor.run": "torchdoctor.observe.detectors",
     "torchdoctor.crash": "torchdoctor.observe.crash",
     "torchdoctor.check": "torchdoctor.health.checks",
@@ -194,12 +194,18 @@ def _codes_problem(rules: object) -> str | None:
             return f"RULES holds the Rule {item.code} itself, not its code (RULE.code)"
         if not isinstance(item, str) or not CODE_PATTERN.match(item):
             return f"RULES holds {item!r}, not a rule code ('TD' and 3 digits, RULE.code)"
-    from torchdoctor.core import registry  # the registry loads the rules through this module
-
-    known = {rule.code for rule in registry.all_rules()}
+    known = _rule_codes()
     if unknown := [code for code in rules if code not in known]:
         return f"RULES names {', '.join(unknown)}, which no rule has (`torchdoctor rules` lists the codes)"
     return None
+
+
+@functools.lru_cache(maxsize=1)
+def _rule_codes() -> frozenset[str]:
+    """The codes of every rule, read off the rule modules as core/registry.py reads them (the
+    registry builds on this module, so it is not asked here)."""
+    return frozenset(rule.code for module in modules("torchdoctor.rules")
+                     if isinstance(rule := getattr(module, "RULE", None), Rule))
 
 
 def _run_problem(run: object) -> str | None:

@@ -16,7 +16,7 @@ from torchdoctor.core.rule import CODE_PATTERN, NAME_PATTERN, SEEING_COMMANDS
 
 #: the detectors a rule can have, and what each is
 DETECTOR_KINDS = {
-    "lint": "lint check (src/torchdoctor/lint/checks/) and a fixture of flagged and correct code",
+    "lint": "lint check (src/torchdoctor/linter/checks/) and a fixture of flagged and correct code",
     "run": "run detector (src/torchdoctor/observe/detectors/) and its two-sided test",
     "check": "health check (src/torchdoctor/health/checks/) and its two-sided test",
 }
@@ -61,7 +61,7 @@ def write_rule(rule: NewRule, root: Path) -> list[Path]:
     _validate(rule)
     files = {root / "src" / "torchdoctor" / "rules" / rule.package / f"{rule.module}.py": _rule_file(rule)}
     if "lint" in rule.kinds:
-        files[root / "src" / "torchdoctor" / "lint" / "checks" / f"{rule.module}.py"] = _LINT_CHECK.format(**_fields(rule))
+        files[root / "src" / "torchdoctor" / "linter" / "checks" / f"{rule.module}.py"] = _LINT_CHECK.format(**_fields(rule))
         files[root / "tests" / "lint" / "fixtures" / f"{rule.module}.py"] = _LINT_FIXTURE.format(**_fields(rule))
     if "run" in rule.kinds:
         files[root / "src" / "torchdoctor" / "observe" / "detectors" / f"{rule.module}.py"] = _RUN_DETECTOR.format(**_fields(rule))
@@ -219,11 +219,11 @@ from __future__ import annotations
 
 import ast
 
-from torchdoctor.lint.api import Context, check
+from torchdoctor.linter.api import Context, lint_check
 from torchdoctor.rules.{package}.{module} import RULE
 
 
-@check(RULE, ast.Call, names={{"TODO_callee"}})
+@lint_check(RULE, ast.Call, names={{"TODO_callee"}})
 def {module}(node: ast.Call, ctx: Context) -> None:
     """TODO: decide from `node` and what the walk keeps on `ctx`, then
     `ctx.report(RULE, node, fields={{"what": ...}})` at the line the user must change."""

@@ -27,7 +27,7 @@ from torchdoctor.core.locate import display_path, innermost_user_frame, tracebac
 from torchdoctor.core.wording import article
 from torchdoctor.health import preimport
 from torchdoctor.introspect.sites import Locator, SiteRecorder
-from torchdoctor.lint.source import Unreadable, read_source
+from torchdoctor.linter.source import Unreadable, read_source
 
 #: the keys of the factory's dict that the check reads
 KEYS = ("model", "data", "loss_fn", "optimizer")

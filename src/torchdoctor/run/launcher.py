@@ -27,7 +27,7 @@ from types import FrameType
 from typing import Protocol
 
 from torchdoctor.core.errors import UsageError
-from torchdoctor.lint.source import Unreadable, read_source
+from torchdoctor.linter.source import Unreadable, read_source
 from torchdoctor.run.records import ENV_DIR, ENV_PARENT
 
 BOOTSTRAP = Path(__file__).resolve().parent / "_bootstrap"

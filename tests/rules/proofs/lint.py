@@ -6,7 +6,7 @@ from pathlib import Path
 
 from torchdoctor.core.config import Config
 from torchdoctor.core.rule import Rule
-from torchdoctor.lint.runner import Options, lint_paths
+from torchdoctor.linter.runner import Options, lint_paths
 
 
 def triggered(source: str, folder: Path, rule: Rule) -> set[str]:

@@ -148,8 +148,8 @@ def _edit(finding: Finding) -> dict[str, Any] | None:
     fix = finding.fix
     if fix is None or not fix.edits or finding.file is None:
         return None
-    from torchdoctor.lint.fixes import apply_fixes, unified_diff
-    from torchdoctor.lint.source import Source, Unreadable, decode, read_bytes
+    from torchdoctor.linter.fixes import apply_fixes, unified_diff
+    from torchdoctor.linter.source import Source, Unreadable, decode, read_bytes
 
     try:
         text, encoding = decode(read_bytes(Path(finding.file)))

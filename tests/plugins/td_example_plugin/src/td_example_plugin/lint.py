@@ -3,10 +3,10 @@
 import ast
 
 from td_example_plugin.rules import RULE
-from torchdoctor.lint.api import Context, check
+from torchdoctor.linter.api import Context, lint_check
 
 
-@check(RULE, ast.Call, names={"print"})
+@lint_check(RULE, ast.Call, names={"print"})
 def print_in_forward(node: ast.Call, ctx: Context) -> None:
     if isinstance(node.func, ast.Name) and node.func.id == "print" and ctx.in_forward:
         ctx.report(RULE, node)

@@ -1,5 +1,0 @@
-"""The lint detectors: one module per rule (or per family of rules that share one analysis).
-
-Every module here is imported by `engine.all_checks()`; its `@check(...)` functions register
-themselves. See docs/lint-rules-dev.md.
-"""

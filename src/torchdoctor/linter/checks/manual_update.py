@@ -1,0 +1,131 @@
+"""Hand-written updates (`for p in model.parameters(): p.data.add_(-lr * p.grad)`) in a loop that
+runs backward():
+
+TD110: no gradient reset anywhere in the loop (`zero_grad()`, `p.grad.zero_()`, `p.grad = None`):
+backward() adds to `.grad`, so each update applies the sum of every gradient so far. Only loops
+with no reset at all are reported: a reset in any branch may cover the update.
+TD111: a reset between the backward() and the update, with no backward() after it: the update
+reads gradients that were just erased.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.linter.api import FILE_END, Context, Event, Scope, dotted, lint_check
+from torchdoctor.linter.steps import TRACKED, is_backward, is_grad_reset, loop_events, order, passed_to_a_call, reached
+from torchdoctor.rules.optimizer.missing_zero_grad import RULE as MISSING_ZERO_GRAD
+from torchdoctor.rules.optimizer.zero_grad_before_step import RULE as ZERO_GRAD_BEFORE_STEP
+
+_IN_PLACE = frozenset({"add_", "sub_"})
+
+
+@lint_check((MISSING_ZERO_GRAD, ZERO_GRAD_BEFORE_STEP), FILE_END, tracks=TRACKED, needs_torch=False)
+def manual_update_without_reset(tree: ast.Module, ctx: Context) -> None:
+    reported: set[int] = set()
+    for scope in ctx.scopes:
+        for info in scope.loops.values():
+            update = manual_update(info.node)
+            if update is None or id(update) in reported:
+                continue
+            events = [e for e, _ in reached(loop_events(scope, info.node), ctx)]
+            backwards = [e for e in events if is_backward(e) and e.scope is scope]
+            if not backwards:
+                continue
+            resets = [e for e in events if is_grad_reset(e)]
+            covering = [r for r in resets if not _other_mode(r, update, info.node)]
+            if covering:
+                _reset_before_update(update, backwards, covering, scope, reported, ctx)
+                continue
+            if passed_to_a_call(info.node, {b.receiver or "" for b in backwards}, ctx):
+                continue
+            reported.add(id(update))
+            fields = {"update_line": update.lineno} | ({"reset_line": resets[0].line} if resets else {})
+            ctx.report(MISSING_ZERO_GRAD, backwards[-1].node, fields=fields,
+                       variant="manual-update-reset-elsewhere" if resets else "manual-update")
+
+
+def _other_mode(reset: Event, update: ast.stmt, loop: ast.AST) -> bool:
+    """The reset and the update sit in opposite branches of two `if`s that test the same thing
+    (`if args.use_optimizer: optimizer.zero_grad()` ... `if args.use_optimizer: optimizer.step()
+    else: <update by hand>`): whenever the update runs, that reset does not."""
+    reset_sides = {ast.dump(c.test): _side(c, reset.line) for c in reset.conditions}
+    for node in ast.walk(loop):
+        if isinstance(node, ast.If) and node.lineno <= update.lineno <= (node.end_lineno or node.lineno):
+            side = _side(node, update.lineno)
+            if reset_sides.get(ast.dump(node.test), side) != side:
+                return True
+    return False
+
+
+def _side(branch: ast.If, line: int) -> str:
+    """"body" or "else": the branch of `branch` that holds `line`."""
+    last = branch.body[-1]
+    return "body" if line <= (last.end_lineno or last.lineno) else "else"
+
+
+def _reset_before_update(update: ast.stmt, backwards: list[Event], resets: list[Event], scope: Scope,
+                         reported: set[int], ctx: Context) -> None:
+    """`loss.backward(); model.zero_grad()`, then the update: the reset erases the gradients the
+    update reads (to None, so the update fails, or to zeros, so it does nothing)."""
+    for reset in resets:
+        if reset.scope is not scope or reset.line >= update.lineno:
+            continue
+        before = [b for b in backwards if order(b, reset) == -1]
+        if before and not any(reset.line < b.line < update.lineno for b in backwards):
+            reported.add(id(update))
+            ctx.report(ZERO_GRAD_BEFORE_STEP, reset.node, variant="manual-update",
+                       fields={"backward_line": before[-1].line, "update_line": update.lineno})
+            return
+
+
+def manual_update(loop: ast.AST) -> ast.stmt | None:
+    """The first statement of the loop that moves a parameter by its own gradient, in a loop over
+    parameters (`for p in model.parameters():`, `for param in params:`): `p.data.add_(-lr * p.grad)`,
+    `p.data.sub_(lr * p.grad)`, `p -= lr * p.grad`, `p.data = p.data - lr * p.grad`. (A perturbation
+    of the input moved by its gradient's sign is an attack's ascent, not an update of the model.)"""
+    for inner in ast.walk(loop):
+        if isinstance(inner, (ast.For, ast.AsyncFor)) and _over_parameters(inner):
+            found = _update_of(inner, {n.id for n in ast.walk(inner.target) if isinstance(n, ast.Name)})
+            if found is not None:
+                return found
+    return None
+
+
+def _over_parameters(loop: ast.For | ast.AsyncFor) -> bool:
+    iterable = loop.iter
+    if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute):
+        return iterable.func.attr in ("parameters", "named_parameters")
+    name = dotted(iterable)
+    return name is not None and "param" in name.rpartition(".")[2].lower()
+
+
+def _update_of(loop: ast.AST, names: set[str]) -> ast.stmt | None:
+    for node in ast.walk(loop):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            call = node.value
+            if isinstance(call.func, ast.Attribute) and call.func.attr in _IN_PLACE:
+                target = _base(call.func.value)
+                if target in names and _reads_grad_of(call, target):
+                    return node
+        elif isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Sub, ast.Add)):
+            target = _base(node.target)
+            if target in names and _reads_grad_of(node.value, target):
+                return node
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = _base(node.targets[0])
+            if target in names and _reads_grad_of(node.value, target):
+                return node
+    return None
+
+
+def _base(node: ast.expr) -> str | None:
+    """`p` for `p.data` and `p`."""
+    name = dotted(node)
+    if name is None:
+        return None
+    return name.removesuffix(".data")
+
+
+def _reads_grad_of(node: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr == "grad" and dotted(n.value) == name for n in ast.walk(node))
