@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from torchdoctor.lint.model import ClassInfo, Kind, LoopInfo, Scope
+from torchdoctor.lint.model import ClassInfo, Kind, Scope
 from torchdoctor.lint.names import ImportTable
 from torchdoctor.lint.source import Source
 
@@ -72,9 +72,6 @@ class WalkState:
         info = self.class_info
         return (function is not None and function.name == "forward" and info is not None
                 and self.scope.cls is info and (info.is_module or bool(info.bases)))
-
-    def loop_info(self, node: ast.AST) -> LoopInfo | None:
-        return self.scope.loop(node)
 
     def scopes_named(self, name: str, cls: ClassInfo | None = None) -> list[Scope]:
         """Functions of this file called `name` (methods of `cls` when given)."""
