@@ -95,6 +95,13 @@ class Context(WalkState, Reporter):
             ast.Return: self._return,
         }
 
+    @property
+    def walked_whole_file(self) -> bool:
+        """The walk got through the whole tree (a tree too deep stops it, `engine._walk`): then
+        every loop of the file is in the `loops` of some scope, and a FILE_END check may look
+        for what it needs there instead of walking the tree."""
+        return not any(code == "*" for code, _ in self.errors)
+
     def kind(self, node: ast.expr) -> Kind | None:
         """What value `node` holds (see `flow.kind_of`)."""
         return flow.kind_of(node, self)

@@ -35,7 +35,7 @@ def never_stepped(tree: ast.Module, ctx: Context) -> Iterator[tuple[str, str, as
     bound: dict[str, list[ast.Assign]] = {}
     for node in index.of_any(ast.Assign, ast.AnnAssign, ast.AugAssign):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
-        for name in (n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)):
+        for name in (name for target in targets for name in _names_in(target)):
             bound.setdefault(name, []).append(node)  # type: ignore[arg-type]
     for name, assignments in bound.items():
         if len(assignments) != 1 or not isinstance(assignments[0], ast.Assign):
@@ -53,6 +53,14 @@ def never_stepped(tree: ast.Module, ctx: Context) -> Iterator[tuple[str, str, as
                 where = _step_site(f"self.{attribute}", None, ctx)
                 if where is not None:
                     yield f"self.{attribute}", "the model", where.node
+
+
+def _names_in(target: ast.expr) -> list[str]:
+    """The names an assignment target holds, in `ast.walk` order (a plain name is not walked:
+    most targets are one, and this runs for every assignment of the file)."""
+    if target.__class__ is ast.Name:
+        return [target.id]  # type: ignore[attr-defined]
+    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
 
 
 def _optimizer_attributes(cls: ast.ClassDef, ctx: Context) -> list[str]:
