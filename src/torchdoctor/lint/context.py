@@ -69,6 +69,9 @@ class Context(WalkState, Reporter):
         #: calls of this file's functions by name: the kinds of their arguments, for the next walk
         self.arguments: dict[str, list[tuple[list[Kind | None], dict[str, Kind | None]]]] = {}
         self.errors: list[tuple[str, BaseException]] = []
+        #: every call the walk met, in its order (FILE_END checks read it instead of walking the tree)
+        self.calls: list[ast.Call] = []
+        self._skipped = False  # the walk left out a part of the tree (type parameters, 3.12+)
         self._path: list[tuple[int, int]] = []
         self._class_body: ClassInfo | None = None  # the class whose body (not a method) is being walked
         self._handlers = handlers
@@ -97,10 +100,11 @@ class Context(WalkState, Reporter):
 
     @property
     def walked_whole_file(self) -> bool:
-        """The walk got through the whole tree (a tree too deep stops it, `engine._walk`): then
-        every loop of the file is in the `loops` of some scope, and a FILE_END check may look
-        for what it needs there instead of walking the tree."""
-        return not any(code == "*" for code, _ in self.errors)
+        """The walk got through the whole tree (a tree too deep stops it, `engine._walk`, and
+        it does not enter type parameters): then every loop of the file is in the `loops` of
+        some scope and every call in `calls`, and a FILE_END check may look for what it needs
+        there instead of walking the tree."""
+        return not self._skipped and not any(code == "*" for code, _ in self.errors)
 
     def kind(self, node: ast.expr) -> Kind | None:
         """What value `node` holds (see `flow.kind_of`)."""
@@ -183,6 +187,7 @@ class Context(WalkState, Reporter):
             self._dispatch(handlers, node)
 
     def _class(self, node: ast.ClassDef) -> None:
+        self._skipped = self._skipped or bool(getattr(node, "type_params", None))
         for decorator in node.decorator_list:
             self.visit(decorator)
         for base in node.bases:
@@ -221,6 +226,7 @@ class Context(WalkState, Reporter):
                          is_dataset=is_dataset, methods=methods)
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self._skipped = self._skipped or bool(getattr(node, "type_params", None))
         for decorator in node.decorator_list:
             self.visit(decorator)
         self.visit(node.args)
@@ -434,6 +440,7 @@ class Context(WalkState, Reporter):
             self.scope.returns.append(flow.kind_of(node.value, self) if node.value is not None else None)
 
     def _call(self, node: ast.Call) -> None:
+        self.calls.append(node)
         func = node.func
         name = terminal(func)
         if name is not None:

@@ -12,7 +12,7 @@ import ast
 
 from torchdoctor.lint.api import FILE_END, Context, Event, Scope, check, literal, looks_like_optimizer
 from torchdoctor.lint.checks.manual_update import manual_update
-from torchdoctor.lint.checks.unstepped_optimizer import never_stepped
+from torchdoctor.lint.checks.unstepped_optimizer import never_stepped, remember
 from torchdoctor.lint.names import dotted, keyword, terminal
 from torchdoctor.lint.steps import (
     TRACKED,
@@ -586,6 +586,15 @@ def backward_missing(tree: ast.Module, ctx: Context) -> None:
             else:
                 ctx.report(BACKWARD_MISSING, steps[0].node, variant="in-called-function",
                            fields={"loss": loss, "callee": via.receiver, "call_line": via.line})
+
+
+@check(STEP_MISSING, ast.Assign, needs_torch=False)
+@check(STEP_MISSING, ast.AnnAssign, needs_torch=False)
+@check(STEP_MISSING, ast.AugAssign, needs_torch=False)
+@check(STEP_MISSING, ast.ClassDef, needs_torch=False)
+def binding_seen(node: ast.Assign | ast.AnnAssign | ast.AugAssign | ast.ClassDef, ctx: Context) -> None:
+    """The assignments and classes of the file, for `never_stepped` at the end."""
+    remember(node, ctx)
 
 
 @check(STEP_MISSING, FILE_END, tracks=TRACKED, needs_torch=False)
