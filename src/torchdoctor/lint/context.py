@@ -72,6 +72,8 @@ class Context(WalkState, Reporter):
         #: every call the walk met, in its order (FILE_END checks read it instead of walking the tree)
         self.calls: list[ast.Call] = []
         self._skipped = False  # the walk left out a part of the tree (type parameters, 3.12+)
+        self._checking = False  # the checks of one node are running
+        self._kinds: dict[ast.expr, Kind | None] = {}  # the kinds they asked for
         self._path: list[tuple[int, int]] = []
         self._class_body: ClassInfo | None = None  # the class whose body (not a method) is being walked
         self._handlers = handlers
@@ -107,8 +109,17 @@ class Context(WalkState, Reporter):
         return not self._skipped and not any(code == "*" for code, _ in self.errors)
 
     def kind(self, node: ast.expr) -> Kind | None:
-        """What value `node` holds (see `flow.kind_of`)."""
-        return flow.kind_of(node, self)
+        """What value `node` holds (see `flow.kind_of`). While the checks of one node run, the
+        state the answer comes from stands still (checks read it, never write it), so each
+        kind they ask for is found once (`flow.kind_of` of an assignment's value or a callee
+        is asked by several checks of one statement)."""
+        if not self._checking:
+            return flow.kind_of(node, self)
+        kinds = self._kinds
+        if node in kinds:
+            return kinds[node]
+        kind = kinds[node] = flow.kind_of(node, self)
+        return kind
 
     # ------------------------------------------------------------------ the walk
 
@@ -161,11 +172,15 @@ class Context(WalkState, Reporter):
         self.statement = saved
 
     def _dispatch(self, handlers: list[tuple[Handler, tuple[str, ...]]], node: ast.AST) -> None:
+        self._checking = True
         for handler, codes in handlers:
             try:
                 handler(node, self)
             except Exception as exc:  # a rule's bug must not lose the rest of the file
                 self.errors.append((codes[0], exc))
+        self._checking = False
+        if self._kinds:
+            self._kinds.clear()
 
     def _generic(self, node: ast.AST) -> None:
         cls = node.__class__
