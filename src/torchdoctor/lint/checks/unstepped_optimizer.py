@@ -82,7 +82,7 @@ def _called_by_name(name: str, ctx: Context) -> bool:
         for event in scope.events:
             call = event.node
             if call.__class__ is ast.Call:
-                func = call.func  # type: ignore[union-attr]
+                func = call.func
                 if func.__class__ is ast.Attribute and func.attr not in _HARMLESS \
                         and func.value.__class__ is ast.Name and func.value.id == name:
                     return True
@@ -93,7 +93,7 @@ def _names_in(target: ast.expr) -> list[str]:
     """The names an assignment target holds, in `ast.walk` order (a plain name is not walked:
     most targets are one, and this runs for every assignment of the file)."""
     if target.__class__ is ast.Name:
-        return [target.id]  # type: ignore[attr-defined]
+        return [target.id]
     return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
 
 
