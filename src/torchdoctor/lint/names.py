@@ -148,13 +148,17 @@ def terminal(node: ast.expr) -> str | None:
     return None
 
 
-def assignments(scope: ast.AST, name: str) -> list[ast.Assign | ast.AnnAssign]:
-    """The plain assignments to the name `name` anywhere in `scope` (`name = ...`, `a = name =
-    ...`, `name: T = ...` with a value), in `ast.walk` order."""
-    return [node for node in ast.walk(scope)
-            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
-            or isinstance(node, ast.AnnAssign) and node.value is not None
-            and isinstance(node.target, ast.Name) and node.target.id == name]
+def assignments_by_name(scope: ast.AST) -> dict[str, list[ast.Assign | ast.AnnAssign]]:
+    """The plain assignments anywhere in `scope`, by the name they assign (`name = ...`, `a =
+    name = ...`, `name: T = ...` with a value), each name's in `ast.walk` order."""
+    found: dict[str, list[ast.Assign | ast.AnnAssign]] = {}
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Assign):
+            for name in dict.fromkeys(t.id for t in node.targets if isinstance(t, ast.Name)):
+                found.setdefault(name, []).append(node)
+        elif isinstance(node, ast.AnnAssign) and node.value is not None and isinstance(node.target, ast.Name):
+            found.setdefault(node.target.id, []).append(node)
+    return found
 
 
 def mentions(node: ast.AST, names: set[str] | frozenset[str]) -> bool:

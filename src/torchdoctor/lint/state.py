@@ -10,7 +10,7 @@ import ast
 from typing import Any
 
 from torchdoctor.lint.model import ClassInfo, Kind, Scope
-from torchdoctor.lint.names import ImportTable
+from torchdoctor.lint.names import ImportTable, assignments_by_name
 from torchdoctor.lint.source import Source
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -41,6 +41,7 @@ class WalkState:
         self.conditions: tuple[ast.If, ...] = ()
         self.parent: ast.AST | None = None
         self.statement: ast.stmt | None = None
+        self._assignments: dict[int, dict[str, list[ast.Assign | ast.AnnAssign]]] = {}  # by id of the scope's node
 
     def qualified(self, node: ast.expr) -> str | None:
         """`torch.nn.functional.softmax` for `F.softmax` (imports resolved), else None."""
@@ -55,6 +56,16 @@ class WalkState:
         if scope is not self.module_scope and name not in scope.params:
             return self.module_scope.bindings.get(name)
         return None
+
+    def assignments(self, name: str) -> list[ast.Assign | ast.AnnAssign]:
+        """The plain assignments to `name` anywhere in the current function (or the module), in
+        `ast.walk` order. The scope is walked once for all its names (`assignments_by_name`),
+        not once per question."""
+        node = self.scope.node
+        table = self._assignments.get(id(node))
+        if table is None:
+            table = self._assignments[id(node)] = assignments_by_name(node)
+        return table.get(name, [])
 
     def text(self, node: ast.AST) -> str:
         """The node's source text."""
