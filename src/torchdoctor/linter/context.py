@@ -48,6 +48,16 @@ def _fields() -> dict[type, tuple[tuple[str, bool], ...]]:
 
 FIELDS = _fields()
 _LEAVES = frozenset({ast.Name, ast.Constant, ast.Pass, ast.Break, ast.Continue, ast.alias, ast.Global, ast.Nonlocal})
+#: nodes with bookkeeping of their own around the generic visit: the Context method for each
+_SPECIAL = {
+    ast.Module: "_module", ast.FunctionDef: "_function", ast.AsyncFunctionDef: "_function", ast.Lambda: "_lambda",
+    ast.ClassDef: "_class", ast.For: "_for", ast.AsyncFor: "_for", ast.While: "_while", ast.With: "_with",
+    ast.AsyncWith: "_with", ast.If: "_if", ast.Assign: "_assign", ast.AnnAssign: "_assign",
+    ast.AugAssign: "_augassign", ast.Call: "_call", ast.Import: "_import", ast.ImportFrom: "_import",
+    ast.Return: "_return",
+}
+Visitor = Callable[["Context", Any], None]
+_VISITORS: dict[frozenset[type], dict[type, Visitor | None]] = {}
 
 class Context(WalkState, Reporter):
     """The walk over one file: the state rules read (`WalkState`), how they report
@@ -69,35 +79,38 @@ class Context(WalkState, Reporter):
         #: calls of this file's functions by name: the kinds of their arguments, for the next walk
         self.arguments: dict[str, list[tuple[list[Kind | None], dict[str, Kind | None]]]] = {}
         self.errors: list[tuple[str, BaseException]] = []
+        #: every call the walk met, in its order (FILE_END checks read it instead of walking the tree)
+        self.calls: list[ast.Call] = []
+        self._skipped = False  # the walk left out a part of the tree (type parameters, 3.12+)
+        self._checking = False  # the checks of one node are running
+        self._kinds: dict[ast.expr, Kind | None] = {}  # the kinds they asked for
         self._path: list[tuple[int, int]] = []
         self._class_body: ClassInfo | None = None  # the class whose body (not a method) is being walked
         self._handlers = handlers
         self._call_handlers = call_handlers
         self._tracked = tracked
-        self._special: dict[type, Callable[[Any], None]] = {
-            ast.Module: self._module,
-            ast.FunctionDef: self._function,
-            ast.AsyncFunctionDef: self._function,
-            ast.Lambda: self._lambda,
-            ast.ClassDef: self._class,
-            ast.For: self._for,
-            ast.AsyncFor: self._for,
-            ast.While: self._while,
-            ast.With: self._with,
-            ast.AsyncWith: self._with,
-            ast.If: self._if,
-            ast.Assign: self._assign,
-            ast.AnnAssign: self._assign,
-            ast.AugAssign: self._augassign,
-            ast.Call: self._call,
-            ast.Import: self._import,
-            ast.ImportFrom: self._import,
-            ast.Return: self._return,
-        }
+        self._visitors = _visitors(frozenset(handlers))
+
+    @property
+    def walked_whole_file(self) -> bool:
+        """The walk got through the whole tree (a tree too deep stops it, `engine._walk`, and
+        it does not enter type parameters): then every loop of the file is in the `loops` of
+        some scope and every call in `calls`, and a FILE_END check may look for what it needs
+        there instead of walking the tree."""
+        return not self._skipped and not any(code == "*" for code, _ in self.errors)
 
     def kind(self, node: ast.expr) -> Kind | None:
-        """What value `node` holds (see `flow.kind_of`)."""
-        return flow.kind_of(node, self)
+        """What value `node` holds (see `flow.kind_of`). While the checks of one node run, the
+        state the answer comes from stands still (checks read it, never write it), so each
+        kind they ask for is found once (`flow.kind_of` of an assignment's value or a callee
+        is asked by several checks of one statement)."""
+        if not self._checking:
+            return flow.kind_of(node, self)
+        kinds = self._kinds
+        if node in kinds:
+            return kinds[node]
+        kind = kinds[node] = flow.kind_of(node, self)
+        return kind
 
     # ------------------------------------------------------------------ the walk
 
@@ -105,23 +118,15 @@ class Context(WalkState, Reporter):
         self.visit(tree)
 
     def visit(self, node: ast.AST) -> None:
-        cls = node.__class__
-        special = self._special.get(cls)
-        if special is not None:
-            special(node)
-            return
-        handlers = self._handlers.get(cls)
-        if handlers is not None:
-            self._dispatch(handlers, node)
-        if cls in _LEAVES:
-            return
-        self._children(node, cls)
+        visitor = self._visitors.get(node.__class__)
+        if visitor is not None:
+            visitor(self, node)
 
-    def _children(self, node: ast.AST, cls: type) -> None:
+    def _children(self, node: ast.AST) -> None:
         parent = self.parent
         self.parent = node
-        visit = self.visit
-        for name, is_block in FIELDS[cls]:
+        visitors = self._visitors.get
+        for name, is_block in FIELDS[node.__class__]:
             value = getattr(node, name)
             if value.__class__ is list:
                 if is_block:
@@ -129,10 +134,13 @@ class Context(WalkState, Reporter):
                     self.parent = node
                 else:
                     for item in value:
-                        if isinstance(item, ast.AST):
-                            visit(item)
-            elif isinstance(value, ast.AST):
-                visit(value)
+                        visitor = visitors(item.__class__)  # None for None, and for what needs no visit
+                        if visitor is not None:
+                            visitor(self, item)
+            else:
+                visitor = visitors(value.__class__)
+                if visitor is not None:
+                    visitor(self, value)
         self.parent = parent
 
     def _block_list(self, body: list[ast.stmt]) -> None:
@@ -141,27 +149,35 @@ class Context(WalkState, Reporter):
         path = self._path
         path.append((block, 0))
         depth = len(path) - 1
-        visit = self.visit
+        visitors = self._visitors.get
         for index, statement in enumerate(body):
             path[depth] = (block, index)
             self.statement = statement
-            visit(statement)
+            visitor = visitors(statement.__class__)
+            if visitor is not None:
+                visitor(self, statement)
         path.pop()
         self.statement = saved
 
     def _dispatch(self, handlers: list[tuple[Handler, tuple[str, ...]]], node: ast.AST) -> None:
+        self._checking = True
         for handler, codes in handlers:
             try:
                 handler(node, self)
             except Exception as exc:  # a rule's bug must not lose the rest of the file
                 self.errors.append((codes[0], exc))
+        self._checking = False
+        if self._kinds:
+            self._kinds.clear()
 
     def _generic(self, node: ast.AST) -> None:
-        cls = node.__class__
-        handlers = self._handlers.get(cls)
+        handlers = self._handlers.get(node.__class__)
         if handlers is not None:
             self._dispatch(handlers, node)
-        self._children(node, cls)
+        self._children(node)
+
+    def _checked_leaf(self, node: ast.AST) -> None:
+        self._dispatch(self._handlers[node.__class__], node)
 
     # special nodes: bookkeeping around the generic visit
 
@@ -176,6 +192,7 @@ class Context(WalkState, Reporter):
             self._dispatch(handlers, node)
 
     def _class(self, node: ast.ClassDef) -> None:
+        self._skipped = self._skipped or bool(getattr(node, "type_params", None))
         for decorator in node.decorator_list:
             self.visit(decorator)
         for base in node.bases:
@@ -214,6 +231,7 @@ class Context(WalkState, Reporter):
                          is_dataset=is_dataset, methods=methods)
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self._skipped = self._skipped or bool(getattr(node, "type_params", None))
         for decorator in node.decorator_list:
             self.visit(decorator)
         self.visit(node.args)
@@ -427,6 +445,7 @@ class Context(WalkState, Reporter):
             self.scope.returns.append(flow.kind_of(node.value, self) if node.value is not None else None)
 
     def _call(self, node: ast.Call) -> None:
+        self.calls.append(node)
         func = node.func
         name = terminal(func)
         if name is not None:
@@ -453,7 +472,7 @@ class Context(WalkState, Reporter):
         handlers = self._handlers.get(ast.Call)
         if handlers is not None:
             self._dispatch(handlers, node)
-        self._children(node, ast.Call)
+        self._children(node)
 
     def _event(self, name: str, node: ast.stmt | ast.expr, receiver: str | None, kind: Kind | None = None) -> None:
         self.scope.events.append(Event(
@@ -465,3 +484,21 @@ class Context(WalkState, Reporter):
         """Add an event of your own to the current scope (e.g. `grad_reset` for `p.grad = None`),
         for FILE_END checks to find in `scope.events` with the calls."""
         self._event(name, node, receiver)
+
+
+def _visitors(handled: frozenset[type]) -> dict[type, Visitor | None]:
+    """What the walk does as it enters a node of each class, given the classes that have checks
+    (one table per such set, built once): the node's special method; its checks and children;
+    its children only; its checks only (a leaf); or nothing (a leaf, or a node without
+    children, that no check asks for: visiting it would do nothing, and costs a call)."""
+    table = _VISITORS.get(handled)
+    if table is None:
+        table = _VISITORS[handled] = {}
+        for cls, fields in FIELDS.items():
+            if cls in _SPECIAL:
+                table[cls] = getattr(Context, _SPECIAL[cls])
+            elif cls in _LEAVES or not fields:
+                table[cls] = Context._checked_leaf if cls in handled else None
+            else:
+                table[cls] = Context._generic if cls in handled else Context._children
+    return table

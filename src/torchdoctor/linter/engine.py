@@ -252,7 +252,7 @@ def _learned(ctx: Context) -> dict[str, dict[str, Kind]] | None:
 
 def _walk_failed(ctx: Context) -> bool:
     """The walk itself stopped (a tree too deep), not only a check."""
-    return any(code == "*" for code, _ in ctx.errors)
+    return not ctx.walked_whole_file
 
 
 def _calls_own_functions(tree: ast.Module, text: str) -> bool:

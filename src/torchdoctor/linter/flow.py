@@ -184,8 +184,6 @@ def kind_of(node: ast.expr, ctx: WalkState) -> Kind | None:
         if right is not None and right.tag == "loss":
             return right
         return None
-    if cls is ast.Await:
-        return None
     return None
 
 

@@ -50,14 +50,18 @@ def canonical(name: str) -> str:
 class ImportTable:
     """Local name -> qualified name, from every `import` seen so far in the file."""
 
-    __slots__ = ("names", "torch", "star")
+    __slots__ = ("names", "torch", "star", "_chains")
 
     def __init__(self) -> None:
         self.names: dict[str, str] = {}
         self.torch = False  # the file imports torch (or a library built on it)
         self.star = False  # `from x import *`: names the file never imports may come from there
+        #: attribute chains resolved since the last import (many checks ask about the same callee);
+        #: keyed by the node itself, which the table then keeps alive, so its id is never reused
+        self._chains: dict[ast.Attribute, str | None] = {}
 
     def add(self, node: ast.Import | ast.ImportFrom) -> None:
+        self._chains.clear()  # what a chain means may change with this import
         if isinstance(node, ast.Import):
             for alias in node.names:
                 root = alias.name.partition(".")[0]
@@ -85,22 +89,29 @@ class ImportTable:
         if isinstance(node, ast.Name):
             return self.names.get(node.id)
         if isinstance(node, ast.Attribute):
-            parts = [node.attr]
-            value = node.value
-            while isinstance(value, ast.Attribute):
-                parts.append(value.attr)
-                value = value.value
-            if not isinstance(value, ast.Name):
-                return None
-            root = self.names.get(value.id)
-            if root is None:
-                if not (self.star and value.id == "torch"):
-                    return None
-                root = "torch"  # `from utils import *` where utils imports torch: `torch.no_grad()`
-            parts.append(root)
-            parts.reverse()
-            return canonical(".".join(parts))
+            if node in self._chains:
+                return self._chains[node]
+            resolved = self._chains[node] = self._resolve_chain(node)
+            return resolved
         return None
+
+    def _resolve_chain(self, node: ast.Attribute) -> str | None:
+        """`torch.nn.functional.softmax` for `F.softmax`: the chain's root name resolved."""
+        parts = [node.attr]
+        value = node.value
+        while isinstance(value, ast.Attribute):
+            parts.append(value.attr)
+            value = value.value
+        if not isinstance(value, ast.Name):
+            return None
+        root = self.names.get(value.id)
+        if root is None:
+            if not (self.star and value.id == "torch"):
+                return None
+            root = "torch"  # `from utils import *` where utils imports torch: `torch.no_grad()`
+        parts.append(root)
+        parts.reverse()
+        return canonical(".".join(parts))
 
 
 def dotted(node: ast.expr) -> str | None:
@@ -137,13 +148,17 @@ def terminal(node: ast.expr) -> str | None:
     return None
 
 
-def assignments(scope: ast.AST, name: str) -> list[ast.Assign | ast.AnnAssign]:
-    """The plain assignments to the name `name` anywhere in `scope` (`name = ...`, `a = name =
-    ...`, `name: T = ...` with a value), in `ast.walk` order."""
-    return [node for node in ast.walk(scope)
-            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
-            or isinstance(node, ast.AnnAssign) and node.value is not None
-            and isinstance(node.target, ast.Name) and node.target.id == name]
+def assignments_by_name(scope: ast.AST) -> dict[str, list[ast.Assign | ast.AnnAssign]]:
+    """The plain assignments anywhere in `scope`, by the name they assign (`name = ...`, `a =
+    name = ...`, `name: T = ...` with a value), each name's in `ast.walk` order."""
+    found: dict[str, list[ast.Assign | ast.AnnAssign]] = {}
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Assign):
+            for name in dict.fromkeys(t.id for t in node.targets if isinstance(t, ast.Name)):
+                found.setdefault(name, []).append(node)
+        elif isinstance(node, ast.AnnAssign) and node.value is not None and isinstance(node.target, ast.Name):
+            found.setdefault(node.target.id, []).append(node)
+    return found
 
 
 def mentions(node: ast.AST, names: set[str] | frozenset[str]) -> bool:

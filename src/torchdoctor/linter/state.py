@@ -9,8 +9,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from torchdoctor.linter.model import ClassInfo, Kind, LoopInfo, Scope
-from torchdoctor.linter.names import ImportTable
+from torchdoctor.linter.model import ClassInfo, Kind, Scope
+from torchdoctor.linter.names import ImportTable, assignments_by_name
 from torchdoctor.linter.source import Source
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -41,6 +41,7 @@ class WalkState:
         self.conditions: tuple[ast.If, ...] = ()
         self.parent: ast.AST | None = None
         self.statement: ast.stmt | None = None
+        self._assignments: dict[int, dict[str, list[ast.Assign | ast.AnnAssign]]] = {}  # by id of the scope's node
 
     def qualified(self, node: ast.expr) -> str | None:
         """`torch.nn.functional.softmax` for `F.softmax` (imports resolved), else None."""
@@ -55,6 +56,16 @@ class WalkState:
         if scope is not self.module_scope and name not in scope.params:
             return self.module_scope.bindings.get(name)
         return None
+
+    def assignments(self, name: str) -> list[ast.Assign | ast.AnnAssign]:
+        """The plain assignments to `name` anywhere in the current function (or the module), in
+        `ast.walk` order. The scope is walked once for all its names (`assignments_by_name`),
+        not once per question."""
+        node = self.scope.node
+        table = self._assignments.get(id(node))
+        if table is None:
+            table = self._assignments[id(node)] = assignments_by_name(node)
+        return table.get(name, [])
 
     def text(self, node: ast.AST) -> str:
         """The node's source text."""
@@ -72,9 +83,6 @@ class WalkState:
         info = self.class_info
         return (function is not None and function.name == "forward" and info is not None
                 and self.scope.cls is info and (info.is_module or bool(info.bases)))
-
-    def loop_info(self, node: ast.AST) -> LoopInfo | None:
-        return self.scope.loop(node)
 
     def scopes_named(self, name: str, cls: ClassInfo | None = None) -> list[Scope]:
         """Functions of this file called `name` (methods of `cls` when given)."""

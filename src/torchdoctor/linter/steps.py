@@ -85,7 +85,7 @@ def parameters_owner(value: ast.AST | None) -> str | None:
 def optimized_models(tree: ast.Module, ctx: Context) -> dict[str, ast.Call]:
     """Names whose `.parameters()` a `torch.optim` optimizer of this file is built from (also
     inside a list, a sum of lists or param groups), each with the optimizer's call. Read from
-    the whole file: the optimizer may be stepped in a function that receives it. Walked once
+    the whole file: the optimizer may be stepped in a function that receives it. Found once
     per file, whichever rule asks first."""
     models: dict[str, ast.Call] | None = ctx.memo.get("optimized_models")
     if models is not None:
@@ -93,15 +93,30 @@ def optimized_models(tree: ast.Module, ctx: Context) -> dict[str, ast.Call]:
     models = ctx.memo["optimized_models"] = {}
     if "optim" not in ctx.source.text:  # no `torch.optim` name can be spelled without it
         return models
-    for node in tree_index(tree, ctx).of(ast.Call):
+    if ctx.walked_whole_file:
+        found, shared = _models_built(ctx.calls, ctx)
+        if not shared:
+            models.update(found)
+            return models
+    models.update(_models_built(tree_index(tree, ctx).of(ast.Call), ctx)[0])
+    return models
+
+
+def _models_built(calls: list[ast.Call], ctx: Context) -> tuple[dict[str, ast.Call], bool]:
+    """The models the `torch.optim` calls among `calls` are built over, each with the first of
+    them; and whether a model has more than one, when which is first is `ast.walk`'s order (the
+    tree's index, built only then: the walk's own calls serve every other file)."""
+    models: dict[str, ast.Call] = {}
+    shared = False
+    for node in calls:
         if not (ctx.qualified(node.func) or "").startswith("torch.optim."):
             continue
         given = [*node.args[:1], *(k.value for k in node.keywords if k.arg == "params")]
         for inner in (n for value in given for n in ast.walk(value)):
             name = parameters_owner(inner)
             if name is not None:
-                models.setdefault(name, node)
-    return models
+                shared = models.setdefault(name, node) is not node or shared
+    return models, shared
 
 
 def is_scaler_step(event: Event) -> bool:

@@ -10,7 +10,7 @@ import re
 
 from torchdoctor.core.finding import Edit, Fix
 from torchdoctor.linter.api import FILE_END, Context, argument, keyword, lint_check, literal, may_pass
-from torchdoctor.linter.names import assignments, spells
+from torchdoctor.linter.names import spells
 from torchdoctor.rules.api.deprecated_amp_api import RULE as DEPRECATED_AMP_API
 from torchdoctor.rules.api.softmax_implicit_dim import RULE as SOFTMAX_IMPLICIT_DIM
 from torchdoctor.rules.api.zero_dim_index import RULE as ZERO_DIM_INDEX
@@ -332,7 +332,7 @@ def _backward_of(name: str, ctx: Context) -> bool:
     """`name.backward()` with no gradient in this function, and `name` is computed there (not a
     parameter): backward without a gradient only runs on a single number."""
     scope = ctx.scope.node
-    if name in ctx.scope.params:
+    if name in ctx.scope.params or "backward" not in ctx.source.text:  # no call spells it: not walked
         return False
     backward = assigned = False
     for node in ast.walk(scope):
@@ -367,7 +367,7 @@ def softmax_over_batch(node: ast.Return, ctx: Context) -> None:
 
 def _last_value(name: str, before: ast.stmt, ctx: Context) -> ast.expr | None:
     """The value of the last plain assignment to `name` above `before` in this function."""
-    above = [a for a in assignments(ctx.scope.node, name) if isinstance(a, ast.Assign) and len(a.targets) == 1
+    above = [a for a in ctx.assignments(name) if isinstance(a, ast.Assign) and len(a.targets) == 1
              and a.lineno < before.lineno]
     return max(above, key=lambda a: a.lineno).value if above else None
 

@@ -206,7 +206,8 @@ def _reorders_data(tree: ast.Module, ctx: Context) -> bool:
     text = ctx.source.text
     if "sort" not in text and not any(name in text for name in _REORDERS):
         return False
-    for node in tree_index(tree, ctx).of(ast.Call):
+    calls = ctx.calls if ctx.walked_whole_file else tree_index(tree, ctx).of(ast.Call)
+    for node in calls:  # any one will do: the walk's calls serve, in its order
         name = terminal(node.func)
         if name in _REORDERS:
             return True

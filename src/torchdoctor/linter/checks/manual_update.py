@@ -22,6 +22,8 @@ _IN_PLACE = frozenset({"add_", "sub_"})
 
 @lint_check((MISSING_ZERO_GRAD, ZERO_GRAD_BEFORE_STEP), FILE_END, tracks=TRACKED, needs_torch=False)
 def manual_update_without_reset(tree: ast.Module, ctx: Context) -> None:
+    if not _loops_over_parameters(ctx):
+        return
     reported: set[int] = set()
     for scope in ctx.scopes:
         for info in scope.loops.values():
@@ -43,6 +45,14 @@ def manual_update_without_reset(tree: ast.Module, ctx: Context) -> None:
             fields = {"update_line": update.lineno} | ({"reset_line": resets[0].line} if resets else {})
             ctx.report(MISSING_ZERO_GRAD, backwards[-1].node, fields=fields,
                        variant="manual-update-reset-elsewhere" if resets else "manual-update")
+
+
+def _loops_over_parameters(ctx: Context) -> bool:
+    """Some `for` of the file iterates parameters (the cheap pre-test: a manual update sits in
+    one, so without one no loop is walked for it). Read off the walk's loops when it saw them all."""
+    return not ctx.walked_whole_file or any(
+        isinstance(info.node, (ast.For, ast.AsyncFor)) and _over_parameters(info.node)
+        for scope in ctx.scopes for info in scope.loops.values())
 
 
 def _other_mode(reset: Event, update: ast.stmt, loop: ast.AST) -> bool:

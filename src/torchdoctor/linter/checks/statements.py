@@ -8,7 +8,6 @@ import ast
 
 from torchdoctor.core.finding import Fix
 from torchdoctor.linter.api import FILE_END, Context, dotted, keyword, lint_check, literal, terminal
-from torchdoctor.linter.names import assignments
 from torchdoctor.rules.api.method_not_called import RULE as METHOD_NOT_CALLED
 from torchdoctor.rules.api.non_strict_load_ignored import RULE as NON_STRICT_LOAD_IGNORED
 from torchdoctor.rules.api.tensor_result_discarded import RULE as TENSOR_RESULT_DISCARDED
@@ -69,7 +68,7 @@ def _makes_tensor(value: ast.expr, ctx: Context) -> bool:
 def _made_by_torch(name: str, ctx: Context) -> bool:
     """Every assignment to `name` in the enclosing function (or module) is a tensor factory's
     result, and there is at least one: the name holds a tensor, never a module."""
-    values = [node.value for node in assignments(ctx.scope.node, name)]
+    values = [node.value for node in ctx.assignments(name)]
     return bool(values) and all(value is not None and _makes_tensor(value, ctx) for value in values)
 
 

@@ -12,7 +12,7 @@ import ast
 
 from torchdoctor.linter.api import FILE_END, Context, Event, Scope, lint_check, literal, looks_like_optimizer
 from torchdoctor.linter.checks.manual_update import manual_update
-from torchdoctor.linter.checks.unstepped_optimizer import never_stepped
+from torchdoctor.linter.checks.unstepped_optimizer import never_stepped, remember
 from torchdoctor.linter.names import dotted, keyword, terminal
 from torchdoctor.linter.steps import (
     TRACKED,
@@ -586,6 +586,15 @@ def backward_missing(tree: ast.Module, ctx: Context) -> None:
             else:
                 ctx.report(BACKWARD_MISSING, steps[0].node, variant="in-called-function",
                            fields={"loss": loss, "callee": via.receiver, "call_line": via.line})
+
+
+@lint_check(STEP_MISSING, ast.Assign, needs_torch=False)
+@lint_check(STEP_MISSING, ast.AnnAssign, needs_torch=False)
+@lint_check(STEP_MISSING, ast.AugAssign, needs_torch=False)
+@lint_check(STEP_MISSING, ast.ClassDef, needs_torch=False)
+def binding_seen(node: ast.Assign | ast.AnnAssign | ast.AugAssign | ast.ClassDef, ctx: Context) -> None:
+    """The assignments and classes of the file, for `never_stepped` at the end."""
+    remember(node, ctx)
 
 
 @lint_check(STEP_MISSING, FILE_END, tracks=TRACKED, needs_torch=False)

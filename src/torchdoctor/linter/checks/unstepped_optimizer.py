@@ -19,6 +19,8 @@ from torchdoctor.linter.api import Context, Event, looks_like_optimizer
 from torchdoctor.linter.index import TreeIndex, tree_index
 from torchdoctor.linter.steps import is_backward, parameters_owner, reached, resets_gradients, stepped_optimizer
 
+#: ctx.memo key: the file's assignments and classes, as the walk met them (`remember`)
+_SEEN = "TD172-seen"
 #: what may be done with an optimizer without stepping it
 _HARMLESS = frozenset({"zero_grad", "param_groups", "state_dict", "load_state_dict", "add_param_group", "defaults",
                        "state"})
@@ -31,28 +33,68 @@ def never_stepped(tree: ast.Module, ctx: Context) -> Iterator[tuple[str, str, as
     with `zero_grad()` has no such place, and its tree is not walked."""
     if not resets_gradients(ctx):
         return
-    index = tree_index(tree, ctx)
+    seen = _assignments_and_classes(tree, ctx)
     bound: dict[str, list[ast.Assign]] = {}
-    for node in index.of_any(ast.Assign, ast.AnnAssign, ast.AugAssign):
+    for node in seen:
+        if isinstance(node, ast.ClassDef):
+            continue
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
-        for name in (n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)):
+        for name in (name for target in targets for name in _names_in(target)):
             bound.setdefault(name, []).append(node)  # type: ignore[arg-type]
     for name, assignments in bound.items():
         if len(assignments) != 1 or not isinstance(assignments[0], ast.Assign):
             continue
         value = assignments[0].value
-        if not _optimizer_constructor(value, ctx) or not _only_harmless_uses(name, assignments[0], index, ctx):
+        if not _optimizer_constructor(value, ctx) or _called_by_name(name, ctx) \
+                or not _only_harmless_uses(name, assignments[0], tree_index(tree, ctx), ctx):
             continue
         model = _model_of(value)  # type: ignore[arg-type]
         where = _step_site(name, model, ctx)
         if where is not None:
             yield name, f"`{model}`" if model else "the model", where.node
-    for cls in (n for n in index.of(ast.ClassDef) if not n.bases):
+    for cls in (n for n in seen if isinstance(n, ast.ClassDef) and not n.bases):
         for attribute in _optimizer_attributes(cls, ctx):
-            if _only_harmless_attribute_uses(attribute, index, ctx):
+            if _only_harmless_attribute_uses(attribute, tree_index(tree, ctx), ctx):
                 where = _step_site(f"self.{attribute}", None, ctx)
                 if where is not None:
                     yield f"self.{attribute}", "the model", where.node
+
+
+def remember(node: ast.Assign | ast.AnnAssign | ast.AugAssign | ast.ClassDef, ctx: Context) -> None:
+    """An assignment or a class, as the walk meets it (training_step.py registers this for
+    each), so that `never_stepped` finds them without walking the tree."""
+    ctx.memo.setdefault(_SEEN, []).append(node)
+
+
+def _assignments_and_classes(tree: ast.Module, ctx: Context) -> list[ast.stmt]:
+    """Every assignment and class of the file: those the walk met, or, when it stopped short,
+    those of the tree's index."""
+    if ctx.walked_whole_file:
+        return ctx.memo.get(_SEEN, [])
+    index = tree_index(tree, ctx)
+    return [*index.of_any(ast.Assign, ast.AnnAssign, ast.AugAssign), *index.of(ast.ClassDef)]  # type: ignore[list-item]
+
+
+def _called_by_name(name: str, ctx: Context) -> bool:
+    """A recorded call of a method of `name` that is not harmless (`optimizer.step()`): a use
+    `_only_harmless_uses` would refuse, found without indexing every name of the file."""
+    for scope in ctx.scopes:
+        for event in scope.events:
+            call = event.node
+            if call.__class__ is ast.Call:
+                func = call.func
+                if func.__class__ is ast.Attribute and func.attr not in _HARMLESS \
+                        and func.value.__class__ is ast.Name and func.value.id == name:
+                    return True
+    return False
+
+
+def _names_in(target: ast.expr) -> list[str]:
+    """The names an assignment target holds, in `ast.walk` order (a plain name is not walked:
+    most targets are one, and this runs for every assignment of the file)."""
+    if target.__class__ is ast.Name:
+        return [target.id]
+    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
 
 
 def _optimizer_attributes(cls: ast.ClassDef, ctx: Context) -> list[str]:
