@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import ast
 
-from torchdoctor.linter.api import FILE_END, Context, Event, Scope, dotted, lint_check
+from torchdoctor.linter.api import FILE_END, Context, Event, Scope, lint_check
+from torchdoctor.linter.manual_updates import manual_update, over_parameters
 from torchdoctor.linter.steps import TRACKED, is_backward, is_grad_reset, loop_events, order, passed_to_a_call, reached
 from torchdoctor.rules.optimizer.missing_zero_grad import RULE as MISSING_ZERO_GRAD
 from torchdoctor.rules.optimizer.zero_grad_before_step import RULE as ZERO_GRAD_BEFORE_STEP
 
-_IN_PLACE = frozenset({"add_", "sub_"})
-
 
 @lint_check((MISSING_ZERO_GRAD, ZERO_GRAD_BEFORE_STEP), FILE_END, tracks=TRACKED, needs_torch=False)
 def manual_update_without_reset(tree: ast.Module, ctx: Context) -> None:
-    if not _loops_over_parameters(ctx):
+    if not _loopsover_parameters(ctx):
         return
     reported: set[int] = set()
     for scope in ctx.scopes:
@@ -47,11 +46,11 @@ def manual_update_without_reset(tree: ast.Module, ctx: Context) -> None:
                        variant="manual-update-reset-elsewhere" if resets else "manual-update")
 
 
-def _loops_over_parameters(ctx: Context) -> bool:
+def _loopsover_parameters(ctx: Context) -> bool:
     """Some `for` of the file iterates parameters (the cheap pre-test: a manual update sits in
     one, so without one no loop is walked for it). Read off the walk's loops when it saw them all."""
     return not ctx.walked_whole_file or any(
-        isinstance(info.node, (ast.For, ast.AsyncFor)) and _over_parameters(info.node)
+        isinstance(info.node, (ast.For, ast.AsyncFor)) and over_parameters(info.node)
         for scope in ctx.scopes for info in scope.loops.values())
 
 
@@ -89,53 +88,3 @@ def _reset_before_update(update: ast.stmt, backwards: list[Event], resets: list[
             return
 
 
-def manual_update(loop: ast.AST) -> ast.stmt | None:
-    """The first statement of the loop that moves a parameter by its own gradient, in a loop over
-    parameters (`for p in model.parameters():`, `for param in params:`): `p.data.add_(-lr * p.grad)`,
-    `p.data.sub_(lr * p.grad)`, `p -= lr * p.grad`, `p.data = p.data - lr * p.grad`. (A perturbation
-    of the input moved by its gradient's sign is an attack's ascent, not an update of the model.)"""
-    for inner in ast.walk(loop):
-        if isinstance(inner, (ast.For, ast.AsyncFor)) and _over_parameters(inner):
-            found = _update_of(inner, {n.id for n in ast.walk(inner.target) if isinstance(n, ast.Name)})
-            if found is not None:
-                return found
-    return None
-
-
-def _over_parameters(loop: ast.For | ast.AsyncFor) -> bool:
-    iterable = loop.iter
-    if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute):
-        return iterable.func.attr in ("parameters", "named_parameters")
-    name = dotted(iterable)
-    return name is not None and "param" in name.rpartition(".")[2].lower()
-
-
-def _update_of(loop: ast.AST, names: set[str]) -> ast.stmt | None:
-    for node in ast.walk(loop):
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-            call = node.value
-            if isinstance(call.func, ast.Attribute) and call.func.attr in _IN_PLACE:
-                target = _base(call.func.value)
-                if target in names and _reads_grad_of(call, target):
-                    return node
-        elif isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Sub, ast.Add)):
-            target = _base(node.target)
-            if target in names and _reads_grad_of(node.value, target):
-                return node
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target = _base(node.targets[0])
-            if target in names and _reads_grad_of(node.value, target):
-                return node
-    return None
-
-
-def _base(node: ast.expr) -> str | None:
-    """`p` for `p.data` and `p`."""
-    name = dotted(node)
-    if name is None:
-        return None
-    return name.removesuffix(".data")
-
-
-def _reads_grad_of(node: ast.AST, name: str) -> bool:
-    return any(isinstance(n, ast.Attribute) and n.attr == "grad" and dotted(n.value) == name for n in ast.walk(node))

@@ -11,8 +11,7 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.linter.api import FILE_END, Context, Event, Scope, lint_check, literal, looks_like_optimizer
-from torchdoctor.linter.checks.manual_update import manual_update
-from torchdoctor.linter.checks.unstepped_optimizer import never_stepped, remember
+from torchdoctor.linter.manual_updates import manual_update
 from torchdoctor.linter.names import dotted, keyword, terminal
 from torchdoctor.linter.steps import (
     TRACKED,
@@ -37,6 +36,7 @@ from torchdoctor.linter.steps import (
     scale_call,
     stepped_optimizer,
 )
+from torchdoctor.linter.unstepped import never_stepped, remember
 from torchdoctor.rules.memory.retain_graph_in_loop import RULE as RETAIN_GRAPH_IN_LOOP
 from torchdoctor.rules.optimizer.accumulation_reset_every_micro_batch import (
     RULE as ACCUMULATION_RESET_EVERY_MICRO_BATCH,
