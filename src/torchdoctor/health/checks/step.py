@@ -14,6 +14,7 @@ from torchdoctor.health.outcome import Outcome, module_of
 from torchdoctor.introspect.sites import where
 from torchdoctor.rules.mode.frozen_batchnorm_drift import RULE as BATCHNORM_DRIFT
 from torchdoctor.rules.optimizer.frozen_parameter_updated import RULE as FROZEN_UPDATED
+from torchdoctor.rules.optimizer.frozen_parameter_updated import reasons_variant
 from torchdoctor.rules.optimizer.parameter_not_updated_by_step import RULE as NOT_UPDATED
 
 NAME = "step"
@@ -85,18 +86,13 @@ def _frozen_finding(ctx: CheckContext, tp, names: list[str]) -> Finding:  # type
     optimizer = tp.copies.optimizer
     params = dict(tp.copies.model.named_parameters())
     group: dict[str, Any] = next((g for g in optimizer.param_groups if any(p is params[names[0]] for p in g["params"])), {})
-    reasons = []
-    if params[names[0]].grad is not None:
-        reasons.append("it still has a .grad tensor (left by zero_grad(set_to_none=False) before it was frozen)")
     decay = group.get("weight_decay", 0)
-    if decay:
-        reasons.append(f"weight_decay={decay} applies to it")
-    if optimizer.state.get(params[names[0]]):
-        reasons.append("the optimizer keeps momentum for it from earlier steps")
-    cause = (", ".join(reasons[:-1]) + " and " + reasons[-1] if len(reasons) > 1 else "".join(reasons)) or "the optimizer still holds it"
+    reasons = [*(["stale-grad"] if params[names[0]].grad is not None else []), *(["weight-decay"] if decay else []),
+               *(["momentum"] if optimizer.state.get(params[names[0]]) else [])]
     name = listing(names, 3)
     site = ctx.locate.best(ctx.locate.of(ctx.subject.optimizer), ctx.locate.module(module_of(names[0])))
-    return FROZEN_UPDATED.finding(**where(site), fields={"name": name, "cause": cause})
+    return FROZEN_UPDATED.finding(**where(site), variant=reasons_variant(reasons),
+                                  fields={"name": name, **({"decay": decay} if decay else {})})
 
 
 def _batchnorm_drift(ctx: CheckContext, tp) -> list[Finding]:  # type: ignore[no-untyped-def]

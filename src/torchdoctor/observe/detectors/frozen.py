@@ -20,6 +20,7 @@ from torchdoctor.observe.events import Step
 from torchdoctor.observe.instruments.optim import params_of
 from torchdoctor.observe.support import due, listing, param_sample
 from torchdoctor.rules.optimizer.frozen_parameter_updated import RULE as FROZEN_UPDATED
+from torchdoctor.rules.optimizer.frozen_parameter_updated import reasons_variant
 
 if TYPE_CHECKING:
     from torchdoctor.observe.observed import Observed
@@ -61,16 +62,13 @@ class FrozenUpdates(Detector):
     def _report(self, optimizer: Optimizer, moved: list[torch.Tensor]) -> None:
         names = [self.ctx.modules.param_name(p) or f"#{i}" for i, p in enumerate(moved)]
         group = next((g for g in optimizer.param_groups if any(q is moved[0] for q in g["params"])), {})
-        reasons = ["it still has a .grad tensor (left by `zero_grad(set_to_none=False)`, or set before it was frozen)"]
         decay = group.get("weight_decay", 0)
-        if decay:
-            reasons.append(f"weight_decay={decay} applies to it")
-        if optimizer.state.get(moved[0]):
-            reasons.append("the optimizer keeps momentum for it from earlier steps")
+        reasons = ["stale-grad", *(["weight-decay"] if decay else []), *(["momentum"] if optimizer.state.get(moved[0]) else [])]
         name = f"`{names[0]}`" if len(names) == 1 else f"`{names[0]}` (and {len(names) - 1} more: {listing(names[1:])})"
         at = self.ctx.optimizers.info(optimizer).created_at or True
         self.ctx.report(
-            FROZEN_UPDATED, at=at, key=id(optimizer), fields={"name": name, "cause": " and ".join(reasons)},
+            FROZEN_UPDATED, at=at, key=id(optimizer), variant=reasons_variant(reasons),
+            fields={"name": name, **({"decay": decay} if decay else {})},
             evidence={"parameters": names},
         )
 

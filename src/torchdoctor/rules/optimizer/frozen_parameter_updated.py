@@ -1,7 +1,27 @@
 """TD116 frozen-parameter-updated."""
 
+from itertools import combinations
+
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
+
+#: why the step moved a frozen parameter, each a kebab name the detectors pick (run's
+#: detectors/frozen.py, check's checks/step.py); a finding names every reason that holds
+REASONS = {
+    "stale-grad": "it still has a .grad tensor (left by `zero_grad(set_to_none=False)`, or set before it was frozen)",
+    "weight-decay": "weight_decay={decay} applies to it",
+    "momentum": "the optimizer keeps momentum for it from earlier steps",
+}
+MESSAGE = "frozen parameter {name} (requires_grad=False) was changed by optimizer.step(): "
+
+
+def _joined(parts: tuple[str, ...]) -> str:
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def reasons_variant(reasons: list[str]) -> str | None:
+    """The variant that names `reasons` (in REASONS' order); None when there are none."""
+    return "-".join(name for name in REASONS if name in reasons) or None
 
 RULE = Rule(
     code="TD116",
@@ -9,8 +29,12 @@ RULE = Rule(
     category=Category.OPTIMIZER,
     severity=Severity.ERROR,
     proof="check",
-    message="frozen parameter {name} (requires_grad=False) was changed by optimizer.step(): {cause}",
+    message=MESSAGE + "the optimizer still holds it",
     hint="Give the optimizer only trainable parameters: `[p for p in model.parameters() if p.requires_grad]`, and reset stale gradients with `zero_grad(set_to_none=True)`.",
+    variants={
+        "-".join(names): Variant(message=MESSAGE + _joined(tuple(REASONS[name] for name in names)))
+        for size in range(1, len(REASONS) + 1) for names in combinations(REASONS, size)
+    },
     sees={
         "run": "a parameter with `requires_grad=False` that an optimizer step changes (it kept a `.grad`); reported at the optimizer's creation line",
     },
