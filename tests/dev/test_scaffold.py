@@ -98,7 +98,7 @@ def write_trivial_detectors(root: Path) -> None:
     """What a contributor writes after the scaffold, reduced to a trivial bug, in each file it made."""
     src = root / "src" / "torchdoctor"
     edit(src / "rules" / "optimizer" / "widget_misused.py", "x = torch.zeros(3)  # TODO: a small file that", "x = torch.ones(3)  # a small file that")
-    check = src / "lint" / "checks" / "widget_misused.py"
+    check = src / "linter" / "checks" / "widget_misused.py"
     edit(check, '{"TODO_callee"}', '{"ones"}')
     check.write_text(check.read_text(encoding="utf-8") + '    ctx.report(RULE, node, fields={"what": "torch.ones"})\n', encoding="utf-8")
     edit(root / "tests" / "lint" / "fixtures" / "widget_misused.py", "bad = torch.zeros(3)", "bad = torch.ones(3)")
