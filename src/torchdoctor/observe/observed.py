@@ -1,4 +1,4 @@
-"""What detectors and crash explainers see of a run: the protocol they type against.
+"""What detectors and crash explainers see of a run: the protocols they type against.
 
 The session (observe/session.py) is one implementation; detectors and explainers never import
 it, so the session can take them from whoever starts it (run/boot.py, `watch()`) without an
@@ -41,8 +41,8 @@ class Series(Protocol):
     def snapshot(self, read_device: bool = False) -> dict[str, Any]: ...
 
 
-class Observed(Protocol):
-    """The run as observed so far, and how to report on it (`self.ctx` in a detector)."""
+class Holdings(Protocol):
+    """What the run holds, as the instruments index it: modules, optimizers, loaders, gradients."""
 
     #: the run folder under `torchdoctor run` (None under `watch()`)
     folder: Path | None
@@ -53,6 +53,17 @@ class Observed(Protocol):
     backward: BackwardWatch
     grads: GradTracker
     loaders: LoaderIndex
+
+    @property
+    def series(self) -> Series | None:
+        """The per-step series for the report's curves (None when not recorded)."""
+
+    def model_roots(self) -> list[nn.Module]: ...
+
+
+class Clock(Protocol):
+    """Where the run is: the counters of events, steps and backward passes."""
+
     seq: int
     last_backward_seq: int
     steps_at_last_backward: int
@@ -63,9 +74,9 @@ class Observed(Protocol):
     @property
     def steps(self) -> int: ...
 
-    @property
-    def series(self) -> Series | None:
-        """The per-step series for the report's curves (None when not recorded)."""
+
+class Reporting(Protocol):
+    """How a detector says what it found (the words lint's `ctx.report` and `Rule.finding` use too)."""
 
     def report(self, rule: Rule, *, at: Location | None | bool = True, fields: Mapping[str, Any] | None = None,
                variant: str | tuple[str, ...] | None = None, severity: Severity | None = None,
@@ -77,6 +88,10 @@ class Observed(Protocol):
 
     def record(self, data: dict[str, Any]) -> None: ...
 
+
+class Probes(Protocol):
+    """Looking closer, privately: one traced step, a replay of a forward pass, a private model."""
+
     def trace_next_step(self, watcher: Watcher, *, now: bool = False) -> None: ...
 
     def replayed(self, tensor: torch.Tensor, watchers: Iterable[Watcher] = ()) -> torch.Tensor | None: ...
@@ -85,14 +100,22 @@ class Observed(Protocol):
 
     def privately(self, module: nn.Module) -> contextlib.AbstractContextManager[nn.Module]: ...
 
+
+class Instruments(Protocol):
+    """The shared instruments a detector asks for, and the hooks and modes it leaves with the session."""
+
+    def instrument(self, kind: type[T]) -> T: ...
+
+    def installed(self, kind: type[T]) -> T | None: ...
+
     def hold(self, handle: Any) -> None: ...
 
     def set_aside(self, mode: Any) -> None: ...
 
     def stop_setting_aside(self, mode: Any) -> None: ...
 
-    def instrument(self, kind: type[T]) -> T: ...
 
-    def installed(self, kind: type[T]) -> T | None: ...
-
-    def model_roots(self) -> list[nn.Module]: ...
+class Observed(Holdings, Clock, Reporting, Probes, Instruments, Protocol):
+    """The run as observed so far, and how to report on it (`self.ctx` in a detector): the narrow
+    parts together. A helper that needs only one part types against it (a crash explainer's
+    `Holdings`, a formatter's `Clock`), so what it can touch is plain from its signature."""

@@ -17,7 +17,7 @@ from torchdoctor.rules.data.samples_differ_in_size import RULE as DIFFERENT_SIZE
 from torchdoctor.rules.data.unpicklable_worker_function import RULE as UNPICKLABLE
 
 if TYPE_CHECKING:
-    from torchdoctor.observe.observed import Observed
+    from torchdoctor.observe.observed import Holdings
 
 _KILLED = re.compile(r"DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal: (?P<signal>[^.]+)\.")
 _EXITED = re.compile(r"DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly")
@@ -31,7 +31,7 @@ SHM = "/dev/shm"
 REAP_WAIT = 2.0
 
 
-def worker_killed(crash: Crash, session: Observed | None) -> Explanation | None:
+def worker_killed(crash: Crash, session: Holdings | None) -> Explanation | None:
     match = _KILLED.search(crash.message)
     if match is not None:
         pid, signal = match["pid"], match["signal"].strip()
@@ -74,7 +74,7 @@ def _killed_worker(crash: Crash) -> tuple[str, str] | None:
         return (match["pid"], match["signal"].strip()) if match else None
 
 
-def unpicklable(crash: Crash, session: Observed | None) -> Explanation | None:
+def unpicklable(crash: Crash, session: Holdings | None) -> Explanation | None:
     if crash.exc_type not in ("PicklingError", "AttributeError", "TypeError") or not ("pickle" in crash.message or "local object" in crash.message):
         return None
     loader = _loader(crash)
@@ -119,7 +119,7 @@ def _shared_memory() -> str:
     return f" is {size_text(stats.f_blocks * stats.f_frsize)} here"
 
 
-def samples_differ(crash: Crash, session: Observed | None) -> Explanation | None:
+def samples_differ(crash: Crash, session: Holdings | None) -> Explanation | None:
     """The default collate's `torch.stack` over samples of different shapes."""
     match = _STACK.search(crash.message)
     if match is None or not any(frame.file.replace("\\", "/").endswith("utils/data/_utils/collate.py") for frame in crash.frames):

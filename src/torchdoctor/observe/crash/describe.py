@@ -14,7 +14,7 @@ from torchdoctor.core.wording import size_text  # noqa: F401 - explainers import
 from torchdoctor.observe.crash.model import Crash, Frame
 
 if TYPE_CHECKING:
-    from torchdoctor.observe.observed import Observed
+    from torchdoctor.observe.observed import Holdings
 
 DTYPE_NAMES = {
     "double": "float64", "float": "float32", "half": "float16", "bfloat16": "bfloat16",
@@ -53,7 +53,7 @@ def user_names(crash: Crash) -> dict[int, str]:
     return names
 
 
-def module_label(module: Any, session: Observed | None) -> str:
+def module_label(module: Any, session: Holdings | None) -> str:
     """Linear `fc` (or just `Linear` when the module's name in its model is unknown)."""
     kind = type(module).__name__
     if session is None:
@@ -94,7 +94,7 @@ def tensors_near(crash: Crash) -> Iterator[tuple[str, Any, Frame]]:
             return
 
 
-def describe(name: str, tensor: Any, crash: Crash, session: Observed | None) -> str:
+def describe(name: str, tensor: Any, crash: Crash, session: Holdings | None) -> str:
     """The most useful name for a tensor: the user's variable, the parameter, or the argument."""
     torch = torch_module()
     user = user_names(crash).get(id(tensor))

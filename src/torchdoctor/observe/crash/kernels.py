@@ -23,7 +23,7 @@ from torchdoctor.rules.device.op_missing_for_backend import RULE as MISSING
 from torchdoctor.rules.dtype.dtype_not_supported_by_kernel import RULE as UNSUPPORTED
 
 if TYPE_CHECKING:
-    from torchdoctor.observe.observed import Observed
+    from torchdoctor.observe.observed import Holdings
 
 #: what to do with a tensor of a backend an op has no kernel for
 #: the dispatch key's family -> the variant of TD431 whose hint says how to convert such a tensor
@@ -31,7 +31,7 @@ FAMILIES = {"Sparse": "sparse", "SparseCsr": "sparse", "Quantized": "quantized",
             "NestedTensor": "nested-tensor", "Meta": "meta", "MPS": "mps"}
 
 
-def op_missing_for_backend(crash: Crash, session: Observed | None) -> Explanation | None:
+def op_missing_for_backend(crash: Crash, session: Holdings | None) -> Explanation | None:
     match = COULD_NOT_RUN.search(crash.message)
     if match is None or crash.exc_type != "NotImplementedError" or torch_module() is None:
         return None
@@ -45,7 +45,7 @@ def op_missing_for_backend(crash: Crash, session: Observed | None) -> Explanatio
     }, variant=FAMILIES[family] if family else None, evidence=site.evidence())
 
 
-def dtype_not_supported(crash: Crash, session: Observed | None) -> Explanation | None:
+def dtype_not_supported(crash: Crash, session: Holdings | None) -> Explanation | None:
     label = NOT_IMPLEMENTED.search(crash.message)
     if label is None or torch_module() is None:
         return None
@@ -65,7 +65,7 @@ def dtype_not_supported(crash: Crash, session: Observed | None) -> Explanation |
     }, variant=variant, evidence=site.evidence() if site is not None else {"kernel": kernel})
 
 
-def _tensor_of_backend(crash: Crash, session: Observed | None, key: str) -> str | None:
+def _tensor_of_backend(crash: Crash, session: Holdings | None, key: str) -> str | None:
     torch = torch_module()
     for name, tensor, _frame in tensors_near(crash):
         try:
@@ -76,7 +76,7 @@ def _tensor_of_backend(crash: Crash, session: Observed | None, key: str) -> str 
     return None
 
 
-def _tensor_of_dtype(crash: Crash, session: Observed | None, dtype: str) -> str | None:
+def _tensor_of_dtype(crash: Crash, session: Holdings | None, dtype: str) -> str | None:
     for name, tensor, _frame in tensors_near(crash):
         if str(getattr(tensor, "dtype", "")).replace("torch.", "") == dtype:
             return describe(name, tensor, crash, session)

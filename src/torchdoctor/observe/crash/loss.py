@@ -20,7 +20,7 @@ from torchdoctor.rules.loss.loss_arguments_swapped import RULE as SWAPPED
 
 if TYPE_CHECKING:
     from torchdoctor.observe.instruments.data import LoaderFacts
-    from torchdoctor.observe.observed import Observed
+    from torchdoctor.observe.observed import Holdings
 
 _OUT_OF_BOUNDS = re.compile(r"Target (?P<label>-?\d+) is out of bounds")
 _TARGET_DTYPE = re.compile(r"expected target dtype to be Long or Byte, but got (?P<dtype>\w+)|expected scalar type Long but found (?P<old>\w+)")
@@ -31,7 +31,7 @@ _MULTI_TARGET = "multi-target not supported"
 _BATCH_OF_ONE = re.compile(r"Expected more than 1 value per channel when training, got input size torch\.Size\(\[(?P<shape>[\d, ]+)\]\)")
 
 
-def target_out_of_range(crash: Crash, session: Observed | None) -> Explanation | None:
+def target_out_of_range(crash: Crash, session: Holdings | None) -> Explanation | None:
     match = _OUT_OF_BOUNDS.search(crash.message)
     device_assert = "t >= 0 && t < n_classes" in crash.message
     if match is None and not device_assert:
@@ -55,7 +55,7 @@ def target_out_of_range(crash: Crash, session: Observed | None) -> Explanation |
                        at=(origin.file, origin.line), evidence={"made_at": origin.place, "made_by": origin.text})
 
 
-def target_dtype(crash: Crash, session: Observed | None) -> Explanation | None:
+def target_dtype(crash: Crash, session: Holdings | None) -> Explanation | None:
     match = _TARGET_DTYPE.search(crash.message)
     if match is None:
         return None
@@ -73,7 +73,7 @@ def target_dtype(crash: Crash, session: Observed | None) -> Explanation | None:
                        evidence={"made_at": origin.place, "made_by": origin.text})
 
 
-def target_shape(crash: Crash, session: Observed | None) -> Explanation | None:
+def target_shape(crash: Crash, session: Holdings | None) -> Explanation | None:
     match = _TARGET_SIZE.search(crash.message)
     if match:
         want = [int(d) for d in match["want"].split(",")]
@@ -92,7 +92,7 @@ def target_shape(crash: Crash, session: Observed | None) -> Explanation | None:
     return None
 
 
-def batch_of_one(crash: Crash, session: Observed | None) -> Explanation | None:
+def batch_of_one(crash: Crash, session: Holdings | None) -> Explanation | None:
     match = _BATCH_OF_ONE.search(crash.message)
     if match is None:
         return None
@@ -107,7 +107,7 @@ def batch_of_one(crash: Crash, session: Observed | None) -> Explanation | None:
                        variant="short-last-batch", at=loader.site)
 
 
-def _short_last_batch(session: Observed | None) -> LoaderFacts | None:
+def _short_last_batch(session: Holdings | None) -> LoaderFacts | None:
     """The DataLoader that leaves a last batch of one sample, whose line is the one to change
     (the crash itself is raised deep inside the model)."""
     for loader in reversed(session.loaders.recent if session is not None else ()):
@@ -117,7 +117,7 @@ def _short_last_batch(session: Observed | None) -> LoaderFacts | None:
     return None
 
 
-def logits_into_bce(crash: Crash, session: Observed | None) -> Explanation | None:
+def logits_into_bce(crash: Crash, session: Holdings | None) -> Explanation | None:
     """BCELoss given values outside [0, 1] (its input, not its target)."""
     if CPU_ERROR not in crash.message and GPU_ERROR not in crash.message:
         return None
@@ -126,7 +126,7 @@ def logits_into_bce(crash: Crash, session: Observed | None) -> Explanation | Non
     return Explanation(LOGITS_INTO_BCE, {"values": scores_text(scores) if readable else "values outside that range"})
 
 
-def binary_target_dtype(crash: Crash, session: Observed | None) -> Explanation | None:
+def binary_target_dtype(crash: Crash, session: Holdings | None) -> Explanation | None:
     """BCELoss / BCEWithLogitsLoss given integer labels (the message only names dtypes)."""
     if "can't be cast to the desired output type" not in crash.message and "Found dtype" not in crash.message:
         return None
@@ -139,7 +139,7 @@ def binary_target_dtype(crash: Crash, session: Observed | None) -> Explanation |
     return Explanation(BINARY_TARGET_DTYPE, {"loss": loss, "dtype": tensor_dtype(target)})
 
 
-def arguments_swapped(crash: Crash, session: Observed | None) -> Explanation | None:
+def arguments_swapped(crash: Crash, session: Holdings | None) -> Explanation | None:
     """`criterion(labels, logits)`: CrossEntropyLoss's log-softmax over integer labels, or
     NLLLoss refusing a target of more dimensions than its input ("multi-target")."""
     if "not implemented for" in crash.message and "softmax" in crash.message:

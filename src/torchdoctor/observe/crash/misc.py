@@ -12,7 +12,7 @@ from torchdoctor.rules.api.module_init_not_called import RULE as NO_INIT
 from torchdoctor.rules.api.weights_only_load_failed import RULE as WEIGHTS_ONLY
 
 if TYPE_CHECKING:
-    from torchdoctor.observe.observed import Observed
+    from torchdoctor.observe.observed import Holdings
 
 _GLOBAL = re.compile(r"Unsupported global: GLOBAL (?P<name>[\w.]+)")
 _NO_INIT = re.compile(
@@ -21,13 +21,13 @@ _NO_INIT = re.compile(
 )
 
 
-def torchrun_child_failed(crash: Crash, session: Observed | None) -> object | None:
+def torchrun_child_failed(crash: Crash, session: Holdings | None) -> object | None:
     """torchrun's launcher only relays a rank's failure (or the signal that stopped the job);
     the ranks report what happened."""
     return SILENT if crash.exc_type in ("ChildFailedError", "SignalException") else None
 
 
-def weights_only(crash: Crash, session: Observed | None) -> Explanation | None:
+def weights_only(crash: Crash, session: Holdings | None) -> Explanation | None:
     if "Weights only load failed" not in crash.message:
         return None
     found = _GLOBAL.search(crash.message)
@@ -39,7 +39,7 @@ def weights_only(crash: Crash, session: Observed | None) -> Explanation | None:
     return Explanation(WEIGHTS_ONLY, {"name": name, "cls": name.split(".")[-1]}, variant="global")
 
 
-def module_init_not_called(crash: Crash, session: Observed | None) -> Explanation | None:
+def module_init_not_called(crash: Crash, session: Holdings | None) -> Explanation | None:
     match = _NO_INIT.search(crash.message)
     if match is None:
         return None

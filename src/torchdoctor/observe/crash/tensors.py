@@ -29,7 +29,7 @@ from torchdoctor.rules.device.device_mismatch import RULE as DEVICE
 from torchdoctor.rules.dtype.dtype_mismatch import RULE as DTYPE
 
 if TYPE_CHECKING:
-    from torchdoctor.observe.observed import Observed
+    from torchdoctor.observe.observed import Holdings
 
 _DEVICES = (
     re.compile(r"Expected all tensors to be on the same device, but found at least two devices, (?P<a>[\w:]+) and (?P<b>[\w:]+)"),
@@ -62,7 +62,7 @@ def _first_match(patterns: tuple[re.Pattern[str], ...], text: str) -> re.Match[s
     return None
 
 
-def device_mismatch(crash: Crash, session: Observed | None) -> Explanation | None:
+def device_mismatch(crash: Crash, session: Holdings | None) -> Explanation | None:
     match = _first_match(_DEVICES, crash.message)
     if match is None:
         return None
@@ -83,7 +83,7 @@ def device_mismatch(crash: Crash, session: Observed | None) -> Explanation | Non
                                 "where": where + clause}, variant=variant, evidence={"op": op} if op else None)
 
 
-def dtype_mismatch(crash: Crash, session: Observed | None) -> Explanation | None:
+def dtype_mismatch(crash: Crash, session: Holdings | None) -> Explanation | None:
     match = _first_match(_DTYPES, crash.message)
     if match is None:
         return None
@@ -115,7 +115,7 @@ _INDICES = re.compile(r"Expected tensor for argument #1 'indices' to have one of
                       r"[\w, ]+; but got (?:torch\.)?(?P<got>\w+) instead")
 
 
-def embedding_indices_dtype(crash: Crash, session: Observed | None) -> Explanation | None:
+def embedding_indices_dtype(crash: Crash, session: Holdings | None) -> Explanation | None:
     """Token ids converted to floats before an `nn.Embedding` (`x.double()`, `x.float()`)."""
     match = _INDICES.search(crash.message)
     if match is None:
@@ -143,7 +143,7 @@ def _culprit(a: tuple[str, Any] | None, b: tuple[str, Any] | None, wide: str | N
     return None
 
 
-def view_of_non_contiguous(crash: Crash, session: Observed | None) -> Explanation | None:
+def view_of_non_contiguous(crash: Crash, session: Holdings | None) -> Explanation | None:
     if "view size is not compatible with input tensor's size and stride" not in crash.message:
         return None
     frame = crash.user_frame()
@@ -159,7 +159,7 @@ def view_of_non_contiguous(crash: Crash, session: Observed | None) -> Explanatio
     return Explanation(VIEW, {"tensor": name, "origin": origin})
 
 
-def shape_mismatch(crash: Crash, session: Observed | None) -> Explanation | None:
+def shape_mismatch(crash: Crash, session: Holdings | None) -> Explanation | None:
     torch = torch_module()
     match = _MATMUL.search(crash.message)
     if match:
@@ -205,7 +205,7 @@ def shape_mismatch(crash: Crash, session: Observed | None) -> Explanation | None
     return None
 
 
-def rnn_batch_first(crash: Crash, session: Observed | None) -> Explanation | None:
+def rnn_batch_first(crash: Crash, session: Holdings | None) -> Explanation | None:
     """An RNN built without `batch_first=True` fed (batch, seq, features) with a hidden state
     built for that batch: it wants the hidden state's batch to be the input's dim 1."""
     match = _HIDDEN.search(crash.message)
@@ -251,7 +251,7 @@ def _unbatched_input(crash: Crash, conv: Any) -> Any:
     return None
 
 
-def embedding_index(crash: Crash, session: Observed | None) -> Explanation | None:
+def embedding_index(crash: Crash, session: Holdings | None) -> Explanation | None:
     if crash.exc_type != "IndexError" or "index out of range in self" not in crash.message:
         return None
     torch = torch_module()
@@ -274,7 +274,7 @@ def _device(text: str | None) -> str:
     return "cuda" if text == "cuda." else text
 
 
-def _pick(crash: Crash, session: Observed | None, wanted: Any) -> tuple[str, Any] | None:
+def _pick(crash: Crash, session: Holdings | None, wanted: Any) -> tuple[str, Any] | None:
     """The first tensor near the failure that satisfies `wanted`, with its best name; tensors
     the user's own frame names come first."""
     known = user_names(crash)
@@ -291,7 +291,7 @@ def _pick(crash: Crash, session: Observed | None, wanted: Any) -> tuple[str, Any
     return None
 
 
-def _where(crash: Crash, session: Observed | None) -> str:
+def _where(crash: Crash, session: Holdings | None) -> str:
     module = innermost_module(crash)
     return f" in {module_label(module, session)}" if module is not None else ""
 

@@ -39,7 +39,7 @@ from torchdoctor.observe.instruments.tables import CURVE_ROWS, Table
 from torchdoctor.observe.outcome import Outcome
 
 if TYPE_CHECKING:
-    from torchdoctor.observe.observed import Observed
+    from torchdoctor.observe.observed import Instruments, Observed
 
 #: rows kept per per-layer table (heatmaps) before decimating
 LAYER_ROWS = 256
@@ -60,7 +60,7 @@ FIRST_FLUSH, FLUSH_GROWTH = 64, 4
 perf_counter = time.perf_counter
 
 
-def unscaled_loss(ctx: Observed, loss: Any) -> torch.Tensor | None:
+def unscaled_loss(ctx: Instruments, loss: Any) -> torch.Tensor | None:
     """The loss handed to backward(), detached, as the user's loss function made it (a GradScaler's
     scale divided out); None when it is not one floating-point value."""
     if not isinstance(loss, torch.Tensor) or not loss.is_floating_point() or loss.numel() != 1:
