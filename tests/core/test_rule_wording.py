@@ -154,3 +154,32 @@ def test_no_wording_made_in_a_variable_or_a_helper() -> None:
     assert not wrong, "give the rule a Variant and pass variant= and facts instead:\n" + "\n".join(wrong)
     assert not set(PASSED_ON) - {module for module, _ in found}, "a listed module no longer passes wording: unlist it"
 
+
+
+#: modules that hold a finding's `message`/`hint` under those keys, each with why it words nothing
+SERIALISED: dict[str, str] = {
+    "core/finding.py": "Finding.to_dict: the contract's JSON object of a finding already made",
+    "renderers/sarif.py": "a SARIF result's `message` is the finding's own text, written out",
+}
+
+
+def _keyed_wording() -> Iterator[str]:
+    """`x["message"] = ...` and `{"message": ...}` (or `"hint"`) outside the rules: wording handed
+    to a finding through a dict and `**` instead of a keyword."""
+    for path in sorted(SOURCE.rglob("*.py")):
+        module = path.relative_to(SOURCE).as_posix()
+        if module.startswith("rules/") or module == "core/rule.py" or module in SERIALISED:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            keys: list[ast.expr | None] = []
+            if isinstance(node, ast.Assign):
+                keys = [target.slice for target in node.targets if isinstance(target, ast.Subscript)]
+            elif isinstance(node, ast.Dict):
+                keys = list(node.keys)
+            if any(isinstance(key, ast.Constant) and key.value in ("message", "hint") for key in keys):
+                yield f"{module}:{node.lineno}"
+
+
+def test_no_wording_handed_over_in_a_dict() -> None:
+    found = list(_keyed_wording())
+    assert not found, "give the rule a Variant and pass variant= instead:\n" + "\n".join(found)

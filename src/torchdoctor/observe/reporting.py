@@ -11,7 +11,7 @@ from torchdoctor.observe.events import Location
 
 
 def build(rule: Rule, location: Location | None, fields: Mapping[str, Any], own: Mapping[str, Any] | None = None) -> Finding:
-    """`fields` fill the rule's templates; `own` are the finding's own arguments (`variant=`,
-    `message=`, `hint=`, `severity=`, `evidence=`, `rank=`...)."""
+    """`fields` fill the templates of the rule (or of its `variant`); `own` are the finding's own
+    arguments (`variant=`, `severity=`, `evidence=`, `rank=`)."""
     file, line = location if location else (None, None)
     return rule.finding(fields=fields, file=file, line=line, **(own or {}))

@@ -38,8 +38,6 @@ class Explanation:
     fields: dict[str, Any]
     at: Location | None = None
     evidence: dict[str, Any] | None = None
-    hint: str | None = None
-    message: str | None = None  # replaces the rule's template (its fields still fill the hint)
     variant: str | None = None  # the rule's variant whose templates the fields fill
 
 
@@ -72,9 +70,8 @@ def explain_crash(crash: Crash, session: Observed | None) -> Finding | None:
     if own is not None:  # torchdoctor's bug, not a line of the user's to change
         where = f"{own.function} ({os.path.basename(own.file)}:{own.line})"
         evidence = {"where": where, "error": crash.headline, **({"traceback": crash.traceback_text} if debugging() else {})}
-        message = (f"the script stopped with {crash.headline}, raised inside torchdoctor's own code ({where}), "
-                   "not by a line of yours: under plain python it would not have")
-        return reporting.build(INTERNAL_ERROR, None, {}, {"message": message, "evidence": evidence})
+        return reporting.build(INTERNAL_ERROR, None, {"error": crash.headline, "where": where},
+                               {"variant": "script-stopped", "evidence": evidence})
     inner = crash.inner()
     candidates = [c for c in (inner, crash, *crash.causes) if c is not None]
     for candidate in candidates:
@@ -98,8 +95,7 @@ def _finding(said: Explanation, crash: Crash, outer: Crash) -> Finding:
     location = said.at if said.at is not None else ((frame.file, frame.line) if frame else None)
     evidence = {"exception": crash.headline, **({"raised_in": crash.origin} if crash.origin else {}), **(said.evidence or {})}
     return reporting.build(said.rule, location, said.fields,
-                           {"severity": Severity.ERROR, "evidence": evidence, "rank": crash.rank, "hint": said.hint,
-                            "message": said.message, "variant": said.variant})
+                           {"severity": Severity.ERROR, "evidence": evidence, "rank": crash.rank, "variant": said.variant})
 
 
 def _at(rule: Rule, crash: Crash, frame: Frame | None, fields: dict[str, Any]) -> Finding:

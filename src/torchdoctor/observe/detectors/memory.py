@@ -219,24 +219,16 @@ class LossHistory(Detector):
         value = accumulation.value
         simple = value.replace(".", "").replace("_", "").isalnum()
         term = value if simple else f"({value})"
-        fields = {"target": accumulation.target, "value": value}
-        own: dict[str, Any] = {}
+        target, statement = accumulation.target, accumulation.statement
         if accumulation.kind == "append":
-            own["message"] = (
-                f"`{accumulation.statement}` keeps every step's `{value}` with its autograd history: "
-                "each step's graph stays alive and memory grows with each iteration"
-            )
-            own["hint"] = (
-                f"Append a number or a detached tensor instead: `{accumulation.target}.append({term}.item())` (or `.detach()`)."
-            )
+            variant, fields = "append", {"statement": statement, "value": value, "target": target, "term": term}
         elif accumulation.kind == "sum":
-            own["message"] = (
-                f"`{accumulation.statement}` keeps the autograd history of every step alive: "
-                "memory grows with each iteration"
-            )
-        if accumulation.kind == "sum" or (accumulation.kind == "augmented" and not simple):
-            own["hint"] = f"Accumulate a number instead: add `{term}.item()` (or `.detach()`) to `{accumulation.target}`."
-        self.ctx.report(LOSS_HISTORY, at=at, key=accumulation.target, fields=fields, **own)
+            variant, fields = "sum", {"statement": statement, "target": target, "term": term}
+        elif accumulation.kind == "augmented" and not simple:
+            variant, fields = "expression", {"target": target, "value": value, "term": term}
+        else:
+            variant, fields = None, {"target": target, "value": value}
+        self.ctx.report(LOSS_HISTORY, at=at, key=target, variant=variant, fields=fields)
 
 
 # --- retained graphs ----------------------------------------------------------------------
@@ -360,14 +352,8 @@ class RetainedGraphs(Detector):
         if site.location in self._reported:
             return
         self._reported.add(site.location)
-        own: dict[str, Any] = {"evidence": {"retaining_calls": site.calls}}
-        if not growing:
-            own["message"] = (
-                "`backward(retain_graph=True)` keeps each step's graph after backward(), but no later backward() uses it: "
-                "its saved activations stay in memory until the next step replaces the loss"
-            )
-            own["hint"] = "Drop `retain_graph=True`: a graph that is backpropagated once does not need it."
-        self.ctx.report(RETAIN_GRAPH, at=site.location, key="retain", **own)
+        self.ctx.report(RETAIN_GRAPH, at=site.location, key="retain", variant=None if growing else "unused",
+                        evidence={"retaining_calls": site.calls})
 
 
 def _growing(counts: list[int]) -> bool:

@@ -1,7 +1,7 @@
 """TD006 run-internal-error."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD006",
@@ -11,6 +11,12 @@ RULE = Rule(
     proof="run",
     message="torchdoctor failed inside {where} ({error}); it stepped aside and your script ran on without it, so findings it would have made may be missing",
     hint="This is a bug in torchdoctor, not in your code: set TORCHDOCTOR_DEBUG=1 to see the internal traceback, and please report it.",
+    variants={
+        "script-stopped": Variant(
+            message="the script stopped with {error}, raised inside torchdoctor's own code ({where}), not by a line of "
+            "yours: under plain python it would not have",
+        ),
+    },
     doc="""
 ## What it does
 Reports that one of torchdoctor's own observers (a hook, a stand-in or a detector it runs

@@ -1,7 +1,7 @@
 """TD147 loss-accumulated-with-history."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD147",
@@ -12,6 +12,18 @@ RULE = Rule(
     proof="lint",
     message="`{target} += {value}` keeps the autograd history of every step alive: memory grows with each iteration",
     hint="Accumulate a number instead: `{target} += {value}.item()` (or `.detach()`).",
+    variants={  # by how the loop accumulates (run's detectors/memory.py reads the statement)
+        "append": Variant(
+            message="`{statement}` keeps every step's `{value}` with its autograd history: each step's graph stays alive "
+            "and memory grows with each iteration",
+            hint="Append a number or a detached tensor instead: `{target}.append({term}.item())` (or `.detach()`).",
+        ),
+        "sum": Variant(
+            message="`{statement}` keeps the autograd history of every step alive: memory grows with each iteration",
+            hint="Accumulate a number instead: add `{term}.item()` (or `.detach()`) to `{target}`.",
+        ),
+        "expression": Variant(hint="Accumulate a number instead: add `{term}.item()` (or `.detach()`) to `{target}`."),
+    },
     sees={
         "lint": "`total += loss` in a training loop where `loss` is backpropagated on its own (a total the loop resets after each step is fine)",
         "run": "a running total (`total += loss`, `total = total + loss`) or a list (`losses.append(loss)`) still holds the previous step's autograd history; reported at the accumulating line",

@@ -1,7 +1,7 @@
 """TD148 retain-graph-in-loop."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD148",
@@ -11,6 +11,13 @@ RULE = Rule(
     proof="lint",
     message="`backward(retain_graph=True)` in a training loop keeps every step's graph alive",
     hint="Drop `retain_graph=True`; if it was added to silence \"Trying to backward through the graph a second time\", `.detach()` the tensor carried across iterations (e.g. an RNN hidden state).",
+    variants={
+        "unused": Variant(
+            message="`backward(retain_graph=True)` keeps each step's graph after backward(), but no later backward() uses "
+            "it: its saved activations stay in memory until the next step replaces the loss",
+            hint="Drop `retain_graph=True`: a graph that is backpropagated once does not need it.",
+        ),
+    },
     sees={
         "lint": "`backward(retain_graph=True)` in a loop with no second backward",
         "run": "`backward(retain_graph=True)` every step when no later backward uses the graph, or when each step's backward reaches further back into earlier steps; reported at the backward() line",
