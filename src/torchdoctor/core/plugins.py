@@ -200,12 +200,16 @@ def _codes_problem(rules: object) -> str | None:
     return None
 
 
+def rules() -> list[Rule]:
+    """The `RULE` of every rule module, built-in and plugins', as found: core/registry.py orders
+    and indexes them; a health check's RULES are checked against their codes here (the registry
+    builds on this module, so it cannot be asked)."""
+    return [rule for module in modules("torchdoctor.rules") if isinstance(rule := getattr(module, "RULE", None), Rule)]
+
+
 @functools.lru_cache(maxsize=1)
 def _rule_codes() -> frozenset[str]:
-    """The codes of every rule, read off the rule modules as core/registry.py reads them (the
-    registry builds on this module, so it is not asked here)."""
-    return frozenset(rule.code for module in modules("torchdoctor.rules")
-                     if isinstance(rule := getattr(module, "RULE", None), Rule))
+    return frozenset(rule.code for rule in rules())
 
 
 def _run_problem(run: object) -> str | None:

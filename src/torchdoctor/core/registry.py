@@ -18,11 +18,7 @@ from torchdoctor.core.rule import Rule
 @functools.lru_cache(maxsize=1)
 def all_rules() -> tuple[Rule, ...]:
     """Every rule, sorted by code; raises if two rules share a code or a name."""
-    found: list[Rule] = []
-    for module in plugins.modules("torchdoctor.rules"):
-        rule = getattr(module, "RULE", None)
-        if isinstance(rule, Rule):
-            found.append(rule)
+    found = plugins.rules()
     _check_unique(found)
     return tuple(sorted(found, key=lambda r: r.code))
 
