@@ -15,20 +15,11 @@ import ast
 from collections.abc import Iterator
 
 from torchdoctor.introspect.source import evaluation_site
-from torchdoctor.linter.api import FILE_END, ClassInfo, Context, Kind, Scope, dotted, lint_check
+from torchdoctor.linter.api import FILE_END, Context, Scope, dotted, lint_check
+from torchdoctor.linter.mode_layers import BATCHNORMS, DROPOUTS, mode_layers, switches_mode
 from torchdoctor.linter.steps import TRACKED, is_backward, optimized_models, stepped_optimizer
 from torchdoctor.rules.mode.evaluation_in_train_mode import RULE as EVALUATION_IN_TRAIN_MODE
 from torchdoctor.rules.mode.evaluation_in_train_mode import train_mode_effects
-
-#: layers that behave differently in train and eval mode
-_DROPOUTS = frozenset({"Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"})
-_BATCHNORMS = frozenset({"BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"})
-#: torchvision model builders by name prefix -> the train/eval-dependent layers they contain
-_TORCHVISION = (
-    (("resnet", "resnext", "wide_resnet", "regnet", "mobilenet", "efficientnet", "densenet", "shufflenet",
-      "mnasnet", "googlenet", "inception"), {"BatchNorm2d"}),
-    (("alexnet", "squeezenet"), {"Dropout"}),
-)
 
 
 @lint_check(EVALUATION_IN_TRAIN_MODE, FILE_END, tracks=TRACKED)
@@ -37,7 +28,7 @@ def evaluation_in_train_mode(tree: ast.Module, ctx: Context) -> None:
     if ".parameters()" not in text or "optim" not in text or ("no_grad" not in text and "inference_mode" not in text):
         return  # text tests only skip work when a word is absent: `# model.eval()` is no call
     trained = set(optimized_models(tree, ctx))
-    if not trained or _switches_mode(ctx):
+    if not trained or switches_mode(ctx):
         return
     # the innermost loops that run backward() or step(): a no-grad call there is part of training
     training_loops = {id(e.loops[-1]) for scope in ctx.scopes for e in scope.events
@@ -48,7 +39,8 @@ def evaluation_in_train_mode(tree: ast.Module, ctx: Context) -> None:
             name = dotted(call.func)
             if name is None or (scope.name, name) in reported or (loop is not None and id(loop) in training_loops):
                 continue
-            model, effects = _through_parameter(scope, name, ctx) if name in scope.params else (name, _kind_effects(scope, name, ctx))
+            model, layers = _through_parameter(scope, name, ctx) if name in scope.params else (name, mode_layers(scope, name, ctx))
+            effects = train_mode_effects(not DROPOUTS.isdisjoint(layers), not BATCHNORMS.isdisjoint(layers))
             if effects and model in trained:
                 reported.add((scope.name, name))
                 site = evaluation_site(tree, call.lineno)  # where `eval()` goes: the evaluation's start
@@ -98,28 +90,19 @@ def _calls(node: ast.AST, disabled: bool, loop: ast.AST | None) -> Iterator[tupl
                 yield inner, loop
 
 
-def _kind_effects(scope: Scope, name: str, ctx: Context) -> str:
-    kind = scope.bindings.get(name) if "." not in name else None
-    if kind is None and name.startswith("self.") and scope.cls is not None:
-        kind = scope.cls.attributes.get(name[5:])
-    if kind is None and "." not in name:
-        kind = ctx.module_scope.bindings.get(name)
-    return _effects(kind, ctx) if kind is not None and kind.tag == "model" else ""
-
-
-def _through_parameter(scope: Scope, param: str, ctx: Context) -> tuple[str, str]:
+def _through_parameter(scope: Scope, param: str, ctx: Context) -> tuple[str, frozenset[str]]:
     """The trained model a parameter receives: `def test(model, ...)` called as `test(net, ...)`
     with `net = Net()`, when every call of the function in this file passes the same one."""
     if "." in scope.name:
-        return "", ""
+        return "", frozenset()
     index = scope.params.index(param)
     passed = set()
     for caller in ctx.scopes:
         for call in _calls_of(caller, scope.name):
             argument = call.args[index] if index < len(call.args) else None
             name = argument.id if isinstance(argument, ast.Name) else None
-            passed.add((name or "", _kind_effects(caller, name, ctx) if name else ""))
-    return next(iter(passed)) if len(passed) == 1 else ("", "")
+            passed.add((name or "", mode_layers(caller, name, ctx) if name else frozenset()))
+    return next(iter(passed)) if len(passed) == 1 else ("", frozenset())
 
 
 def _calls_of(scope: Scope, function: str) -> Iterator[ast.Call]:
@@ -128,66 +111,3 @@ def _calls_of(scope: Scope, function: str) -> Iterator[ast.Call]:
             yield event.node
 
 
-def _switches_mode(ctx: Context) -> bool:
-    """Any `x.eval()` or `x.train(...)` with an argument in the file: modes are handled somewhere.
-    Read from the walk's events, which are calls: a comment or a string saying `model.eval()` is none."""
-    for scope in ctx.scopes:
-        for event in scope.events:
-            call = event.node
-            if event.name in ("eval", "train") and isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
-                if (event.name == "eval") is not bool(call.args or call.keywords):
-                    return True
-    return False
-
-
-def _effects(kind: Kind, ctx: Context) -> str:
-    """What train mode changes in this model, in the rule's words ("" when the file does not show)."""
-    made = kind.node
-    while isinstance(made, ast.Call) and isinstance(made.func, ast.Attribute) and isinstance(made.func.value, ast.Call):
-        made = made.func.value  # `Net().to(device)`, `Net().cuda().float()`: the model is the innermost call
-    if not isinstance(made, ast.Call):
-        made_in = _class_around(kind.node, ctx) if kind.node is not None else None
-        layers = _layers(made_in.node, ctx) if made_in is not None and made_in.is_module else set()
-    else:
-        qualified = ctx.qualified(made.func) or ""
-        if qualified.startswith("torchvision.models."):
-            layers = _torchvision_layers(qualified.rpartition(".")[2])
-        elif qualified == "torch.nn.Sequential":
-            layers = _layers(made, ctx)
-        else:
-            info = ctx.classes.get(dotted(made.func) or "") or _class_around(made, ctx)
-            layers = _layers(info.node, ctx) if info is not None and info.is_module else set()
-    dropout = any(name in _DROPOUTS for name in layers)
-    batchnorm = any(name in _BATCHNORMS for name in layers)
-    return train_mode_effects(dropout, batchnorm)
-
-
-def _torchvision_layers(builder: str) -> set[str]:
-    if builder.startswith("vgg"):
-        return {"Dropout", "BatchNorm2d"} if builder.endswith("_bn") else {"Dropout"}
-    for prefixes, layers in _TORCHVISION:
-        if builder.startswith(prefixes):
-            return set(layers)
-    return set()  # ViT, Swin, ConvNeXt, ...: no batch-norm, dropout off by default
-
-
-def _class_around(node: ast.AST, ctx: Context) -> ClassInfo | None:
-    """The class of this file whose code holds `node` (a model's kind may point at the softmax
-    its forward() returns rather than at its construction)."""
-    line = getattr(node, "lineno", 0)
-    for info in ctx.classes.values():
-        if info.node.lineno <= line <= (info.node.end_lineno or info.node.lineno):
-            return info
-    return None
-
-
-def _layers(node: ast.AST, ctx: Context) -> set[str]:
-    """The `torch.nn` layer classes built under `node` that behave differently in eval mode."""
-    found = set()
-    for inner in ast.walk(node):
-        if isinstance(inner, ast.Call):
-            qualified = ctx.qualified(inner.func) or ""
-            name = qualified.rpartition(".")[2]
-            if qualified.startswith("torch.nn.") and name in _DROPOUTS | _BATCHNORMS:
-                found.add(name)
-    return found

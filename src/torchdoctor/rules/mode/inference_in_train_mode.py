@@ -5,15 +5,15 @@ from torchdoctor.core.rule import Rule, Variant
 
 _DROPOUT = "its dropout layers ({dropout}) zero activations at random"
 _BATCHNORM = "its batch-norm layers ({batchnorm}) normalise each batch by its own statistics and overwrite the loaded running statistics"
-_MESSAGE = ("{model} runs inference in train mode (weights loaded at {loaded}, no backward() in the run, never "
-            "switched to eval()): {effects}")
+_MESSAGE = ("{model} runs inference in train mode (weights loaded at {loaded}, nothing trains it, never switched "
+            "to eval()): {effects}")
 
 RULE = Rule(
     code="TD340",
     name="inference-in-train-mode",
     category=Category.MODE,
     severity=Severity.WARNING,
-    proof="run",
+    proof="lint",
     message=_MESSAGE.format(model="{model}", loaded="{loaded}", effects=f"{_DROPOUT} and {_BATCHNORM}"),
     hint="Call `model.eval()` after loading the weights, before the first prediction (for Monte Carlo dropout on purpose, call `model.train()` there instead, which says so).",
     variants={
@@ -21,12 +21,16 @@ RULE = Rule(
         "batchnorm": Variant(message=_MESSAGE.format(model="{model}", loaded="{loaded}", effects=_BATCHNORM)),
     },
     sees={
+        "lint": "a file with no training (no `backward`, optimizer or trainer) and no `eval()`/`train()` call that loads weights into a model whose dropout or batch-norm layers it shows (a class of the file, `nn.Sequential`, a torchvision builder), then calls it; at that first call after the load",
         "run": "a module whose weights `load_state_dict` loaded, called with dropout (p > 0) or batch-norm (with running statistics) layers in train mode, in a run that completes with no backward() and no `train()`/`eval()` call on it or around it; at the line of its first such call",
     },
     doc="""
 ## What it does
 Flags a model used for inference (a prediction, an evaluation, a feature extraction, an
-export) in train mode. `torchdoctor run` sees it: a module whose weights were loaded with
+export) in train mode. Lint reads it from a file that trains nothing (no `backward()`, no
+optimizer, no trainer) and switches no module's mode (`eval()`, `train(...)`), loads weights
+into a model whose dropout or batch-norm layers the file shows, then calls it: the first call
+after the load is reported. `torchdoctor run` sees it: a module whose weights were loaded with
 `load_state_dict` (a checkpoint, a pretrained torchvision model) is called while its dropout
 layers (with `p > 0`) or batch-norm layers (keeping running statistics) are in train mode, in a
 run that finishes without any `backward()`: nothing trains the model, so train mode is not
