@@ -55,7 +55,8 @@ def _number(node: ast.expr | None) -> int | float | None:
     sign = 1
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         node, sign = node.operand, -1
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return sign * node.value
+    value = node.value if isinstance(node, ast.Constant) else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return sign * value
     return None
 
