@@ -1,4 +1,4 @@
-"""TD560's facts, seen on this Python's argparse: what each flagged declaration does with a value
+"""TD564's facts, seen on this Python's argparse: what each flagged declaration does with a value
 given on the command line."""
 
 from __future__ import annotations

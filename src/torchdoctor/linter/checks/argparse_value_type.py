@@ -1,4 +1,4 @@
-"""TD560: an argparse option whose value type is not what the script reads.
+"""TD564: an argparse option whose value type is not what the script reads.
 
 `type=bool`; a number default with neither `type=` nor `action=`; `type=int` with a default
 that is a fraction (`0.2`, `0.0`, `1.0`). Only in a file that imports argparse, so that `add_argument` is argparse's (config

@@ -1,10 +1,10 @@
-"""TD560 argparse-value-type."""
+"""TD564 argparse-value-type."""
 
 from torchdoctor.core.finding import Category, Severity
 from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
-    code="TD560",
+    code="TD564",
     name="argparse-value-type",
     category=Category.API,
     severity=Severity.WARNING,
