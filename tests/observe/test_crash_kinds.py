@@ -106,3 +106,95 @@ def test_a_model_with_registered_layers_builds_its_optimizer() -> None:
     params = list(model.parameters())
     print(sum(p.numel() for p in params))
     torch.optim.SGD(params, lr=0.1)
+
+
+# --- a flatten of the wrong size: "shape '[-1, 320]' is invalid for input of size 2000" ------------
+
+
+class LeNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(1, 20, 5)
+        self.fc1 = nn.Linear(320, 50)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.max_pool2d(self.conv(x), 2)
+        x = x.view(-1, 320)
+        return self.fc1(x)
+
+
+def test_a_flatten_for_another_input_size_names_the_size_per_sample_and_the_linear() -> None:
+    net = LeNet()
+    finding = explained(lambda: net(torch.randn(4, 1, 14, 14)))  # (4, 20, 5, 5): 500 values per sample
+    assert finding.rule == "TD417" and finding.line == line_of("x = x.view(-1, 320)", LeNet)
+    assert finding.message == "`x.view(-1, 320)` wants 320 values per sample but `x` has shape [4, 20, 5, 5], 500 per sample"
+    assert "`torch.flatten(x, 1)`" in finding.hint and "Linear `fc1` with `in_features=500`" in finding.hint
+
+
+def test_a_flatten_with_no_linear_of_that_size_still_says_the_size() -> None:
+    def step() -> None:
+        features = torch.randn(3, 7, 7)
+        features.reshape(-1, 10)
+
+    finding = explained(step)
+    assert finding.rule == "TD417" and finding.line == line_of("features.reshape(-1, 10)", step)
+    assert "49 per sample" in finding.message and "size the layer after it for 49 features" in finding.hint
+
+
+def test_other_invalid_shapes_stay_the_plain_crash() -> None:
+    """Not a per-sample flatten ([3, 10]), or a 1-D tensor: nothing says what a sample is."""
+    def fixed_shape() -> None:
+        x = torch.randn(4, 10)
+        x.reshape(3, 10)
+
+    def one_dimension() -> None:
+        y = torch.randn(10)
+        y.view(-1, 3)
+
+    assert explained(fixed_shape).rule == "TD001"
+    assert explained(one_dimension).rule == "TD001"
+
+
+# --- a convolution given the wrong number of dimensions ----------------------------------------
+
+
+def test_an_image_without_batch_and_channel_into_a_single_channel_conv() -> None:
+    model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU())
+
+    def step() -> None:
+        image = torch.randn(28, 28)
+        model(image)
+
+    finding = explained(step)
+    assert finding.rule == "TD417" and finding.line == line_of("model(image)", step)
+    assert finding.message == "Conv2d `0` expects a 4-D (N, C, ...) input, or 3-D for one sample, but gets `image` of shape [28, 28]"
+    assert "`image.unsqueeze(0).unsqueeze(0)`" in finding.hint and "[1, 1, 28, 28]" in finding.hint
+
+
+def test_an_image_without_batch_and_channel_into_a_color_conv() -> None:
+    conv = nn.Conv2d(3, 4, 3)
+    finding = explained(lambda: conv(torch.randn(32, 32)))
+    assert finding.rule == "TD417" and "wants 3 channels" in finding.hint and "in_channels=1" in finding.hint
+
+
+def test_a_dimension_too_many_into_a_conv() -> None:
+    def step() -> None:
+        conv = nn.Conv1d(1, 4, 3)
+        x = torch.randn(8, 1, 50).unsqueeze(1)
+        conv(x)
+
+    finding = explained(step)
+    assert finding.rule == "TD417" and "`x` of shape [8, 1, 1, 50]" in finding.message and "`x.squeeze(1)`" in finding.hint
+
+
+def test_a_functional_convolution_without_a_layer_stays_the_plain_crash() -> None:
+    def step() -> None:
+        torch.nn.functional.conv2d(torch.randn(28, 28), torch.randn(4, 1, 3, 3))
+
+    finding = explained(step)
+    assert finding.rule == "TD001"
+
+
+def test_a_batch_of_images_into_a_conv_runs() -> None:
+    model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU())
+    assert model(torch.randn(28, 28)[None, None]).shape == (1, 4, 26, 26)
