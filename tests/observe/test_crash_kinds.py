@@ -198,3 +198,55 @@ def test_a_functional_convolution_without_a_layer_stays_the_plain_crash() -> Non
 def test_a_batch_of_images_into_a_conv_runs() -> None:
     model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU())
     assert model(torch.randn(28, 28)[None, None]).shape == (1, 4, 26, 26)
+
+
+# --- backward() of several values: "grad can be implicitly created only for scalar outputs" ------
+
+
+def test_backward_of_per_sample_losses_names_the_loss_built_with_reduction_none() -> None:
+    def step() -> None:
+        model = nn.Linear(3, 1)
+        criterion = nn.MSELoss(reduction="none")
+        loss = criterion(model(torch.randn(5, 3)), torch.randn(5, 1))
+        loss.backward()
+
+    finding = explained(step)
+    assert finding.rule == "TD320" and finding.line == line_of("loss.backward()", step)
+    assert finding.message == ("`loss.backward()` needs a single number, but `loss` has shape [5, 1] (5 values): "
+                               "`criterion` is built with reduction='none'")
+    assert "`loss.mean().backward()`" in finding.hint
+
+
+def test_backward_of_a_model_output() -> None:
+    def step() -> None:
+        out = nn.Linear(3, 2)(torch.randn(5, 3))
+        out.backward()
+
+    finding = explained(step)
+    assert finding.rule == "TD320" and finding.message == "`out.backward()` needs a single number, but `out` has shape [5, 2] (10 values)"
+    assert "reduction" not in finding.message
+
+
+def test_backward_of_an_unnamed_loss() -> None:
+    def step() -> None:
+        out = nn.Linear(3, 4)(torch.randn(5, 3))
+        nn.functional.cross_entropy(out, torch.zeros(5, dtype=torch.long), reduction="none").backward()
+
+    finding = explained(step)
+    assert finding.rule == "TD320" and finding.message.startswith("`backward()` needs a single number, but the tensor it is called on has shape [5]")
+
+
+def test_autograd_grad_of_several_values_stays_the_plain_crash() -> None:
+    """torch.autograd.grad wants grad_outputs there: another fix, not this explanation."""
+    def step() -> None:
+        x = torch.randn(5, requires_grad=True)
+        torch.autograd.grad(x * 2, x)
+
+    assert explained(step).rule == "TD001"
+
+
+def test_backward_of_a_reduced_loss_runs() -> None:
+    criterion = nn.MSELoss(reduction="none")
+    model = nn.Linear(3, 1)
+    criterion(model(torch.randn(5, 3)), torch.randn(5, 1)).mean().backward()
+    assert model.weight.grad is not None
