@@ -250,3 +250,90 @@ def test_backward_of_a_reduced_loss_runs() -> None:
     model = nn.Linear(3, 1)
     criterion(model(torch.randn(5, 3)), torch.randn(5, 1)).mean().backward()
     assert model.weight.grad is not None
+
+
+# --- a module called with a NumPy array, a list, or a whole batch ---------------------------------
+
+
+class TwoLayers(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x)
+
+
+def test_a_numpy_array_into_a_model_points_at_the_call() -> None:
+    import numpy as np
+
+    model = TwoLayers()
+
+    def step() -> None:
+        data = np.random.rand(8, 4)
+        model(data)  # type: ignore[arg-type]
+
+    finding = explained(step)
+    assert finding.rule == "TD560" and finding.line == line_of("model(data)", step)
+    assert finding.message == "TwoLayers is given `data`, a NumPy array (float64, shape [8, 4]), not a tensor"
+    assert "`torch.from_numpy(data).float()`" in finding.hint
+
+
+def test_a_numpy_array_into_a_convolution_with_its_overloads_message() -> None:
+    import numpy as np
+
+    conv = nn.Conv2d(1, 2, 3)
+
+    def step() -> None:
+        images = np.zeros((2, 1, 8, 8), dtype=np.float32)
+        conv(images)  # type: ignore[arg-type]
+
+    finding = explained(step)
+    assert finding.rule == "TD560" and "`images`, a NumPy array (float32" in finding.message
+    assert "`torch.from_numpy(images)`" in finding.hint
+
+
+def test_a_list_of_numbers_into_a_linear() -> None:
+    layer = nn.Linear(3, 1)
+
+    def step() -> None:
+        rows = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+        layer(rows)  # type: ignore[arg-type]
+
+    finding = explained(step)
+    assert finding.rule == "TD560" and finding.message.endswith("is given `rows`, a Python list of numbers, not a tensor")
+
+
+def test_a_whole_data_loader_batch_into_the_model() -> None:
+    from torch.utils.data import DataLoader, TensorDataset
+
+    model = nn.Sequential(nn.Linear(4, 2))
+    loader = DataLoader(TensorDataset(torch.randn(8, 4), torch.zeros(8)), batch_size=4)
+
+    def epoch() -> None:
+        for batch in loader:
+            model(batch)
+
+    finding = explained(epoch)
+    assert finding.rule == "TD560" and finding.line == line_of("model(batch)", epoch)
+    assert "`batch`, a list of 2 tensors (shapes [4, 4], [4])" in finding.message and "for inputs, labels in loader" in finding.hint
+
+
+def test_a_list_of_tensors_without_a_data_loader_is_to_be_stacked() -> None:
+    layer = nn.Linear(4, 2)
+
+    def step() -> None:
+        samples = [torch.randn(4), torch.randn(4)]
+        layer(samples)  # type: ignore[arg-type]
+
+    finding = explained(step)
+    assert finding.rule == "TD560" and "`torch.stack(samples)`" in finding.hint
+
+
+def test_a_non_tensor_to_a_torch_function_outside_a_module_stays_the_plain_crash() -> None:
+    import numpy as np
+
+    def step() -> None:
+        torch.nn.functional.relu(np.ones(3))  # type: ignore[arg-type]
+
+    assert explained(step).rule == "TD001"
