@@ -337,3 +337,27 @@ def test_a_non_tensor_to_a_torch_function_outside_a_module_stays_the_plain_crash
         torch.nn.functional.relu(np.ones(3))  # type: ignore[arg-type]
 
     assert explained(step).rule == "TD001"
+
+
+# --- class indices of shape (N, 1): "0D or 1D target tensor expected, multi-target not supported" --
+
+
+def test_a_column_of_class_indices_into_cross_entropy() -> None:
+    def step() -> None:
+        logits = torch.randn(4, 3, requires_grad=True)
+        labels = torch.randint(0, 3, (4, 1))
+        nn.CrossEntropyLoss()(logits, labels)
+
+    finding = explained(step)
+    assert finding.rule == "TD418" and finding.line == line_of("nn.CrossEntropyLoss()(logits, labels)", step)
+    assert finding.message == ("CrossEntropyLoss cannot pair input and target: `labels` has shape [4, 1], a column of class indices, "
+                               "but the target of 4-row logits must be 1-D")
+    assert "`labels.squeeze(1)`" in finding.hint
+
+
+def test_a_multi_column_integer_target_is_not_called_a_column() -> None:
+    def step() -> None:
+        log_probs = torch.randn(4, 3).log_softmax(1)
+        torch.nn.functional.nll_loss(log_probs, torch.randint(0, 3, (4, 2)))
+
+    assert explained(step).rule == "TD001"

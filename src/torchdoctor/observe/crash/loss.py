@@ -5,7 +5,14 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from torchdoctor.observe.crash.describe import dtype_name, innermost_module, module_label, tensor_dtype, torch_module
+from torchdoctor.observe.crash.describe import (
+    dtype_name,
+    innermost_module,
+    module_label,
+    tensor_dtype,
+    torch_module,
+    user_names,
+)
 from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash
 from torchdoctor.observe.crash.provenance import converts_to, label_arithmetic, made_here, origin_of
@@ -89,7 +96,26 @@ def target_shape(crash: Crash, session: Holdings | None) -> Explanation | None:
                            variant="batch-sizes-differ")
     if "Expected floating point type for target with class probabilities" in crash.message:
         return Explanation(TARGET_SHAPE, {"loss": _loss_name(crash)}, variant="integer-probabilities")
+    if _MULTI_TARGET in crash.message:
+        return _column_target(crash)
     return None
+
+
+def _column_target(crash: Crash) -> Explanation | None:
+    """Class indices of shape (N, 1) for logits of shape (N, C): "multi-target not supported"."""
+    found = _loss_frame(crash, _CLASS_LOSSES)
+    if found is None:
+        return None
+    loss, logits, target = found
+    if not (hasattr(logits, "is_floating_point") and hasattr(target, "is_floating_point")):
+        return None
+    if target.is_floating_point() or not logits.is_floating_point() or logits.dim() != 2 or target.dim() != 2:
+        return None
+    if target.shape[1] != 1 or target.shape[0] != logits.shape[0]:
+        return None
+    name = user_names(crash).get(id(target), "target")
+    return Explanation(TARGET_SHAPE, {"loss": loss, "name": name, "got": list(target.shape), "rows": int(logits.shape[0])},
+                       variant="column-target")
 
 
 def batch_of_one(crash: Crash, session: Holdings | None) -> Explanation | None:
