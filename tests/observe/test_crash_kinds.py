@@ -361,3 +361,75 @@ def test_a_multi_column_integer_target_is_not_called_a_column() -> None:
         torch.nn.functional.nll_loss(log_probs, torch.randint(0, 3, (4, 2)))
 
     assert explained(step).rule == "TD001"
+
+
+# --- a model called with arguments its forward() does not take, or its class called -------------
+
+
+class Masked(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.fc(x) * mask
+
+
+def test_labels_passed_to_the_model_name_the_forward_signature() -> None:
+    model = TwoLayers()
+
+    def step() -> None:
+        x, y = torch.randn(8, 4), torch.zeros(8)
+        model(x, y)
+
+    finding = explained(step)
+    assert finding.rule == "TD561" and finding.line == line_of("model(x, y)", step)
+    assert finding.message == "TwoLayers is called with 2 positional inputs (x, y), more than its `forward(self, x)` takes"
+
+
+def test_a_missing_forward_argument_and_an_unknown_keyword() -> None:
+    model = Masked()
+
+    def missing() -> None:
+        x = torch.randn(8, 4)
+        model(x)
+
+    finding = explained(missing)
+    assert finding.rule == "TD561" and "called with (x), but its `forward(self, x, mask)`" in finding.message
+    assert finding.message.endswith("also needs `mask`") and "`mask=None`" in finding.hint
+
+    def keyword() -> None:
+        x = torch.randn(8, 4)
+        model(x, mask=torch.ones(2), labels=torch.zeros(8))
+
+    finding = explained(keyword)
+    assert finding.rule == "TD561" and "the keyword `labels`" in finding.message
+
+
+def test_a_type_error_inside_forward_is_not_a_call_mismatch() -> None:
+    class Broken(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return helper(x, 2)
+
+    def helper(x: torch.Tensor) -> torch.Tensor:
+        return x
+
+    assert explained(lambda: Broken()(torch.randn(2))).rule == "TD001"
+
+
+def test_a_model_class_called_on_its_input_points_at_the_binding() -> None:
+    def step() -> None:
+        model = TwoLayers
+        model(torch.randn(8, 4))  # type: ignore[call-arg]
+
+    finding = explained(step)
+    assert finding.rule == "TD562" and finding.line == line_of("model = TwoLayers", step)
+    assert finding.message.startswith("`model` is the class `TwoLayers`, not a model: calling it builds a new `TwoLayers`")
+    assert "`model = TwoLayers()`" in finding.hint
+
+
+def test_a_model_built_with_wrong_constructor_arguments_is_not_called_a_class() -> None:
+    def step() -> None:
+        TwoLayers(16)  # type: ignore[call-arg]
+
+    assert explained(step).rule == "TD001"

@@ -7,14 +7,20 @@ value and the user's line that passed it (the outermost user frame holding that 
 
 from __future__ import annotations
 
+import ast
+import inspect
 import re
 import sys
 from typing import TYPE_CHECKING, Any
 
 from torchdoctor.core.locate import is_user_file
-from torchdoctor.observe.crash.describe import module_label, torch_module
+from torchdoctor.introspect.source import module_tree, own_nodes, scope_of
+from torchdoctor.observe.crash.describe import module_label, torch_module, user_names
 from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash, Frame
+from torchdoctor.observe.crash.provenance import binding_of, crashes_at
+from torchdoctor.rules.api.forward_arguments_mismatch import RULE as FORWARD_ARGUMENTS
+from torchdoctor.rules.api.module_class_not_instantiated import RULE as CLASS_CALLED
 from torchdoctor.rules.api.non_tensor_into_module import RULE as NON_TENSOR
 
 if TYPE_CHECKING:
@@ -105,6 +111,86 @@ def _numbers(value: Any, depth: int = 0) -> bool:
     return isinstance(value, (list, tuple)) and bool(value) and all(_numbers(item, depth + 1) for item in value[:64])
 
 
+_FORWARD = re.compile(r"(?P<cls>\w+)\.forward\(\) (?P<what>takes (?:from \d+ to )?\d+ positional arguments?"
+                      r"|missing \d+ required (?:positional|keyword-only) arguments?|got an unexpected keyword argument '(?P<keyword>\w+)')")
+_INIT = re.compile(r"(?P<cls>\w+)\.__init__\(\) (?:takes \d+ positional arguments?|missing \d+ required|got an unexpected keyword argument)")
+
+
+def forward_arguments(crash: Crash, session: Holdings | None) -> Explanation | None:
+    """A module called with arguments its forward() cannot bind: raised by the call inside
+    `nn.Module.__call__` itself (not by a call in the forward's body)."""
+    if crash.exc_type != "TypeError":
+        return None
+    match = _FORWARD.search(crash.message)
+    torch = torch_module()
+    if match is None or torch is None or not crash.frames:
+        return None
+    inner = crash.frames[-1].locals
+    module, args, kwargs, forward = inner.get("self"), inner.get("args"), inner.get("kwargs"), inner.get("forward_call")
+    if not isinstance(module, torch.nn.Module) or type(module).__name__ != match["cls"] or not isinstance(args, tuple) or not callable(forward):
+        return None
+    kwargs = kwargs if isinstance(kwargs, dict) else {}
+    try:
+        signature = inspect.signature(forward)
+        signature.bind(*args, **kwargs)
+    except TypeError:
+        pass  # the call does not fit the signature: this crash
+    except ValueError:
+        return None
+    else:
+        return None
+    names = user_names(crash)
+    given = ", ".join([names.get(id(a), type(a).__name__) for a in args] + [f"{k}=" for k in kwargs])
+    fields: dict[str, Any] = {"layer": module_label(module, session), "signature": _parameters(signature)}
+    if match["keyword"]:
+        return Explanation(FORWARD_ARGUMENTS, fields | {"keyword": match["keyword"]}, variant="keyword")
+    if match["what"].startswith("missing"):
+        bound = signature.bind_partial(*args, **kwargs).arguments
+        missing = [name for name, p in signature.parameters.items() if name not in bound and p.default is p.empty
+                   and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        if not missing:
+            return None
+        return Explanation(FORWARD_ARGUMENTS, fields | {"given": f"({given})", "missing": ", ".join(f"`{m}`" for m in missing),
+                                                        "first": missing[0]}, variant="missing")
+    return Explanation(FORWARD_ARGUMENTS, fields | {"count": len(args), "given": given})
+
+
+def _parameters(signature: inspect.Signature) -> str:
+    """`(self, x, mask=None)`: forward's parameters without their annotations."""
+    shown = []
+    for name, parameter in signature.parameters.items():
+        prefix = "*" if parameter.kind is parameter.VAR_POSITIONAL else "**" if parameter.kind is parameter.VAR_KEYWORD else ""
+        default = "" if parameter.default is parameter.empty else f"={parameter.default!r}"
+        shown.append(f"{prefix}{name}{default if len(default) <= 20 else '=...'}")
+    return f"({', '.join(['self', *shown])})"
+
+
+def class_called(crash: Crash, session: Holdings | None) -> Explanation | None:
+    """`model = Net` then `model(x)`: the class is called on the input, and its __init__ refuses it."""
+    if crash.exc_type != "TypeError":
+        return None
+    match = _INIT.search(crash.message)
+    torch = torch_module()
+    frame = crash.user_frame()
+    if match is None or torch is None or frame is None or frame.live is None or crash.frames[-1] is not frame:
+        return None
+    tree = module_tree(frame.file)
+    scope = scope_of(tree, frame.live.f_code) if tree is not None else None
+    if scope is None:
+        return None
+    namespace = {**frame.live.f_globals, **frame.locals}
+    called = [node.func.id for node in own_nodes(scope) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.lineno <= frame.line <= (node.end_lineno or node.lineno) and node.args]
+    found = [name for name in called if isinstance(namespace.get(name), type) and issubclass(namespace[name], torch.nn.Module)
+             and namespace[name].__name__ == match["cls"] and name != match["cls"]]
+    if len(found) != 1:
+        return None
+    name = found[0]
+    bound = binding_of(frame, name, frame.line)
+    at = (frame.file, bound.lineno) if isinstance(bound, ast.expr) else None
+    return Explanation(CLASS_CALLED, {"name": name, "cls": match["cls"], "crashed": crashes_at(crash) if at else ""}, at=at)
+
+
 #: where these explainers are tried: lower first (core/plugins.py)
 ORDER = 65
-EXPLAINERS = (non_tensor_into_module,)
+EXPLAINERS = (non_tensor_into_module, forward_arguments, class_called)
