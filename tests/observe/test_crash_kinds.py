@@ -108,6 +108,31 @@ def test_a_model_with_registered_layers_builds_its_optimizer() -> None:
     torch.optim.SGD(params, lr=0.1)
 
 
+
+@pytest.mark.parametrize(("given", "message"), [
+    ("model.parameters", "`model.parameters` is passed to `SGD` without being called: the optimizer gets the method, not the parameters"),
+    ("model", "`model` is passed to `SGD` itself: an optimizer takes the module's parameters, not the module"),
+])
+def test_an_optimizer_given_the_method_or_the_module(given: str, message: str) -> None:
+    model = nn.Sequential(nn.Linear(4, 2)) if given == "model" else nn.Linear(4, 2)
+
+    def build() -> None:
+        if given == "model":
+            torch.optim.SGD(model, lr=0.1)  # type: ignore[arg-type]
+        else:
+            torch.optim.SGD(model.parameters, lr=0.1)  # type: ignore[arg-type]
+
+    finding = explained(build)
+    assert finding.rule == "TD152" and finding.message == message and "`model.parameters()`" in finding.hint
+
+
+def test_an_optimizer_given_a_tensor_list_of_another_kind_stays_the_plain_crash() -> None:
+    def build() -> None:
+        weights = 3
+        torch.optim.SGD(weights, lr=0.1)  # type: ignore[arg-type]
+
+    assert explained(build).rule == "TD001"
+
 # --- a flatten of the wrong size: "shape '[-1, 320]' is invalid for input of size 2000" ------------
 
 

@@ -1,4 +1,5 @@
-"""Crashes about what an optimizer is given: "optimizer got an empty parameter list", and why.
+"""Crashes about what an optimizer is given: "optimizer got an empty parameter list", and why;
+the `model.parameters` method or the model itself instead of its parameters.
 
 The message never says why the list is empty. The optimizer's call on the user's line names
 what it was given (`model.parameters()`, a name bound to it, a `requires_grad` filter over
@@ -13,6 +14,7 @@ from __future__ import annotations
 import ast
 import inspect
 import linecache
+import re
 from typing import TYPE_CHECKING, Any
 
 from torchdoctor.introspect.source import assignment_line, module_tree, own_nodes, scope_of
@@ -21,6 +23,7 @@ from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash, Frame
 from torchdoctor.observe.crash.provenance import binding_of, crashes_at
 from torchdoctor.rules.api.iterator_reused import RULE as ITERATOR_REUSED
+from torchdoctor.rules.api.method_not_called import RULE as METHOD_NOT_CALLED
 from torchdoctor.rules.grad_flow.module_in_plain_container import RULE as PLAIN_CONTAINER
 from torchdoctor.rules.grad_flow.no_trainable_parameters import RULE as NO_TRAINABLE
 
@@ -72,6 +75,30 @@ def empty_parameter_list(crash: Crash, session: Holdings | None) -> Explanation 
         return Explanation(ITERATOR_REUSED, {"name": name, "source": source, "first": f"line {first}" if first else "an earlier use",
                                              "optimizer": kind, "crashed": crashes_at(crash)},
                            at=(frame.file, made_line), variant="optimizer-empty")
+    return None
+
+
+_NOT_PARAMETERS = re.compile(r"'\w+' object is not iterable|optimizer can only optimize Tensors, but one of the params is torch\.nn\.")
+
+
+def not_parameters(crash: Crash, session: Holdings | None) -> Explanation | None:
+    """An optimizer given `model.parameters` (the method) or the model itself."""
+    if crash.exc_type != "TypeError" or _NOT_PARAMETERS.search(crash.message) is None:
+        return None
+    torch = torch_module()
+    frame = crash.user_frame()
+    if torch is None or frame is None or frame.live is None:
+        return None
+    optimizer = next((f.locals["self"] for f in crash.deepest() if isinstance(f.locals.get("self"), torch.optim.Optimizer)), None)
+    call = _optimizer_call(frame, type(optimizer)) if optimizer is not None else None
+    given = _params_argument(call) if call is not None else None
+    if optimizer is None or given is None:
+        return None
+    fields = {"optimizer": type(optimizer).__name__}
+    if isinstance(given, ast.Attribute) and given.attr in _PARAMETERS and isinstance(_resolve(given.value, frame), torch.nn.Module):
+        return Explanation(METHOD_NOT_CALLED, fields | {"target": ast.unparse(given)}, variant="optimizer-method")
+    if isinstance(_resolve(given, frame), torch.nn.Module):
+        return Explanation(METHOD_NOT_CALLED, fields | {"target": ast.unparse(given)}, variant="optimizer-module")
     return None
 
 
@@ -187,4 +214,4 @@ def _text(filename: str, node: ast.expr) -> str:
 
 #: where these explainers are tried: lower first (core/plugins.py)
 ORDER = 55
-EXPLAINERS = (empty_parameter_list,)
+EXPLAINERS = (empty_parameter_list, not_parameters)
