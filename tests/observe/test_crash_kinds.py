@@ -458,3 +458,48 @@ def test_a_model_built_with_wrong_constructor_arguments_is_not_called_a_class() 
         TwoLayers(16)  # type: ignore[call-arg]
 
     assert explained(step).rule == "TD001"
+
+
+# --- .item() of several values: "a Tensor with 16 elements cannot be converted to Scalar" -------
+
+
+def test_item_of_a_comparison_names_the_expression_and_its_values() -> None:
+    def step() -> None:
+        predicted, labels = torch.randint(0, 3, (16,)), torch.randint(0, 3, (16,))
+        (predicted == labels).item()
+
+    finding = explained(step)
+    assert finding.rule == "TD563" and finding.line == line_of("(predicted == labels).item()", step)
+    assert finding.message == "`(predicted == labels).item()` needs a tensor of one value, but `predicted == labels` has 16 values"
+    assert "`.sum().item()`" in finding.hint
+
+
+def test_float_of_a_named_tensor_and_item_of_an_empty_one() -> None:
+    def converted() -> None:
+        losses = torch.ones(4)
+        float(losses)
+
+    finding = explained(converted)
+    assert finding.rule == "TD563" and finding.message == "`float(losses)` needs a tensor of one value, but `losses` has 4 values"
+
+    def empty() -> None:
+        selected = torch.ones(4)[torch.zeros(4, dtype=torch.bool)]
+        selected.item()
+
+    assert explained(empty).message == "`selected.item()` needs a tensor of one value, but `selected` is empty"
+
+
+def test_two_items_on_one_line_stay_the_plain_crash() -> None:
+    """Nothing says which of the two failed."""
+    def step() -> None:
+        a, b = torch.ones(1), torch.ones(3)
+        print(a.item(), (b * 2).item())
+
+    assert explained(step).rule == "TD001"
+
+
+def test_float_of_an_expression_stays_the_plain_crash() -> None:
+    def step() -> None:
+        float(torch.ones(3) * 2)
+
+    assert explained(step).rule == "TD001"

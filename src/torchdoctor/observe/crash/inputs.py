@@ -13,13 +13,14 @@ import re
 import sys
 from typing import TYPE_CHECKING, Any
 
-from torchdoctor.core.locate import is_user_file
+from torchdoctor.core.locate import is_own_file, is_user_file
 from torchdoctor.introspect.source import module_tree, own_nodes, scope_of
 from torchdoctor.observe.crash.describe import module_label, torch_module, user_names
 from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash, Frame
 from torchdoctor.observe.crash.provenance import binding_of, crashes_at
 from torchdoctor.rules.api.forward_arguments_mismatch import RULE as FORWARD_ARGUMENTS
+from torchdoctor.rules.api.item_of_non_scalar import RULE as ITEM
 from torchdoctor.rules.api.module_class_not_instantiated import RULE as CLASS_CALLED
 from torchdoctor.rules.api.non_tensor_into_module import RULE as NON_TENSOR
 
@@ -102,6 +103,13 @@ def _entry(crash: Crash, value: Any) -> tuple[Frame, str] | None:
     return None
 
 
+def _raised_at(crash: Crash, frame: Frame) -> bool:
+    """Whether the exception was raised by the frame's line itself (by a builtin it called),
+    past only torchdoctor's stand-ins that passed the call on (`Tensor.item` under `run`)."""
+    after = crash.frames[crash.frames.index(frame) + 1:]
+    return all(is_own_file(f.file) for f in after)
+
+
 def _numbers(value: Any, depth: int = 0) -> bool:
     """A (nested) list or tuple of Python numbers."""
     if isinstance(value, bool) or depth > 8:
@@ -172,7 +180,7 @@ def class_called(crash: Crash, session: Holdings | None) -> Explanation | None:
     match = _INIT.search(crash.message)
     torch = torch_module()
     frame = crash.user_frame()
-    if match is None or torch is None or frame is None or frame.live is None or crash.frames[-1] is not frame:
+    if match is None or torch is None or frame is None or frame.live is None or not _raised_at(crash, frame):
         return None
     tree = module_tree(frame.file)
     scope = scope_of(tree, frame.live.f_code) if tree is not None else None
@@ -191,6 +199,48 @@ def class_called(crash: Crash, session: Holdings | None) -> Explanation | None:
     return Explanation(CLASS_CALLED, {"name": name, "cls": match["cls"], "crashed": crashes_at(crash) if at else ""}, at=at)
 
 
+_ITEM = re.compile(r"a Tensor with (?P<count>\d+) elements cannot be converted to Scalar")
+_SCALAR = "only one element tensors can be converted to Python scalars"
+
+
+def item_of_non_scalar(crash: Crash, session: Holdings | None) -> Explanation | None:
+    """`.item()` (or `float(t)`, `int(t)`) of a tensor of several values, raised at the user's
+    line itself: the one such call on the line is the one that failed."""
+    item = _ITEM.search(crash.message)
+    if item is None and _SCALAR not in crash.message:
+        return None
+    frame = crash.user_frame()
+    torch = torch_module()
+    if frame is None or frame.live is None or torch is None or not _raised_at(crash, frame):
+        return None
+    tree = module_tree(frame.file)
+    scope = scope_of(tree, frame.live.f_code) if tree is not None else None
+    if scope is None:
+        return None
+    on_line = [node for node in ast.walk(scope) if isinstance(node, ast.Call) and node.lineno <= frame.line <= (node.end_lineno or node.lineno)]
+    if item is not None:
+        calls = [(node, node.func.value) for node in on_line if isinstance(node.func, ast.Attribute) and node.func.attr == "item" and not node.args]
+        count = int(item["count"])
+    else:
+        calls = [(node, node.args[0]) for node in on_line if isinstance(node.func, ast.Name) and node.func.id in ("float", "int", "bool")
+                 and len(node.args) == 1]
+        count = -1
+    if len(calls) != 1:
+        return None
+    call, receiver = calls[0]
+    if isinstance(receiver, ast.Name):  # a name can be confirmed: it holds a tensor of that many values
+        value = frame.locals.get(receiver.id)
+        if not isinstance(value, torch.Tensor) or value.numel() == 1 or (count >= 0 and value.numel() != count):
+            return None
+        count = value.numel()
+    elif count < 0:
+        return None  # float(expression): nothing says how many values it had
+    fields = {"call": " ".join(ast.unparse(call).split()), "expr": " ".join(ast.unparse(receiver).split())}
+    if count == 0:
+        return Explanation(ITEM, fields, variant="empty")
+    return Explanation(ITEM, fields | {"count": count})
+
+
 #: where these explainers are tried: lower first (core/plugins.py)
 ORDER = 65
-EXPLAINERS = (non_tensor_into_module, forward_arguments, class_called)
+EXPLAINERS = (non_tensor_into_module, forward_arguments, class_called, item_of_non_scalar)
