@@ -225,6 +225,38 @@ def test_a_batch_of_images_into_a_conv_runs() -> None:
     assert model(torch.randn(28, 28)[None, None]).shape == (1, 4, 26, 26)
 
 
+
+# --- recurrent and batch-norm layers built for another number of features ------------------------
+
+
+def test_an_lstm_built_for_another_input_size() -> None:
+    lstm = nn.LSTM(input_size=10, hidden_size=8, batch_first=True)
+    finding = explained(lambda: lstm(torch.randn(4, 7, 5)))
+    assert finding.rule == "TD417"
+    assert finding.message == "LSTM expects input_size=10 but gets 5 features in the last dimension (input shape [4, 7, 5])"
+    assert "`input_size=5`" in finding.hint
+
+
+def test_an_lstm_given_its_features_in_the_middle() -> None:
+    gru = nn.GRU(input_size=10, hidden_size=8, batch_first=True)
+    finding = explained(lambda: gru(torch.randn(4, 10, 7)))
+    assert finding.rule == "TD417" and "`x.transpose(1, -1)`" in finding.hint
+
+
+def test_a_batch_norm_built_for_another_number_of_features() -> None:
+    model = nn.Sequential(nn.Linear(10, 20), nn.BatchNorm1d(10))
+    finding = explained(lambda: model(torch.randn(4, 10)))
+    assert finding.rule == "TD417"
+    assert finding.message == "BatchNorm1d `1` expects num_features=10 but gets 20 channels (input shape [4, 20])"
+    assert "`num_features=20`" in finding.hint
+
+
+def test_a_functional_batch_norm_with_wrong_statistics_stays_the_plain_crash() -> None:
+    def step() -> None:
+        torch.nn.functional.batch_norm(torch.randn(4, 20), torch.zeros(10), torch.ones(10), training=True)
+
+    assert explained(step).rule == "TD001"
+
 # --- backward() of several values: "grad can be implicitly created only for scalar outputs" ------
 
 

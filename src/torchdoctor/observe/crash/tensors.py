@@ -209,6 +209,54 @@ def shape_mismatch(crash: Crash, session: Holdings | None) -> Explanation | None
     return None
 
 
+_RNN_SIZE = re.compile(r"input\.size\(-1\) must be equal to input_size\. Expected (?P<want>\d+), got (?P<got>\d+)")
+_NORM_SIZE = re.compile(r"running_mean should contain (?P<got>\d+) elements not (?P<want>\d+)")
+
+
+def feature_count(crash: Crash, session: Holdings | None) -> Explanation | None:
+    """An RNN (input_size) or a batch-norm layer (num_features) built for another number of
+    features than its input has; confirmed on the layer and the input its forward got."""
+    torch = torch_module()
+    if torch is None:
+        return None
+    rnn, norm = _RNN_SIZE.search(crash.message), _NORM_SIZE.search(crash.message)
+    if rnn is not None:
+        layer = innermost_module(crash, torch.nn.RNNBase)
+        if layer is None or layer.input_size != int(rnn["want"]):
+            return None
+        x = _forward_input(crash, layer)
+        if x is None or x.dim() < 2 or int(x.shape[-1]) != int(rnn["got"]):
+            return None
+        want, got = int(rnn["want"]), int(rnn["got"])
+        fields: dict[str, Any] = {"layer": module_label(layer, session), "expected": f"input_size={want}",
+                                  "got": f"{got} features in the last dimension (input shape {list(x.shape)})"}
+        axes = [i for i, d in enumerate(x.shape[:-1]) if int(d) == want]
+        if len(axes) == 1:
+            return Explanation(SHAPE, fields | {"expected_n": want, "axis": axes[0]}, variant="rnn-features-elsewhere")
+        return Explanation(SHAPE, fields | {"features": got}, variant="rnn-input-size")
+    if norm is not None:
+        layer = innermost_module(crash, torch.nn.modules.batchnorm._BatchNorm)
+        if layer is None or layer.num_features != int(norm["want"]):
+            return None
+        x = _forward_input(crash, layer)
+        if x is None or x.dim() < 2 or int(x.shape[1]) != int(norm["got"]):
+            return None
+        got = int(norm["got"])
+        return Explanation(SHAPE, {"layer": module_label(layer, session), "expected": f"num_features={layer.num_features}",
+                                   "got": f"{got} channels (input shape {list(x.shape)})", "features": got}, variant="norm-features")
+    return None
+
+
+def _forward_input(crash: Crash, layer: Any) -> Any:
+    """The tensor `layer`'s forward got (its `input`)."""
+    torch = torch_module()
+    for frame in crash.deepest():
+        if frame.locals.get("self") is layer and frame.function == "forward":
+            value = frame.locals.get("input")
+            return value if torch is not None and isinstance(value, torch.Tensor) else None
+    return None
+
+
 def conv_dimensions(crash: Crash, session: Holdings | None) -> Explanation | None:
     """A convolution given an input of the wrong number of dimensions: an image without its batch
     and channel dimensions ((28, 28) to a Conv2d), or one with a dimension too many."""
@@ -385,4 +433,4 @@ def _producer(tensor: Any) -> str:
 #: where these explainers are tried: lower first (core/plugins.py)
 ORDER = 70
 EXPLAINERS = (device_mismatch, dtype_mismatch, embedding_indices_dtype, view_of_non_contiguous, shape_mismatch, conv_dimensions,
-              flatten_size, rnn_batch_first, embedding_index)
+              flatten_size, feature_count, rnn_batch_first, embedding_index)

@@ -44,6 +44,12 @@ RULE = Rule(
             message="{layer} expects a {batched}-D (N, C, ...) input, or {unbatched}-D for one sample, but gets `{name}` of shape {shape}",
             hint="Reshape `{name}` to (N, {channels}, ...) with {spatial} spatial dimension(s) before {layer}.",
         ),
+        # an RNN/LSTM/GRU whose input's last dimension is not its input_size
+        "rnn-input-size": Variant(hint="Build {layer} with `input_size={features}` (what its input carries in the last dimension), or put the features last: it reads (batch, seq, features) with `batch_first=True`, else (seq, batch, features)."),
+        # the same, with the features in another dimension of the input
+        "rnn-features-elsewhere": Variant(hint="The input has {expected_n} in dimension {axis}, not the last one: {layer} reads the features from the last dimension, so move them there (`x.transpose({axis}, -1)` or `x.permute(...)`)."),
+        # a batch-norm layer built for another number of channels
+        "norm-features": Variant(hint="Build {layer} with `num_features={features}`: the channels (dim 1) of what the layer before it produces."),
         # `x.view(-1, 320)` on a tensor whose samples hold another number of values, before a Linear built for 320
         "flatten-size": Variant(
             message="`{call}` wants {want} values per sample but `{name}` has shape {shape}, {per_sample} per sample",
@@ -64,7 +70,9 @@ For convolutions it recognises channels-last images, and inputs without their ba
 channel dimensions ("Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of
 size: [28, 28]") or with one too many. A flatten written as `x.view(-1, 320)` whose samples
 hold another number of values ("shape '[-1, 320]' is invalid for input of size 2000") is
-explained with the real size per sample and the Linear built for the wrong one.
+explained with the real size per sample and the Linear built for the wrong one. Recurrent
+layers ("input.size(-1) must be equal to input_size") and batch-norm layers ("running_mean
+should contain 20 elements not 10") built for another number of features are named too.
 
 ## Why is this bad?
 The raw message gives matrix sizes, not layers. The cause is usually an `in_features`
