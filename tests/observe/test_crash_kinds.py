@@ -309,6 +309,38 @@ def test_backward_of_a_reduced_loss_runs() -> None:
     assert model.weight.grad is not None
 
 
+
+# --- an element-wise loss given input and target it cannot pair ---------------------------------
+
+
+def test_bce_with_logits_given_a_column_of_logits_and_flat_labels() -> None:
+    model = nn.Linear(4, 1)
+
+    def step() -> None:
+        x, labels = torch.randn(16, 4), torch.randint(0, 2, (16,)).float()
+        logits = model(x)
+        nn.BCEWithLogitsLoss()(logits, labels)
+
+    finding = explained(step)
+    assert finding.rule == "TD104" and finding.line == line_of("nn.BCEWithLogitsLoss()(logits, labels)", step)
+    assert finding.message == "BCEWithLogitsLoss needs its input and target in one shape, but gets input [16, 1] and target [16]"
+    assert "`logits.squeeze(1)`" in finding.hint
+
+
+def test_mse_given_another_number_of_samples() -> None:
+    def step() -> None:
+        nn.MSELoss()(torch.randn(16, 1), torch.randn(32, 1))
+
+    finding = explained(step)
+    assert finding.rule == "TD104" and finding.message == "MSELoss cannot pair input [16, 1] with target [32, 1]: 16 samples against 32"
+
+
+def test_a_size_mismatch_outside_a_loss_stays_the_plain_crash() -> None:
+    def step() -> None:
+        torch.randn(5, 1) - torch.randn(4, 1)
+
+    assert explained(step).rule == "TD001"
+
 # --- a module called with a NumPy array, a list, or a whole batch ---------------------------------
 
 

@@ -24,6 +24,7 @@ from torchdoctor.rules.loss.class_target_shape_mismatch import RULE as TARGET_SH
 from torchdoctor.rules.loss.logits_into_bce_loss import CPU_ERROR, GPU_ERROR, scores_text
 from torchdoctor.rules.loss.logits_into_bce_loss import RULE as LOGITS_INTO_BCE
 from torchdoctor.rules.loss.loss_arguments_swapped import RULE as SWAPPED
+from torchdoctor.rules.loss.loss_target_broadcast import RULE as BROADCAST
 
 if TYPE_CHECKING:
     from torchdoctor.observe.instruments.data import LoaderFacts
@@ -192,6 +193,36 @@ def arguments_swapped(crash: Crash, session: Holdings | None) -> Explanation | N
     })
 
 
+_SIZES = re.compile(r"The size of tensor a \(\d+\) must match the size of tensor b \(\d+\) at non-singleton dimension \d+"
+                    r"|Target size \(torch\.Size\(\[[\d, ]*\]\)\) must be the same as input size"
+                    r"|Using a target size \(torch\.Size\(\[[\d, ]*\]\)\) that is different to the input size")
+#: element-wise losses (and the binary cross-entropies) whose input and target must have one shape
+_ELEMENTWISE = {"mse_loss": "MSELoss", "l1_loss": "L1Loss", "smooth_l1_loss": "SmoothL1Loss", "huber_loss": "HuberLoss",
+                "binary_cross_entropy_with_logits": "BCEWithLogitsLoss", "binary_cross_entropy": "BCELoss"}
+
+
+def unpaired_shapes(crash: Crash, session: Holdings | None) -> Explanation | None:
+    """An element-wise loss given an input and a target of shapes that cannot be paired."""
+    if _SIZES.search(crash.message) is None:
+        return None
+    torch = torch_module()
+    frame = next((f for f in crash.deepest() if f.function in _ELEMENTWISE), None)
+    if torch is None or frame is None:
+        return None
+    values, target = frame.locals.get("input"), frame.locals.get("target")
+    if not isinstance(values, torch.Tensor) or not isinstance(target, torch.Tensor) or values.shape == target.shape:
+        return None
+    a, b = list(values.shape), list(target.shape)
+    fields: dict[str, Any] = {"loss": _ELEMENTWISE[frame.function], "input_shape": a, "target_shape": b}
+    if a and b and a[0] != b[0]:
+        return Explanation(BROADCAST, fields | {"input_rows": a[0], "target_rows": b[0]}, variant="cannot-pair-batch")
+    if a[:-1] == b and a and a[-1] == 1 or b[:-1] == a and b and b[-1] == 1:
+        column = values if len(a) > len(b) else target
+        name = user_names(crash).get(id(column), "output" if column is values else "target")
+        return Explanation(BROADCAST, fields | {"column": name, "axis": column.dim() - 1}, variant="cannot-pair-column")
+    return Explanation(BROADCAST, fields, variant="cannot-pair")
+
+
 def _loss_arguments(crash: Crash) -> tuple[Any, Any]:
     """(input, target) of the failing loss function call, from the live frames."""
     torch = torch_module()
@@ -227,4 +258,5 @@ def _loss_name(crash: Crash) -> str:
 
 #: where these explainers are tried: lower first (core/plugins.py)
 ORDER = 60
-EXPLAINERS = (target_out_of_range, target_dtype, target_shape, batch_of_one, logits_into_bce, binary_target_dtype, arguments_swapped)
+EXPLAINERS = (target_out_of_range, target_dtype, target_shape, batch_of_one, logits_into_bce, binary_target_dtype, arguments_swapped,
+              unpaired_shapes)
