@@ -567,3 +567,14 @@ def test_float_of_an_expression_stays_the_plain_crash() -> None:
         float(torch.ones(3) * 2)
 
     assert explained(step).rule == "TD001"
+
+
+def test_backward_of_per_sample_binary_cross_entropies_names_the_loss() -> None:
+    def step() -> None:
+        criterion = nn.BCEWithLogitsLoss(reduction="none")
+        logits = nn.Linear(3, 1)(torch.randn(4, 3))
+        loss = criterion(logits, torch.ones(4, 1))
+        loss.backward()
+
+    finding = explained(step)
+    assert finding.rule == "TD320" and finding.message.endswith("`criterion` is built with reduction='none'")

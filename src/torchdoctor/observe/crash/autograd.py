@@ -318,7 +318,7 @@ def backward_of_non_scalar(crash: Crash, session: Observed | None) -> Explanatio
     fields["name"] = named
     losses = [name for name, value in {**frame.live.f_globals, **frame.locals}.items()
               if isinstance(value, torch.nn.modules.loss._Loss) and getattr(value, "reduction", None) == "none"]
-    if len(losses) == 1 and "Loss" in node:
+    if len(losses) == 1 and ("Loss" in node or "CrossEntropy" in node or node == "AbsBackward0"):  # a loss's own backward node (L1: abs)
         return Explanation(NON_SCALAR, fields | {"loss": losses[0]}, variant="reduction-none", evidence={"grad_fn": node})
     return Explanation(NON_SCALAR, fields, evidence={"grad_fn": node} if node else None)
 
