@@ -180,6 +180,42 @@ def test_other_invalid_shapes_stay_the_plain_crash() -> None:
     assert explained(one_dimension).rule == "TD001"
 
 
+
+class Folding(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(1, 8, 3, padding=1)
+        self.fc = nn.Linear(784, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.max_pool2d(self.conv(x), 2)  # (N, 8, 14, 14): 1568 values per sample
+        x = x.view(-1, 784)
+        return self.fc(x)
+
+
+def test_a_flatten_that_folds_samples_into_the_batch_is_found_from_the_loss() -> None:
+    model = Folding()
+
+    def step() -> None:
+        out = model(torch.randn(32, 1, 28, 28))
+        nn.CrossEntropyLoss()(out, torch.zeros(32, dtype=torch.long))
+
+    finding = explained(step)
+    assert finding.rule == "TD418" and finding.line == line_of("x = x.view(-1, 784)", Folding)
+    assert finding.message.startswith("CrossEntropyLoss cannot pair input and target: the input has 64 rows but the target 32; "
+                                      "`x.view(-1, 784)` in `Folding.forward` folds each sample into 2 rows, crashes at ")
+
+
+def test_targets_of_another_batch_without_a_folding_view_stay_at_the_loss() -> None:
+    model = TwoLayers()
+
+    def step() -> None:
+        out = model(torch.randn(16, 4))
+        nn.CrossEntropyLoss()(out, torch.zeros(32, dtype=torch.long))
+
+    finding = explained(step)
+    assert finding.rule == "TD418" and finding.line == line_of("nn.CrossEntropyLoss()(out", step) and "folds" not in finding.message
+
 # --- a convolution given the wrong number of dimensions ----------------------------------------
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import TYPE_CHECKING, Any
 
+from torchdoctor.core.locate import is_user_file
+from torchdoctor.introspect.source import module_tree, scope_of
 from torchdoctor.observe.crash.describe import (
     dtype_name,
     innermost_module,
@@ -15,7 +18,7 @@ from torchdoctor.observe.crash.describe import (
 )
 from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash
-from torchdoctor.observe.crash.provenance import converts_to, label_arithmetic, made_here, origin_of
+from torchdoctor.observe.crash.provenance import converts_to, crashes_at, label_arithmetic, made_here, origin_of
 from torchdoctor.rules.data.batchnorm_batch_of_one import RULE as BATCH_OF_ONE
 from torchdoctor.rules.dtype.binary_target_not_float import RULE as BINARY_TARGET_DTYPE
 from torchdoctor.rules.dtype.class_target_not_integer import RULE as TARGET_DTYPE
@@ -93,8 +96,14 @@ def target_shape(crash: Crash, session: Holdings | None) -> Explanation | None:
         return Explanation(TARGET_SHAPE, {"loss": _loss_name(crash), "got": got, "want": want})
     match = _BATCH_SIZE.search(crash.message)
     if match:
-        return Explanation(TARGET_SHAPE, {"loss": _loss_name(crash), "rows": match["input"], "targets": match["target"]},
-                           variant="batch-sizes-differ")
+        fields = {"loss": _loss_name(crash), "rows": match["input"], "targets": match["target"]}
+        rows, targets = int(match["input"]), int(match["target"])
+        folded = _folding_view(session) if targets and rows > targets and rows % targets == 0 else None
+        if folded is not None:
+            cls, call, at = folded
+            return Explanation(TARGET_SHAPE, fields | {"call": call, "cls": cls, "fold": rows // targets, "crashed": crashes_at(crash)},
+                               at=at, variant="folded-batch")
+        return Explanation(TARGET_SHAPE, fields, variant="batch-sizes-differ")
     if "Expected floating point type for target with class probabilities" in crash.message:
         return Explanation(TARGET_SHAPE, {"loss": _loss_name(crash)}, variant="integer-probabilities")
     if _MULTI_TARGET in crash.message:
@@ -117,6 +126,27 @@ def _column_target(crash: Crash) -> Explanation | None:
     name = user_names(crash).get(id(target), "target")
     return Explanation(TARGET_SHAPE, {"loss": loss, "name": name, "got": list(target.shape), "rows": int(logits.shape[0])},
                        variant="column-target")
+
+
+def _folding_view(session: Holdings | None) -> tuple[str, str, tuple[str, int]] | None:
+    """(class, call, place) of the one `x.view(-1, n)` / `x.reshape(-1, n)` in the forward()s of
+    the user's models: a flatten that folds what is left of a sample into more rows."""
+    found: list[tuple[str, str, tuple[str, int]]] = []
+    seen: set[type] = set()
+    for root in session.model_roots() if session is not None else ():
+        for module in root.modules():
+            cls = type(module)
+            code = getattr(getattr(cls, "forward", None), "__code__", None)
+            if cls in seen or code is None or not is_user_file(code.co_filename):
+                continue
+            seen.add(cls)
+            tree = module_tree(code.co_filename)
+            function = scope_of(tree, code) if tree is not None else None
+            for node in ast.walk(function) if function is not None else ():
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("view", "reshape")
+                        and len(node.args) == 2 and ast.unparse(node.args[0]) == "-1"):
+                    found.append((cls.__name__, " ".join(ast.unparse(node).split()), (code.co_filename, node.lineno)))
+    return found[0] if len(found) == 1 else None
 
 
 def batch_of_one(crash: Crash, session: Holdings | None) -> Explanation | None:
