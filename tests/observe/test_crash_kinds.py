@@ -614,3 +614,16 @@ def test_backward_of_per_sample_binary_cross_entropies_names_the_loss() -> None:
 
     finding = explained(step)
     assert finding.rule == "TD320" and finding.message.endswith("`criterion` is built with reduction='none'")
+
+
+def test_a_batch_norm_of_the_wrong_kind_for_its_input() -> None:
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm1d(8))
+    finding = explained(lambda: model(torch.randn(4, 3, 10, 10)))
+    assert finding.rule == "TD417"
+    assert finding.message == "BatchNorm1d `1` expects a 2-D or 3-D input but gets a 4-D input [4, 8, 8, 8]"
+    assert "`nn.BatchNorm2d(8)`" in finding.hint
+
+
+def test_an_instance_norm_given_too_few_dimensions_stays_the_plain_crash() -> None:
+    norm = nn.InstanceNorm2d(8)
+    assert explained(lambda: norm(torch.randn(8))).rule == "TD001"

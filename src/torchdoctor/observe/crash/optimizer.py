@@ -130,7 +130,7 @@ def _optimizer_call(frame: Frame, optimizer: type) -> ast.Call | None:
     scope = scope_of(tree, frame.live.f_code) if tree is not None and frame.live is not None else None
     if scope is None:
         return None
-    names = {klass.__name__ for klass in optimizer.__mro__}
+    names = {klass.__name__ for klass in optimizer.__mro__ if klass is not object}
     calls = [node for node in own_nodes(scope) if isinstance(node, ast.Call) and node.lineno <= frame.line <= (node.end_lineno or node.lineno)
              and _called_name(node.func) in names]
     return calls[0] if len(calls) == 1 else None

@@ -210,12 +210,16 @@ def shape_mismatch(crash: Crash, session: Holdings | None) -> Explanation | None
 
 
 _RNN_SIZE = re.compile(r"input\.size\(-1\) must be equal to input_size\. Expected (?P<want>\d+), got (?P<got>\d+)")
+_NORM_DIMENSIONS = re.compile(r"expected (?P<want>\d)D(?: or (?P<also>\d)D)? input \(got (?P<got>\d)D input\)")
+#: the batch-norm class for an input of so many dimensions
+_NORM_KIND = {2: "BatchNorm1d", 3: "BatchNorm1d", 4: "BatchNorm2d", 5: "BatchNorm3d"}
 _NORM_SIZE = re.compile(r"running_mean should contain (?P<got>\d+) elements not (?P<want>\d+)")
 
 
 def feature_count(crash: Crash, session: Holdings | None) -> Explanation | None:
     """An RNN (input_size) or a batch-norm layer (num_features) built for another number of
-    features than its input has; confirmed on the layer and the input its forward got."""
+    features than its input has, or a batch-norm layer of the wrong kind for its input's
+    dimensions; confirmed on the layer and the input its forward got."""
     torch = torch_module()
     if torch is None:
         return None
@@ -234,6 +238,17 @@ def feature_count(crash: Crash, session: Holdings | None) -> Explanation | None:
         if len(axes) == 1:
             return Explanation(SHAPE, fields | {"expected_n": want, "axis": axes[0]}, variant="rnn-features-elsewhere")
         return Explanation(SHAPE, fields | {"features": got}, variant="rnn-input-size")
+    kind = _NORM_DIMENSIONS.search(crash.message) if crash.exc_type == "ValueError" else None
+    if kind is not None:
+        layer = innermost_module(crash, torch.nn.modules.batchnorm._BatchNorm)
+        x = _forward_input(crash, layer) if layer is not None else None
+        right = _NORM_KIND.get(x.dim()) if x is not None else None
+        if layer is None or x is None or right is None or right == type(layer).__name__ or x.dim() != int(kind["got"]):
+            return None
+        wanted = f"a {kind['want']}-D" + (f" or {kind['also']}-D" if kind["also"] else "")
+        return Explanation(SHAPE, {"layer": module_label(layer, session), "expected": f"{wanted} input",
+                                   "got": f"a {x.dim()}-D input {list(x.shape)}", "ndim": x.dim(), "shape": list(x.shape),
+                                   "right": right, "channels": int(x.shape[1])}, variant="norm-kind")
     if norm is not None:
         layer = innermost_module(crash, torch.nn.modules.batchnorm._BatchNorm)
         if layer is None or layer.num_features != int(norm["want"]):

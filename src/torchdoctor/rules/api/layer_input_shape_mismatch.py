@@ -50,6 +50,8 @@ RULE = Rule(
         "rnn-features-elsewhere": Variant(hint="The input has {expected_n} in dimension {axis}, not the last one: {layer} reads the features from the last dimension, so move them there (`x.transpose({axis}, -1)` or `x.permute(...)`)."),
         # a batch-norm layer built for another number of channels
         "norm-features": Variant(hint="Build {layer} with `num_features={features}`: the channels (dim 1) of what the layer before it produces."),
+        # a batch-norm layer of the wrong kind for its input's dimensions (BatchNorm1d after a Conv2d)
+        "norm-kind": Variant(hint="A {ndim}-D input {shape} wants `nn.{right}({channels})`: BatchNorm1d is for (N, C) and (N, C, L), BatchNorm2d for (N, C, H, W), BatchNorm3d for (N, C, D, H, W)."),
         # `x.view(-1, 320)` on a tensor whose samples hold another number of values, before a Linear built for 320
         "flatten-size": Variant(
             message="`{call}` wants {want} values per sample but `{name}` has shape {shape}, {per_sample} per sample",
@@ -72,7 +74,8 @@ size: [28, 28]") or with one too many. A flatten written as `x.view(-1, 320)` wh
 hold another number of values ("shape '[-1, 320]' is invalid for input of size 2000") is
 explained with the real size per sample and the Linear built for the wrong one. Recurrent
 layers ("input.size(-1) must be equal to input_size") and batch-norm layers ("running_mean
-should contain 20 elements not 10") built for another number of features are named too.
+should contain 20 elements not 10") built for another number of features are named too, and
+a batch-norm layer of the wrong kind for its input ("expected 4D input (got 2D input)").
 
 ## Why is this bad?
 The raw message gives matrix sizes, not layers. The cause is usually an `in_features`
