@@ -363,6 +363,7 @@ def test_bce_with_logits_given_a_column_of_logits_and_flat_labels() -> None:
     assert "`logits.squeeze(1)`" in finding.hint
 
 
+@pytest.mark.filterwarnings("ignore:Using a target size:UserWarning")  # torch warns before it fails
 def test_mse_given_another_number_of_samples() -> None:
     def step() -> None:
         nn.MSELoss()(torch.randn(16, 1), torch.randn(32, 1))
