@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import ast
 import functools
+import inspect
 import linecache
+import re
 from collections.abc import Callable, Iterator
 from types import CodeType
 from typing import Any
@@ -69,6 +71,28 @@ def child_built_at(owner: Any, child: Any) -> tuple[str, int] | None:
                     isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self" and t.attr in names
                     for t in node.targets):
                 return code.co_filename, node.lineno  # type: ignore[union-attr]
+    return None
+
+
+def assignment_line(cls: type, attribute: str) -> tuple[str, int] | None:
+    """The line in `cls`'s methods that assigns `self.<attribute>` (the line to change).
+
+    Read through the methods' code objects (file and first line), which works for classes of
+    any module, including the script run as `__main__`.
+    """
+    pattern = re.compile(rf"\bself\.{re.escape(attribute)}\s*(?::[^=]+)?=(?!=)")
+    for klass in cls.__mro__:
+        for member in vars(klass).values():
+            code = getattr(member, "__code__", None)
+            if code is None:
+                continue
+            try:
+                lines, start = inspect.getsourcelines(code)
+            except (OSError, TypeError):
+                continue
+            for offset, text in enumerate(lines):
+                if pattern.search(text):
+                    return (code.co_filename, start + offset)
     return None
 
 

@@ -18,6 +18,7 @@ from torchdoctor.rules.grad_flow.saved_tensor_modified_in_place import RULE as I
 from torchdoctor.rules.grad_mode.backward_without_graph import RULE as NO_GRAPH
 from torchdoctor.rules.grad_mode.leaf_modified_in_place import RULE as LEAF
 from torchdoctor.rules.grad_mode.numpy_of_grad_tensor import RULE as NUMPY
+from torchdoctor.rules.loss.backward_of_non_scalar import RULE as NON_SCALAR
 
 if TYPE_CHECKING:
     from torchdoctor.observe.observed import Observed
@@ -290,4 +291,37 @@ def _resolve(dotted: str, *namespaces: dict[str, Any]) -> Any:
     return value
 
 
-EXPLAINERS = (saved_tensor_modified, leaf_modified, freed_graph, backward_without_graph, numpy_of_grad_tensor, gradient_is_none)
+def backward_of_non_scalar(crash: Crash, session: Observed | None) -> Explanation | None:
+    """`loss.backward()` on a tensor of several values: its name and shape, and the loss built
+    with reduction='none' that made it, when the user's frame holds one."""
+    if "grad can be implicitly created only for scalar outputs" not in crash.message:
+        return None
+    torch = torch_module()
+    frame = crash.user_frame()
+    if torch is None or frame is None or frame.live is None:
+        return None
+    if not any(f.function == "backward" and f is not frame for f in crash.deepest()):
+        return None  # torch.autograd.grad(outputs, inputs): its grad_outputs, another fix
+    out = next((f.locals["out"] for f in crash.deepest() if f.function == "_make_grads" and isinstance(f.locals.get("out"), torch.Tensor)), None)
+    if out is None or out.numel() == 1:
+        return None
+    tree = module_tree(frame.file)
+    receivers = [node.func.value for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                 and node.func.attr == "backward" and node.lineno <= frame.line <= (node.end_lineno or node.lineno)] if tree is not None else []
+    if len(receivers) != 1:
+        return None
+    node = type(out.grad_fn).__name__ if out.grad_fn is not None else ""
+    named = user_names(crash).get(id(out)) or (ast.unparse(receivers[0]) if isinstance(receivers[0], (ast.Name, ast.Attribute)) else None)
+    fields = {"shape": list(out.shape), "count": out.numel()}
+    if named is None:  # `criterion(out, y).backward()`
+        return Explanation(NON_SCALAR, fields, variant="unnamed", evidence={"grad_fn": node} if node else None)
+    fields["name"] = named
+    losses = [name for name, value in {**frame.live.f_globals, **frame.locals}.items()
+              if isinstance(value, torch.nn.modules.loss._Loss) and getattr(value, "reduction", None) == "none"]
+    if len(losses) == 1 and ("Loss" in node or "CrossEntropy" in node or node == "AbsBackward0"):  # a loss's own backward node (L1: abs)
+        return Explanation(NON_SCALAR, fields | {"loss": losses[0]}, variant="reduction-none", evidence={"grad_fn": node})
+    return Explanation(NON_SCALAR, fields, evidence={"grad_fn": node} if node else None)
+
+
+EXPLAINERS = (saved_tensor_modified, leaf_modified, freed_graph, backward_without_graph, numpy_of_grad_tensor, gradient_is_none,
+              backward_of_non_scalar)

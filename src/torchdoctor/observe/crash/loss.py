@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import TYPE_CHECKING, Any
 
-from torchdoctor.observe.crash.describe import dtype_name, innermost_module, module_label, tensor_dtype, torch_module
+from torchdoctor.core.locate import is_user_file
+from torchdoctor.introspect.source import module_tree, scope_of
+from torchdoctor.observe.crash.describe import (
+    dtype_name,
+    innermost_module,
+    module_label,
+    tensor_dtype,
+    torch_module,
+    user_names,
+)
 from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash
-from torchdoctor.observe.crash.provenance import converts_to, label_arithmetic, made_here, origin_of
+from torchdoctor.observe.crash.provenance import converts_to, crashes_at, label_arithmetic, made_here, origin_of
 from torchdoctor.rules.data.batchnorm_batch_of_one import RULE as BATCH_OF_ONE
 from torchdoctor.rules.dtype.binary_target_not_float import RULE as BINARY_TARGET_DTYPE
 from torchdoctor.rules.dtype.class_target_not_integer import RULE as TARGET_DTYPE
@@ -17,6 +27,7 @@ from torchdoctor.rules.loss.class_target_shape_mismatch import RULE as TARGET_SH
 from torchdoctor.rules.loss.logits_into_bce_loss import CPU_ERROR, GPU_ERROR, scores_text
 from torchdoctor.rules.loss.logits_into_bce_loss import RULE as LOGITS_INTO_BCE
 from torchdoctor.rules.loss.loss_arguments_swapped import RULE as SWAPPED
+from torchdoctor.rules.loss.loss_target_broadcast import RULE as BROADCAST
 
 if TYPE_CHECKING:
     from torchdoctor.observe.instruments.data import LoaderFacts
@@ -85,11 +96,57 @@ def target_shape(crash: Crash, session: Holdings | None) -> Explanation | None:
         return Explanation(TARGET_SHAPE, {"loss": _loss_name(crash), "got": got, "want": want})
     match = _BATCH_SIZE.search(crash.message)
     if match:
-        return Explanation(TARGET_SHAPE, {"loss": _loss_name(crash), "rows": match["input"], "targets": match["target"]},
-                           variant="batch-sizes-differ")
+        fields = {"loss": _loss_name(crash), "rows": match["input"], "targets": match["target"]}
+        rows, targets = int(match["input"]), int(match["target"])
+        folded = _folding_view(session) if targets and rows > targets and rows % targets == 0 else None
+        if folded is not None:
+            cls, call, at = folded
+            return Explanation(TARGET_SHAPE, fields | {"call": call, "cls": cls, "fold": rows // targets, "crashed": crashes_at(crash)},
+                               at=at, variant="folded-batch")
+        return Explanation(TARGET_SHAPE, fields, variant="batch-sizes-differ")
     if "Expected floating point type for target with class probabilities" in crash.message:
         return Explanation(TARGET_SHAPE, {"loss": _loss_name(crash)}, variant="integer-probabilities")
+    if _MULTI_TARGET in crash.message:
+        return _column_target(crash)
     return None
+
+
+def _column_target(crash: Crash) -> Explanation | None:
+    """Class indices of shape (N, 1) for logits of shape (N, C): "multi-target not supported"."""
+    found = _loss_frame(crash, _CLASS_LOSSES)
+    if found is None:
+        return None
+    loss, logits, target = found
+    if not (hasattr(logits, "is_floating_point") and hasattr(target, "is_floating_point")):
+        return None
+    if target.is_floating_point() or not logits.is_floating_point() or logits.dim() != 2 or target.dim() != 2:
+        return None
+    if target.shape[1] != 1 or target.shape[0] != logits.shape[0]:
+        return None
+    name = user_names(crash).get(id(target), "target")
+    return Explanation(TARGET_SHAPE, {"loss": loss, "name": name, "got": list(target.shape), "rows": int(logits.shape[0])},
+                       variant="column-target")
+
+
+def _folding_view(session: Holdings | None) -> tuple[str, str, tuple[str, int]] | None:
+    """(class, call, place) of the one `x.view(-1, n)` / `x.reshape(-1, n)` in the forward()s of
+    the user's models: a flatten that folds what is left of a sample into more rows."""
+    found: list[tuple[str, str, tuple[str, int]]] = []
+    seen: set[type] = set()
+    for root in session.model_roots() if session is not None else ():
+        for module in root.modules():
+            cls = type(module)
+            code = getattr(getattr(cls, "forward", None), "__code__", None)
+            if cls in seen or code is None or not is_user_file(code.co_filename):
+                continue
+            seen.add(cls)
+            tree = module_tree(code.co_filename)
+            function = scope_of(tree, code) if tree is not None else None
+            for node in ast.walk(function) if function is not None else ():
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("view", "reshape")
+                        and len(node.args) == 2 and ast.unparse(node.args[0]) == "-1"):
+                    found.append((cls.__name__, " ".join(ast.unparse(node).split()), (code.co_filename, node.lineno)))
+    return found[0] if len(found) == 1 else None
 
 
 def batch_of_one(crash: Crash, session: Holdings | None) -> Explanation | None:
@@ -166,6 +223,36 @@ def arguments_swapped(crash: Crash, session: Holdings | None) -> Explanation | N
     })
 
 
+_SIZES = re.compile(r"The size of tensor a \(\d+\) must match the size of tensor b \(\d+\) at non-singleton dimension \d+"
+                    r"|Target size \(torch\.Size\(\[[\d, ]*\]\)\) must be the same as input size"
+                    r"|Using a target size \(torch\.Size\(\[[\d, ]*\]\)\) that is different to the input size")
+#: element-wise losses (and the binary cross-entropies) whose input and target must have one shape
+_ELEMENTWISE = {"mse_loss": "MSELoss", "l1_loss": "L1Loss", "smooth_l1_loss": "SmoothL1Loss", "huber_loss": "HuberLoss",
+                "binary_cross_entropy_with_logits": "BCEWithLogitsLoss", "binary_cross_entropy": "BCELoss"}
+
+
+def unpaired_shapes(crash: Crash, session: Holdings | None) -> Explanation | None:
+    """An element-wise loss given an input and a target of shapes that cannot be paired."""
+    if _SIZES.search(crash.message) is None:
+        return None
+    torch = torch_module()
+    frame = next((f for f in crash.deepest() if f.function in _ELEMENTWISE), None)
+    if torch is None or frame is None:
+        return None
+    values, target = frame.locals.get("input"), frame.locals.get("target")
+    if not isinstance(values, torch.Tensor) or not isinstance(target, torch.Tensor) or values.shape == target.shape:
+        return None
+    a, b = list(values.shape), list(target.shape)
+    fields: dict[str, Any] = {"loss": _ELEMENTWISE[frame.function], "input_shape": a, "target_shape": b}
+    if a and b and a[0] != b[0]:
+        return Explanation(BROADCAST, fields | {"input_rows": a[0], "target_rows": b[0]}, variant="cannot-pair-batch")
+    if a[:-1] == b and a and a[-1] == 1 or b[:-1] == a and b and b[-1] == 1:
+        column = values if len(a) > len(b) else target
+        name = user_names(crash).get(id(column), "output" if column is values else "target")
+        return Explanation(BROADCAST, fields | {"column": name, "axis": column.dim() - 1}, variant="cannot-pair-column")
+    return Explanation(BROADCAST, fields, variant="cannot-pair")
+
+
 def _loss_arguments(crash: Crash) -> tuple[Any, Any]:
     """(input, target) of the failing loss function call, from the live frames."""
     torch = torch_module()
@@ -201,4 +288,5 @@ def _loss_name(crash: Crash) -> str:
 
 #: where these explainers are tried: lower first (core/plugins.py)
 ORDER = 60
-EXPLAINERS = (target_out_of_range, target_dtype, target_shape, batch_of_one, logits_into_bce, binary_target_dtype, arguments_swapped)
+EXPLAINERS = (target_out_of_range, target_dtype, target_shape, batch_of_one, logits_into_bce, binary_target_dtype, arguments_swapped,
+              unpaired_shapes)

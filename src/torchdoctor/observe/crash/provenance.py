@@ -144,6 +144,12 @@ def crashes_at(crash: Crash) -> str:
 # --- the binding of a name before a line -----------------------------------------------------------
 
 
+def binding_of(frame: Frame, name: str, line: int) -> ast.expr | str | None:
+    """The value expression of the last binding of `name` before `line` in the frame's function,
+    when it surely made the value the name holds there (see `_binding`)."""
+    return _binding(frame, name, line)
+
+
 def _binding(frame: Frame, name: str, line: int) -> ast.expr | str | None:
     """The value expression of the last binding of `name` before `line`, when it
     surely made the value the name holds there; "parameter" when the name is a parameter not

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import TYPE_CHECKING, Any
 
 from torchdoctor.core.locate import is_user_file
-from torchdoctor.introspect.source import child_built_at
+from torchdoctor.introspect.source import child_built_at, module_tree
 from torchdoctor.observe.crash.describe import (
     describe,
     dtype_name,
@@ -49,6 +50,9 @@ _DTYPES = (
 )
 _HIDDEN = re.compile(r"Expected hidden(?:\[\d\])? size \((?P<want>[\d, ]+)\), got \[(?P<got>[\d, ]+)\]")
 _MATMUL = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((?P<n>\d+)x(?P<got>\d+) and (?P<k>\d+)x(?P<m>\d+)\)")
+_DIMENSIONS = re.compile(r"Expected (?P<unbatched>\d)D \(unbatched\) or (?P<batched>\d)D \(batched\) input to conv(?P<spatial>\d)d, "
+                         r"but got input of size: \[(?P<shape>[\d, ]*)\]")
+_INVALID_SHAPE = re.compile(r"shape '\[(?P<shape>-?[\d, -]+)\]' is invalid for input of size (?P<size>\d+)")
 _CHANNELS = re.compile(
     r"weight of size \[(?P<weight>[\d, ]+)\], expected input\[(?P<input>[\d, ]+)\] to have (?P<want>\d+) channels, but got (?P<got>\d+) channels"
 )
@@ -205,6 +209,137 @@ def shape_mismatch(crash: Crash, session: Holdings | None) -> Explanation | None
     return None
 
 
+_RNN_SIZE = re.compile(r"input\.size\(-1\) must be equal to input_size\. Expected (?P<want>\d+), got (?P<got>\d+)")
+_NORM_DIMENSIONS = re.compile(r"expected (?P<want>\d)D(?: or (?P<also>\d)D)? input \(got (?P<got>\d)D input\)")
+#: the batch-norm class for an input of so many dimensions
+_NORM_KIND = {2: "BatchNorm1d", 3: "BatchNorm1d", 4: "BatchNorm2d", 5: "BatchNorm3d"}
+_NORM_SIZE = re.compile(r"running_mean should contain (?P<got>\d+) elements not (?P<want>\d+)")
+
+
+def feature_count(crash: Crash, session: Holdings | None) -> Explanation | None:
+    """An RNN (input_size) or a batch-norm layer (num_features) built for another number of
+    features than its input has, or a batch-norm layer of the wrong kind for its input's
+    dimensions; confirmed on the layer and the input its forward got."""
+    torch = torch_module()
+    if torch is None:
+        return None
+    rnn, norm = _RNN_SIZE.search(crash.message), _NORM_SIZE.search(crash.message)
+    if rnn is not None:
+        layer = innermost_module(crash, torch.nn.RNNBase)
+        if layer is None or layer.input_size != int(rnn["want"]):
+            return None
+        x = _forward_input(crash, layer)
+        if x is None or x.dim() < 2 or int(x.shape[-1]) != int(rnn["got"]):
+            return None
+        want, got = int(rnn["want"]), int(rnn["got"])
+        fields: dict[str, Any] = {"layer": module_label(layer, session), "expected": f"input_size={want}",
+                                  "got": f"{got} features in the last dimension (input shape {list(x.shape)})"}
+        axes = [i for i, d in enumerate(x.shape[:-1]) if int(d) == want]
+        if len(axes) == 1:
+            return Explanation(SHAPE, fields | {"expected_n": want, "axis": axes[0]}, variant="rnn-features-elsewhere")
+        return Explanation(SHAPE, fields | {"features": got}, variant="rnn-input-size")
+    kind = _NORM_DIMENSIONS.search(crash.message) if crash.exc_type == "ValueError" else None
+    if kind is not None:
+        layer = innermost_module(crash, torch.nn.modules.batchnorm._BatchNorm)
+        x = _forward_input(crash, layer) if layer is not None else None
+        right = _NORM_KIND.get(x.dim()) if x is not None else None
+        if layer is None or x is None or right is None or right == type(layer).__name__ or x.dim() != int(kind["got"]):
+            return None
+        wanted = f"a {kind['want']}-D" + (f" or {kind['also']}-D" if kind["also"] else "")
+        return Explanation(SHAPE, {"layer": module_label(layer, session), "expected": f"{wanted} input",
+                                   "got": f"a {x.dim()}-D input {list(x.shape)}", "ndim": x.dim(), "shape": list(x.shape),
+                                   "right": right, "channels": int(x.shape[1])}, variant="norm-kind")
+    if norm is not None:
+        layer = innermost_module(crash, torch.nn.modules.batchnorm._BatchNorm)
+        if layer is None or layer.num_features != int(norm["want"]):
+            return None
+        x = _forward_input(crash, layer)
+        if x is None or x.dim() < 2 or int(x.shape[1]) != int(norm["got"]):
+            return None
+        got = int(norm["got"])
+        return Explanation(SHAPE, {"layer": module_label(layer, session), "expected": f"num_features={layer.num_features}",
+                                   "got": f"{got} channels (input shape {list(x.shape)})", "features": got}, variant="norm-features")
+    return None
+
+
+def _forward_input(crash: Crash, layer: Any) -> Any:
+    """The tensor `layer`'s forward got (its `input`)."""
+    torch = torch_module()
+    for frame in crash.deepest():
+        if frame.locals.get("self") is layer and frame.function == "forward":
+            value = frame.locals.get("input")
+            return value if torch is not None and isinstance(value, torch.Tensor) else None
+    return None
+
+
+def conv_dimensions(crash: Crash, session: Holdings | None) -> Explanation | None:
+    """A convolution given an input of the wrong number of dimensions: an image without its batch
+    and channel dimensions ((28, 28) to a Conv2d), or one with a dimension too many."""
+    match = _DIMENSIONS.search(crash.message)
+    torch = torch_module()
+    conv = innermost_module(crash, torch.nn.modules.conv._ConvNd) if match is not None and torch is not None else None
+    if match is None or conv is None:
+        return None
+    shape = [int(d) for d in match["shape"].split(",")] if match["shape"].strip() else []
+    x = next((f.locals.get("input") for f in crash.deepest() if f.locals.get("self") is conv), None)
+    spatial, batched, unbatched = int(match["spatial"]), int(match["batched"]), int(match["unbatched"])
+    if not isinstance(x, torch.Tensor) or list(x.shape) != shape or conv.weight.dim() != spatial + 2:
+        return None
+    name = user_names(crash).get(id(x), "x")
+    fields: dict[str, Any] = {"layer": module_label(conv, session), "batched": batched, "unbatched": unbatched, "name": name, "shape": shape}
+    if len(shape) == spatial:
+        if conv.in_channels == 1:
+            return Explanation(SHAPE, fields | {"fixed": [1, 1, *shape]}, variant="no-channel-no-batch-single-channel")
+        return Explanation(SHAPE, fields | {"channels": conv.in_channels}, variant="no-channel-no-batch")
+    axis = next((i for i, d in enumerate(shape) if d == 1 and i > 0), None)
+    if len(shape) == batched + 1 and axis is not None:
+        return Explanation(SHAPE, fields | {"axis": axis}, variant="extra-dimension")
+    fields |= {"channels": conv.in_channels, "spatial": spatial}
+    return Explanation(SHAPE, fields, variant="dimensions")
+
+
+def flatten_size(crash: Crash, session: Holdings | None) -> Explanation | None:
+    """`x.view(-1, 320)` (or `.reshape`) on a tensor whose samples hold another number of values:
+    the flatten before a Linear written for another input size."""
+    match = _INVALID_SHAPE.search(crash.message)
+    frame = crash.user_frame()
+    torch = torch_module()
+    if match is None or frame is None or torch is None:
+        return None
+    wanted = [int(d) for d in match["shape"].split(",")]
+    if len(wanted) != 2 or wanted[0] != -1 or wanted[1] <= 0:
+        return None
+    size, want = int(match["size"]), wanted[1]
+    found = _reshaped(frame, size)
+    if found is None:
+        return None
+    name, x, call = found
+    per_sample = size // int(x.shape[0])
+    fields: dict[str, Any] = {"call": call, "want": want, "name": name, "shape": list(x.shape), "per_sample": per_sample}
+    owner = frame.locals.get("self")
+    linears = [m for m in owner.modules() if isinstance(m, torch.nn.Linear) and m.in_features == want] if isinstance(owner, torch.nn.Module) else []
+    if len(linears) == 1:
+        return Explanation(SHAPE, fields | {"layer": module_label(linears[0], session)}, variant="flatten-size")
+    return Explanation(SHAPE, fields, variant="flatten-size-no-layer")
+
+
+def _reshaped(frame: Any, size: int) -> tuple[str, Any, str] | None:
+    """(name, tensor, call text) of the one `name.view(...)` / `name.reshape(...)` on the frame's
+    line whose tensor (a local of the frame, of 2 or more dimensions) has `size` elements."""
+    torch = torch_module()
+    tree = module_tree(frame.file)
+    if tree is None or torch is None:
+        return None
+    found = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("view", "reshape")
+                and isinstance(node.func.value, ast.Name) and node.lineno <= frame.line <= (node.end_lineno or node.lineno)):
+            value = frame.locals.get(node.func.value.id)
+            if isinstance(value, torch.Tensor) and value.dim() >= 2 and value.numel() == size and int(value.shape[0]) > 0:
+                found.append((node.func.value.id, value, " ".join(ast.unparse(node).split())))
+    return found[0] if len(found) == 1 else None
+
+
 def rnn_batch_first(crash: Crash, session: Holdings | None) -> Explanation | None:
     """An RNN built without `batch_first=True` fed (batch, seq, features) with a hidden state
     built for that batch: it wants the hidden state's batch to be the input's dim 1."""
@@ -312,5 +447,5 @@ def _producer(tensor: Any) -> str:
 
 #: where these explainers are tried: lower first (core/plugins.py)
 ORDER = 70
-EXPLAINERS = (device_mismatch, dtype_mismatch, embedding_indices_dtype, view_of_non_contiguous, shape_mismatch, rnn_batch_first,
-              embedding_index)
+EXPLAINERS = (device_mismatch, dtype_mismatch, embedding_indices_dtype, view_of_non_contiguous, shape_mismatch, conv_dimensions,
+              flatten_size, feature_count, rnn_batch_first, embedding_index)

@@ -8,15 +8,14 @@ received a gradient and is in no optimizer. Both are reported at the line that s
 
 from __future__ import annotations
 
-import inspect
-import re
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
+from torchdoctor.introspect.source import assignment_line
 from torchdoctor.observe.detector import Detector
-from torchdoctor.observe.events import Location, Step
+from torchdoctor.observe.events import Step
 from torchdoctor.rules.grad_flow.module_in_plain_container import RULE as PLAIN_CONTAINER
 from torchdoctor.rules.grad_flow.tensor_attribute_not_parameter import RULE as TENSOR_ATTRIBUTE
 
@@ -86,25 +85,3 @@ def _trainable_tensor(value: Any) -> bool:
 
 def _members(container: Any) -> list[Any]:
     return list(container.values()) if isinstance(container, dict) else list(container)
-
-
-def assignment_line(cls: type, attribute: str) -> Location | None:
-    """The line in `cls`'s methods that assigns `self.<attribute>` (the line to change).
-
-    Read through the methods' code objects (file and first line), which works for classes of
-    any module, including the script run as `__main__`.
-    """
-    pattern = re.compile(rf"\bself\.{re.escape(attribute)}\s*(?::[^=]+)?=(?!=)")
-    for klass in cls.__mro__:
-        for member in vars(klass).values():
-            code = getattr(member, "__code__", None)
-            if code is None:
-                continue
-            try:
-                lines, start = inspect.getsourcelines(code)
-            except (OSError, TypeError):
-                continue
-            for offset, text in enumerate(lines):
-                if pattern.search(text):
-                    return (code.co_filename, start + offset)
-    return None

@@ -1,7 +1,7 @@
 """TD180 iterator-reused."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD180",
@@ -12,8 +12,13 @@ RULE = Rule(
     fixable=True,
     message="`{name}` is a one-shot iterator (`{source}`): {first} uses it up, and {here} sees nothing",
     hint="Keep a list where it is made: `{name} = list({source})`.",
+    variants={
+        # the crash "optimizer got an empty parameter list": the optimizer was the second consumer
+        "optimizer-empty": Variant(message="`{name}` is a one-shot iterator (`{source}`): {first} uses it up, so `{optimizer}` got an empty parameter list{crashed}"),
+    },
     sees={
         "lint": "a name bound once to a one-shot iterator (`model.parameters()`, `itertools.chain(...)`, `filter(...)`, a generator expression) and consumed twice: handed to an optimizer and then looped over or given to `clip_grad_norm_`, or consumed in every pass of a loop (a list, an iterator made afresh in each pass, uses in the two branches of one `if`, and one returned or stored elsewhere are left alone)",
+        "run": "the crash \"optimizer got an empty parameter list\" when the optimizer was given a name bound to `model.parameters()` (or another one-shot iterator over a model's parameters) that an earlier line used up (at the line that makes the iterator)",
     },
     doc="""
 ## What it does

@@ -24,17 +24,64 @@ RULE = Rule(
         "channels-last": Variant(hint="The input is channels-last (N, H, W, C): permute it to (N, C, H, W) with `x.permute(0, 3, 1, 2)` (images from PIL/NumPy are HWC)."),
         # a convolution built for another number of channels
         "in-channels": Variant(hint="Give {layer} `in_channels={in_channels}`, or fix the layer before it so it produces {channels} channels."),
+        # a convolution given one sample of spatial dimensions only ((28, 28) to a single-channel Conv2d)
+        "no-channel-no-batch-single-channel": Variant(
+            message="{layer} expects a {batched}-D (N, C, ...) input, or {unbatched}-D for one sample, but gets `{name}` of shape {shape}",
+            hint="`{name}` has neither a batch nor a channel dimension: `{name}.unsqueeze(0).unsqueeze(0)` (or `{name}[None, None]`) makes it one sample of shape {fixed}; batch samples with a DataLoader or `torch.stack`.",
+        ),
+        # the same, for a convolution built for several channels
+        "no-channel-no-batch": Variant(
+            message="{layer} expects a {batched}-D (N, C, ...) input, or {unbatched}-D for one sample, but gets `{name}` of shape {shape}",
+            hint="`{name}` has neither a batch nor a channel dimension, and {layer} wants {channels} channels: give it (N, {channels}, ...), e.g. an image read as grayscale where the model expects color (convert it to RGB), or build the layer with `in_channels=1`.",
+        ),
+        # a convolution given an input with a dimension too many, one of size 1
+        "extra-dimension": Variant(
+            message="{layer} expects a {batched}-D (N, C, ...) input, or {unbatched}-D for one sample, but gets `{name}` of shape {shape}",
+            hint="`{name}` has a dimension too many: `{name}.squeeze({axis})` drops its size-1 dimension {axis} (often an `unsqueeze` added to samples that already had their channel dimension).",
+        ),
+        # any other number of dimensions given to a convolution
+        "dimensions": Variant(
+            message="{layer} expects a {batched}-D (N, C, ...) input, or {unbatched}-D for one sample, but gets `{name}` of shape {shape}",
+            hint="Reshape `{name}` to (N, {channels}, ...) with {spatial} spatial dimension(s) before {layer}.",
+        ),
+        # an RNN/LSTM/GRU whose input's last dimension is not its input_size
+        "rnn-input-size": Variant(hint="Build {layer} with `input_size={features}` (what its input carries in the last dimension), or put the features last: it reads (batch, seq, features) with `batch_first=True`, else (seq, batch, features)."),
+        # the same, with the features in another dimension of the input
+        "rnn-features-elsewhere": Variant(hint="The input has {expected_n} in dimension {axis}, not the last one: {layer} reads the features from the last dimension, so move them there (`x.transpose({axis}, -1)` or `x.permute(...)`)."),
+        # a batch-norm layer built for another number of channels
+        "norm-features": Variant(hint="Build {layer} with `num_features={features}`: the channels (dim 1) of what the layer before it produces."),
+        # a batch-norm layer of the wrong kind for its input's dimensions (BatchNorm1d after a Conv2d)
+        "norm-kind": Variant(hint="A {ndim}-D input {shape} wants `nn.{right}({channels})`: BatchNorm1d is for (N, C) and (N, C, L), BatchNorm2d for (N, C, H, W), BatchNorm3d for (N, C, D, H, W)."),
+        # `x.view(-1, 320)` on a tensor whose samples hold another number of values, before a Linear built for 320
+        "flatten-size": Variant(
+            message="`{call}` wants {want} values per sample but `{name}` has shape {shape}, {per_sample} per sample",
+            hint="Flatten per sample with `torch.flatten({name}, 1)` (or `{name}.view({name}.size(0), -1)`), which never folds values into the batch, and build {layer} with `in_features={per_sample}` (or use `nn.LazyLinear`).",
+        ),
+        # the same, with no Linear of that size to name
+        "flatten-size-no-layer": Variant(
+            message="`{call}` wants {want} values per sample but `{name}` has shape {shape}, {per_sample} per sample",
+            hint="Flatten per sample with `torch.flatten({name}, 1)` (or `{name}.view({name}.size(0), -1)`), which never folds values into the batch, and size the layer after it for {per_sample} features (or use `nn.LazyLinear`).",
+        ),
     },
     doc="""
 ## What it does
 Explains shape crashes between layers, "mat1 and mat2 shapes cannot be multiplied (64x512
 and 256x10)" and "expected input[...] to have 3 channels, but got 224 channels instead", by
 naming the layer (`Linear` `fc`), what it was built for (`in_features=256`) and what it got.
-For convolutions it recognises channels-last images.
+For convolutions it recognises channels-last images, and inputs without their batch and
+channel dimensions ("Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of
+size: [28, 28]") or with one too many. A flatten written as `x.view(-1, 320)` whose samples
+hold another number of values ("shape '[-1, 320]' is invalid for input of size 2000") is
+explained with the real size per sample and the Linear built for the wrong one. Recurrent
+layers ("input.size(-1) must be equal to input_size") and batch-norm layers ("running_mean
+should contain 20 elements not 10") built for another number of features are named too, and
+a batch-norm layer of the wrong kind for its input ("expected 4D input (got 2D input)").
 
 ## Why is this bad?
 The raw message gives matrix sizes, not layers. The cause is usually an `in_features`
 computed for another input size (after flatten), or images in (N, H, W, C) layout.
+`x.view(-1, n)` with a wrong `n` is worse than a crash when it happens to divide: it folds
+values of one sample into the batch, and the loss then fails on the batch size (TD418).
 
 ## Example
 ```python

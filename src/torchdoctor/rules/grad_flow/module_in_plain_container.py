@@ -15,10 +15,12 @@ RULE = Rule(
     variants={
         # trained by the class's own optimizers: only the rest of registration is lost
         "own-optimizers": Variant(message="{what} stored in a plain {container} in `self.{attribute}`: the class's own optimizers train them, but they are not registered, so `model.parameters()`, `.to()` and the state_dict (checkpoints) leave them out"),
+        # the crash "optimizer got an empty parameter list": the model's only layers are in the container
+        "optimizer-empty": Variant(message="{what} stored in a plain {container} in `self.{attribute}` are not registered, so `{model}.parameters()` is empty and `{optimizer}` got an empty parameter list{crashed}"),
     },
     sees={
         "lint": "layers in a plain `list`/`dict` attribute of an nn.Module (`nn.Parameter`s: a warning, TorchScript code keeps them so on purpose)",
-        "run": "layers in a plain `list`/`dict`: they get gradients but no optimizer ever sees them",
+        "run": "layers in a plain `list`/`dict`: they get gradients but no optimizer ever sees them; or, when they are all the model has, the crash \"optimizer got an empty parameter list\" (at the line that stores them)",
     },
     doc="""
 ## What it does
