@@ -163,6 +163,15 @@ def test_a_cpu_script_runs_out_under_the_memory_limit_and_is_explained(tmp_path:
     assert "memory (pid" in ran.stderr and "at the crash" in ran.stderr  # --memory's table
 
 
+class Narrow(nn.Module):
+    """A class with a layer of the same name as Wide's, defined first: the line is found from the
+    live model, not by the name."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(4, 4)
+
+
 class Wide(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -175,6 +184,7 @@ class Wide(nn.Module):
 
 def test_the_largest_tensors_come_with_the_line_that_makes_them() -> None:
     model = nn.Sequential(Wide())
+    assert Narrow().fc1.in_features == 4
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     report = crash_after(1, model, optimizer, lambda: torch.randn(4, 2048), cuda_oom("1.00 MiB", "0.10 MiB"))
     line = next(n for n, text in enumerate(Path(__file__).read_text().splitlines(), 1) if "self.fc1 = nn.Linear(2048, 1024)" in text)

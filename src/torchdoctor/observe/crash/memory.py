@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from torchdoctor.core.locate import display_path, is_user_file
 from torchdoctor.core.wording import size_text
+from torchdoctor.introspect.source import child_built_at
 from torchdoctor.observe.crash.describe import torch_module
 from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash
@@ -79,7 +80,7 @@ def out_of_memory(crash: Crash, session: Observed | None) -> Explanation | None:
     if huge:
         held, variant = _held(session), "huge"
     elif census is not None:
-        held = _breakdown(census)
+        held = _breakdown(census, session.model_roots() if session is not None else [])
         variant, fields = _cheapest(census, request, session)
         evidence = {"owners": dict(census.owners), "activations": dict(census.activations),
                     "largest": [{"bytes": t.nbytes, "owner": t.owner, "what": t.what} for t in census.largest[:5]]}
@@ -170,7 +171,7 @@ def _account(crash: Crash, session: Observed | None) -> Census | None:
     return census
 
 
-def _breakdown(census: Census) -> str:
+def _breakdown(census: Census, models: list[Any]) -> str:
     parts = [f"{_WORDS[owner]} {size_text(census.owners[owner])}" for owner in _ORDER if census.owners.get(owner)]
     text = f"; at this line the tensors hold {size_text(census.total)}: " + ", ".join(parts)
     if census.activations:
@@ -178,16 +179,39 @@ def _breakdown(census: Census) -> str:
         text += " (activations: " + ", ".join(f"{name} {size_text(size)}" for name, size in modules) + ")"
     largest = [t for t in census.largest if t.nbytes >= census.total / 20][:3]
     if largest:
-        text += "; largest: " + ", ".join(f"{t.what}{_made_at(t.what)} {size_text(t.nbytes)}" for t in largest)
+        text += "; largest: " + ", ".join(f"{t.what}{_made_at(t.what, models)} {size_text(t.nbytes)}" for t in largest)
     return text
 
 
-def _made_at(what: str) -> str:
-    """` (model.py:12)`: the line that makes the named thing (an attribute or variable assignment)."""
+def _made_at(what: str, models: list[Any]) -> str:
+    """` (model.py:12)`: the line that makes the named thing: for a parameter or buffer of a model
+    (`0.fc1.weight`), the `self.fc1 = ...` of the class that holds that very layer; otherwise the
+    first assignment of the name in the user's files (`history` of `history[3]`)."""
     names = re.findall(r"`([^`]+)`", what)
-    first = next((part for part in re.split(r"[.\[\]]", names[0]) if part.isidentifier()), "") if names else ""
-    found = _assignment(first) if first else None  # `fc1` of `0.fc1.weight`, `history` of `history[3]`
+    found = _layer_built_at(names[0], models) if names else None
+    if found is None:
+        first = next((part for part in re.split(r"[.\[\]]", names[0]) if part.isidentifier()), "") if names else ""
+        found = _assignment(first) if first else None
     return f" ({display_path(found[0])}:{found[1]})" if found is not None else ""
+
+
+def _layer_built_at(name: str, models: list[Any]) -> Location | None:
+    """Where the layer owning the parameter or buffer `name` (`0.fc1.weight`) of one of the
+    models is built, from the live modules (a name search would find any class's `fc1`)."""
+    path = name.split(".")[:-1]
+    for model in models:
+        modules = [model]
+        for part in path:
+            child = getattr(modules[-1], "_modules", {}).get(part)
+            if child is None:
+                break
+            modules.append(child)
+        else:
+            for owner, child in zip(reversed(modules[:-1]), reversed(modules[1:])):
+                built = child_built_at(owner, child)
+                if built is not None:
+                    return built
+    return None
 
 
 def _assignment(name: str) -> Location | None:
