@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from torch import nn
@@ -31,6 +30,7 @@ from torchdoctor.observe.detector import Detector
 from torchdoctor.observe.events import Location, Step
 from torchdoctor.observe.instruments.loading import StateLoad, StateLoads
 from torchdoctor.observe.outcome import Outcome
+from torchdoctor.observe.state_keys import key_prefix
 from torchdoctor.rules.api.non_strict_load_matched_nothing import RULE
 
 if TYPE_CHECKING:
@@ -129,27 +129,11 @@ def _keys(n: int) -> str:
     return f"{n} key{'s' if n != 1 else ''}"
 
 
-def _prefix(longer: Iterable[str], shorter: set[str]) -> str | None:
-    """The prefix `p` (ending with a dot) such that `p + key` is in `longer` for at least half of
-    the keys of `shorter` (the most frequent one), or None."""
-    counts: Counter[str] = Counter()
-    for key in longer:
-        dot = key.find(".")
-        while dot != -1:
-            if key[dot + 1:] in shorter:
-                counts[key[: dot + 1]] += 1
-            dot = key.find(".", dot + 1)
-    if not counts:
-        return None
-    prefix, n = counts.most_common(1)[0]
-    return prefix if 2 * n >= len(shorter) else None
-
-
 def _explain(missing: list[str], given: list[str], state: Any) -> dict[str, Any]:
     """`why` (words after "the N keys given"), `remedy` (the hint's first sentence), `evidence`."""
     expected = set(missing)
     evidence: dict[str, Any] = {"missing": missing[:5], "unexpected": given[:5]}
-    prefix = _prefix(given, expected)
+    prefix = key_prefix(given, expected)
     if prefix is not None:
         origin = ORIGINS.get(prefix)
         evidence["checkpoint_prefix"] = prefix
@@ -158,7 +142,7 @@ def _explain(missing: list[str], given: list[str], state: Any) -> dict[str, Any]
             "remedy": f'Strip the prefix: `model.load_state_dict({{k.removeprefix("{prefix}"): v for k, v in state.items()}})`.',
             "evidence": evidence,
         }
-    prefix = _prefix(missing, set(given))
+    prefix = key_prefix(missing, set(given))
     if prefix is not None:
         evidence["model_prefix"] = prefix
         inner = prefix[:-1]
@@ -182,7 +166,7 @@ def _explain(missing: list[str], given: list[str], state: Any) -> dict[str, Any]
                     "remedy": f"Load the weights themselves: `model.load_state_dict({where})`.",
                     "evidence": evidence,
                 }
-            prefix = _prefix(inner_keys, expected)
+            prefix = key_prefix(inner_keys, expected)
             if prefix is not None:
                 evidence.update(nested_under=key, checkpoint_prefix=prefix)
                 return {
