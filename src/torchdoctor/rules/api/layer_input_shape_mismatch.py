@@ -44,6 +44,16 @@ RULE = Rule(
             message="{layer} expects a {batched}-D (N, C, ...) input, or {unbatched}-D for one sample, but gets `{name}` of shape {shape}",
             hint="Reshape `{name}` to (N, {channels}, ...) with {spatial} spatial dimension(s) before {layer}.",
         ),
+        # a convolution or pooling whose input has shrunk below its kernel through the layers before it
+        "input-too-small": Variant(
+            message="{layer} gets a {size} feature map ({shape}), smaller than its {kernel} kernel: the {model_shape} input of `{model}` has shrunk below what this layer needs on its way through the layers before it",
+            hint="Give `{model}` larger inputs, or shrink them less before {layer}: fewer pooling or stride-2 layers, `padding=` on the convolutions, or an `nn.AdaptiveAvgPool2d`/`AdaptiveMaxPool2d` to a fixed size before the layers that need one.",
+        ),
+        # the same, for a layer called on its own
+        "input-too-small-direct": Variant(
+            message="{layer} gets a {size} input ({shape}), smaller than its {kernel} kernel",
+            hint="Give {layer} an input at least as large as its kernel (pad it, or use a smaller `kernel_size`).",
+        ),
         # an RNN/LSTM/GRU whose input's last dimension is not its input_size
         "rnn-input-size": Variant(hint="Build {layer} with `input_size={features}` (what its input carries in the last dimension), or put the features last: it reads (batch, seq, features) with `batch_first=True`, else (seq, batch, features)."),
         # the same, with the features in another dimension of the input
@@ -75,7 +85,10 @@ hold another number of values ("shape '[-1, 320]' is invalid for input of size 2
 explained with the real size per sample and the Linear built for the wrong one. Recurrent
 layers ("input.size(-1) must be equal to input_size") and batch-norm layers ("running_mean
 should contain 20 elements not 10") built for another number of features are named too, and
-a batch-norm layer of the wrong kind for its input ("expected 4D input (got 2D input)").
+a batch-norm layer of the wrong kind for its input ("expected 4D input (got 2D input)"). A
+convolution or pooling layer whose input has shrunk below its kernel ("Kernel size can't be
+greater than actual input size", "Output size is too small") is named with the size it got and
+the model's input, which the layers before it shrank too far.
 
 ## Why is this bad?
 The raw message gives matrix sizes, not layers. The cause is usually an `in_features`
