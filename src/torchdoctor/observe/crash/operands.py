@@ -1,0 +1,100 @@
+"""Shape crashes of an arithmetic operator or of `torch.cat` on the user's line, explained with
+the operands' names and shapes. Operands are read only when they are variables or attribute
+chains of variables (no code of the user's runs again), and the line must hold exactly one
+operation whose operands really disagree."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING, Any
+
+from torchdoctor.introspect.source import module_tree
+from torchdoctor.observe.crash.describe import torch_module
+from torchdoctor.observe.crash.explain import Explanation
+from torchdoctor.observe.crash.model import Crash, Frame
+from torchdoctor.rules.api.tensor_shapes_mismatch import RULE
+
+if TYPE_CHECKING:
+    from torchdoctor.observe.observed import Holdings
+
+_BROADCAST = re.compile(r"The size of tensor a \((?P<a>\d+)\) must match the size of tensor b \((?P<b>\d+)\) at non-singleton dimension (?P<dim>\d+)")
+_CAT = re.compile(r"Sizes of tensors must match except in dimension (?P<dim>\d+)\. Expected size \d+ but got size \d+ for tensor number (?P<index>\d+) in the list")
+_CATS = frozenset({"cat", "concat", "concatenate"})
+
+
+def operands_disagree(crash: Crash, session: Holdings | None) -> Explanation | None:
+    torch = torch_module()
+    frame = crash.user_frame()
+    if crash.exc_type != "RuntimeError" or torch is None or frame is None:
+        return None
+    broadcast, cat = _BROADCAST.search(crash.message), _CAT.search(crash.message)
+    if broadcast is None and cat is None:
+        return None
+    tree = module_tree(frame.file)
+    nodes = [n for n in ast.walk(tree) if getattr(n, "lineno", None) == frame.line] if tree is not None else []
+    if broadcast is not None:
+        return _broadcast(broadcast, nodes, frame, torch)
+    return _cat(cat, nodes, frame, torch) if cat is not None else None
+
+
+def _broadcast(match: re.Match[str], nodes: list[ast.AST], frame: Frame, torch: Any) -> Explanation | None:
+    pairs = [(n.left, n.right) for n in nodes if isinstance(n, ast.BinOp)]
+    pairs += [(n.target, n.value) for n in nodes if isinstance(n, ast.AugAssign)]
+    found = []
+    for left, right in pairs:
+        a, b = _value(left, frame), _value(right, frame)
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and not _broadcastable(a.shape, b.shape):
+            found.append((left, a, right, b))
+    if len(found) != 1:
+        return None
+    left, a, right, b = found[0]
+    return Explanation(RULE, {"left": ast.unparse(left), "left_shape": list(a.shape), "right": ast.unparse(right),
+                              "right_shape": list(b.shape), "a": match["a"], "b": match["b"], "dim": match["dim"]})
+
+
+def _cat(match: re.Match[str], nodes: list[ast.AST], frame: Frame, torch: Any) -> Explanation | None:
+    calls = [n for n in nodes if isinstance(n, ast.Call) and _callee(n) in _CATS and n.args and isinstance(n.args[0], (ast.List, ast.Tuple))]
+    if len(calls) != 1:
+        return None
+    items = calls[0].args[0].elts  # type: ignore[attr-defined]
+    index = int(match["index"])
+    values = [_value(item, frame) for item in items]
+    if index >= len(items) or not all(isinstance(v, torch.Tensor) for v in (values[0], values[index])):
+        return None
+    return Explanation(RULE, {"call": ast.unparse(calls[0]), "dim": match["dim"], "first": ast.unparse(items[0]),
+                              "first_shape": list(values[0].shape), "other": ast.unparse(items[index]),
+                              "other_shape": list(values[index].shape)}, variant="cat")
+
+
+def _callee(call: ast.Call) -> str | None:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+
+
+def _value(node: ast.expr, frame: Frame) -> Any:
+    """The value of a variable or of an attribute chain of one (`x`, `self.bias`), else None."""
+    if isinstance(node, ast.Name):
+        if node.id in frame.locals:
+            return frame.locals[node.id]
+        return frame.live.f_globals.get(node.id) if frame.live is not None else None
+    if isinstance(node, ast.Attribute):
+        owner = _value(node.value, frame)
+        if owner is None:
+            return None
+        held = getattr(owner, "__dict__", {})
+        if node.attr in held:
+            return held[node.attr]
+        for table in ("_parameters", "_buffers", "_modules"):  # an nn.Module's own, without calling its __getattr__
+            inner = held.get(table)
+            if isinstance(inner, dict) and node.attr in inner:
+                return inner[node.attr]
+    return None
+
+
+def _broadcastable(a: Any, b: Any) -> bool:
+    return all(x == y or x == 1 or y == 1 for x, y in zip(reversed(list(a)), reversed(list(b))))
+
+
+ORDER = 75
+EXPLAINERS = (operands_disagree,)

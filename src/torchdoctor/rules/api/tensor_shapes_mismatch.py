@@ -1,0 +1,55 @@
+"""TD568 tensor-shapes-mismatch."""
+
+from torchdoctor.core.finding import Category, Severity
+from torchdoctor.core.rule import Rule, Variant
+
+RULE = Rule(
+    code="TD568",
+    name="tensor-shapes-mismatch",
+    category=Category.API,
+    severity=Severity.ERROR,
+    proof="run",
+    message="`{left}` of shape {left_shape} and `{right}` of shape {right_shape} cannot be broadcast together: {a} against {b} in dimension {dim} of the result",
+    hint="Make the shapes agree before this line: add a missing dimension with `.unsqueeze(...)`, put dimensions in order with `.transpose`/`.permute`, or drop a size-1 one with `.squeeze(...)` (an (N, 1) against an (N,) tensor is the usual case).",
+    variants={
+        "cat": Variant(
+            message="`{call}` joins tensors along dimension {dim}, and every other dimension must match: `{first}` is {first_shape}, `{other}` is {other_shape}",
+            hint="Make `{other}` match `{first}` outside dimension {dim} (reshape, transpose or crop it), or join along the dimension where they differ.",
+        ),
+    },
+    sees={
+        "run": "the crashes \"The size of tensor a (3) must match the size of tensor b (5) at non-singleton dimension 1\" of an arithmetic operator and \"Sizes of tensors must match except in dimension 1\" of `torch.cat`, when the operands on the user's line are variables (or attributes): their names and shapes; at that line",
+    },
+    doc="""
+## What it does
+Explains the crashes "The size of tensor a (3) must match the size of tensor b (5) at
+non-singleton dimension 1" of `a + b`, `a * b`, `a -= b` and the others, and "Sizes of tensors
+must match except in dimension 1. Expected size 4 but got size 5 for tensor number 1 in the
+list." of `torch.cat`, by naming the operands of the user's line and their shapes. It reads
+only operands that are variables or attributes (`x`, `self.bias`), and says nothing when the
+line has several candidates or none.
+
+## Why is this bad?
+torch's message says "tensor a" and "tensor b" and counts dimensions from the result's
+right-aligned shape: on a line with several operations the reader has to find which two
+tensors, and which of their dimensions, disagree.
+
+## Example
+```python
+import torch
+
+features = torch.randn(4, 3)
+weights = torch.randn(4, 5)
+scores = features * weights
+```
+
+Use instead:
+```python
+import torch
+
+features = torch.randn(4, 3)
+weights = torch.randn(4, 3)
+scores = features * weights
+```
+""",
+)

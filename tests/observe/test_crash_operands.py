@@ -1,0 +1,51 @@
+"""TD568: the operands of a broadcast or `torch.cat` that disagree, by name and shape."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from tests.run.test_crash import explained, line_of
+
+
+def test_the_operands_of_an_arithmetic_operator_by_name_and_shape() -> None:
+    def score() -> None:
+        features = torch.randn(4, 3)
+        weights = torch.randn(4, 5)
+        print((features * weights).sum())
+
+    finding = explained(score)
+    assert finding.rule == "TD568" and finding.line == line_of("print((features * weights)", score)
+    assert finding.message == ("`features` of shape [4, 3] and `weights` of shape [4, 5] cannot be broadcast together: "
+                               "3 against 5 in dimension 1 of the result")
+
+
+def test_an_attribute_of_a_module_and_an_augmented_assignment() -> None:
+    class Shift(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bias = nn.Parameter(torch.zeros(5))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            x = x.clone()
+            x += self.bias
+            return x
+
+    finding = explained(lambda: Shift()(torch.randn(2, 3)))
+    assert finding.rule == "TD568" and "`x` of shape [2, 3] and `self.bias` of shape [5]" in finding.message
+
+
+def test_the_tensor_of_a_cat_that_does_not_match_the_first() -> None:
+    def join() -> None:
+        left, right = torch.randn(4, 3), torch.randn(5, 2)
+        torch.cat([left, right], dim=1)
+
+    finding = explained(join)
+    assert finding.rule == "TD568" and "`left` is [4, 3], `right` is [5, 2]" in finding.message
+
+
+def test_operands_that_are_not_variables_stay_the_generic_crash() -> None:
+    def inline() -> None:
+        print(torch.randn(4, 3) + torch.randn(4, 5))
+
+    assert explained(inline).rule == "TD001"
