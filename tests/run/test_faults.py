@@ -106,6 +106,23 @@ def test_a_crash_raised_by_torchdoctors_own_code_is_not_the_users() -> None:
     assert "raised inside torchdoctor's own code" in finding.message
 
 
+def test_an_explanation_its_rule_refuses_falls_back_to_the_plain_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An explainer whose fields do not fit its rule's template (a bug of ours) must not lose the
+    crash: the next explainer, or TD001, says it."""
+    from torchdoctor.observe.crash import explain
+    from torchdoctor.rules.api.script_crashed import RULE as CRASHED
+
+    def refused(crash: Crash, session: object) -> explain.Explanation:
+        return explain.Explanation(CRASHED, {"no such field": 1})
+
+    monkeypatch.setattr(explain, "explainers", lambda: (refused,))
+    try:
+        raise ValueError("the user's own error")
+    except ValueError as exc:
+        finding = explain_crash(Crash.from_exception(exc), None)
+    assert finding is not None and finding.rule == "TD001" and "the user's own error" in finding.message
+
+
 @pytest.mark.slow
 def test_run_exits_2_and_says_torchdoctor_failed(tmp_path: Path) -> None:
     script = tmp_path / "train.py"

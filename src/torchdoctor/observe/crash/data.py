@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import os
 import re
@@ -9,10 +10,15 @@ import signal as signal_module
 import time
 from typing import TYPE_CHECKING, Any
 
+from torchdoctor.core.locate import is_user_file
+from torchdoctor.introspect.source import module_tree, own_nodes, scope_of
 from torchdoctor.observe.crash.describe import function_label, picklable, size_text, torch_module
 from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash
+from torchdoctor.observe.crash.provenance import crashes_at
+from torchdoctor.observe.events import Location
 from torchdoctor.rules.data.dataloader_worker_killed import RULE as WORKER_KILLED
+from torchdoctor.rules.data.sample_not_batchable import RULE as NOT_BATCHABLE
 from torchdoctor.rules.data.samples_differ_in_size import RULE as DIFFERENT_SIZES
 from torchdoctor.rules.data.unpicklable_worker_function import RULE as UNPICKLABLE
 
@@ -130,6 +136,34 @@ def samples_differ(crash: Crash, session: Holdings | None) -> Explanation | None
                                          "i": match["i"], "j": match["j"], "dataset": named})
 
 
+_NOT_BATCHABLE = re.compile(r"default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found <class '(?P<type>[\w.]+)'>")
+
+
+def sample_not_batchable(crash: Crash, session: Holdings | None) -> Explanation | None:
+    """The default collate given a sample of a type it cannot batch (a PIL image: no `ToTensor()`)."""
+    match = _NOT_BATCHABLE.search(crash.message) if crash.exc_type == "TypeError" else None
+    if match is None:
+        return None
+    found = match["type"]
+    dataset = _dataset(crash)
+    returned = _return_line(dataset) if dataset is not None else None
+    fields = {"source": f"`{type(dataset).__name__}.__getitem__`" if dataset is not None else "The dataset",
+              "found": found.rsplit(".", 1)[-1], "crashed": crashes_at(crash) if returned is not None else ""}
+    if found.startswith("PIL."):
+        return Explanation(NOT_BATCHABLE, {k: v for k, v in fields.items() if k != "found"}, at=returned, variant="image")
+    return Explanation(NOT_BATCHABLE, fields, at=returned)
+
+
+def _return_line(dataset: Any) -> Location | None:
+    """The line of the one `return` of the dataset class's `__getitem__`, in the user's code."""
+    function = getattr(type(dataset), "__getitem__", None)
+    code = getattr(function, "__code__", None)
+    tree = module_tree(code.co_filename) if code is not None and is_user_file(code.co_filename) else None
+    scope = scope_of(tree, code) if tree is not None and code is not None else None
+    returns = [node for node in own_nodes(scope) if isinstance(node, ast.Return)] if scope is not None else []
+    return (code.co_filename, returns[0].lineno) if len(returns) == 1 and code is not None else None
+
+
 #: where these explainers are tried: lower first (core/plugins.py)
 ORDER = 40
-EXPLAINERS = (worker_killed, unpicklable, samples_differ)
+EXPLAINERS = (worker_killed, unpicklable, samples_differ, sample_not_batchable)

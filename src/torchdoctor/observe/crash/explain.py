@@ -78,12 +78,12 @@ def explain_crash(crash: Crash, session: Observed | None) -> Finding | None:
         for explainer in explainers():
             try:
                 said = explainer(candidate, session)
-            except Exception:  # noqa: BLE001 - a failed explanation falls back to the plain one
+                if said is SILENT:
+                    return None
+                if isinstance(said, Explanation):
+                    return _finding(said, candidate, crash)
+            except Exception:  # noqa: BLE001 - a failed explanation (or fields its rule refuses) falls back to the plain one
                 continue
-            if said is SILENT:
-                return None
-            if isinstance(said, Explanation):
-                return _finding(said, candidate, crash)
     origin = inner or crash
     where = f" (raised in {origin.origin})" if origin.origin else ""
     return _at(CRASHED, origin, origin.user_frame(), {"exception": origin.headline + where})
