@@ -1,4 +1,4 @@
-"""TD360: a dataset whose samples the default collate cannot batch."""
+"""TD360: a dataset whose samples the default collate cannot batch; TD361: a loader unpacked as (index, batch)."""
 
 from __future__ import annotations
 
@@ -42,3 +42,28 @@ def test_pil_images_are_told_to_need_to_tensor() -> None:
 
     finding = explained(lambda: next(iter(DataLoader(Images(), batch_size=2))))
     assert finding.rule == "TD360" and "returns PIL images" in finding.message and "ToTensor()" in finding.hint
+
+
+def test_a_loader_unpacked_as_index_and_batch_without_enumerate() -> None:
+    import torch
+    from torch.utils.data import TensorDataset
+
+    loader = DataLoader(TensorDataset(torch.randn(32, 4), torch.randint(0, 2, (32,))), batch_size=8)
+
+    def train() -> None:
+        for i, (x, y) in loader:
+            print(i, x.shape, y.shape)
+
+    finding = explained(train)
+    assert finding.rule == "TD361" and "`for i, (x, y) in loader` unpacks each batch as (index, batch)" in finding.message
+    assert finding.hint == "Count the batches with enumerate: `for i, (x, y) in enumerate(loader):`."
+
+
+def test_an_unpacking_error_of_another_loop_stays_the_generic_crash() -> None:
+    pairs = [(1, 2, 3)]
+
+    def loop() -> None:
+        for i, (x, y) in pairs:
+            print(i, x, y)
+
+    assert explained(loop).rule == "TD001"

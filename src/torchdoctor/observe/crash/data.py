@@ -18,6 +18,7 @@ from torchdoctor.observe.crash.model import Crash
 from torchdoctor.observe.crash.provenance import crashes_at
 from torchdoctor.observe.events import Location
 from torchdoctor.rules.data.dataloader_worker_killed import RULE as WORKER_KILLED
+from torchdoctor.rules.data.loader_unpacked_without_enumerate import RULE as NO_ENUMERATE
 from torchdoctor.rules.data.sample_not_batchable import RULE as NOT_BATCHABLE
 from torchdoctor.rules.data.samples_differ_in_size import RULE as DIFFERENT_SIZES
 from torchdoctor.rules.data.unpicklable_worker_function import RULE as UNPICKLABLE
@@ -164,6 +165,31 @@ def _return_line(dataset: Any) -> Location | None:
     return (code.co_filename, returns[0].lineno) if len(returns) == 1 and code is not None else None
 
 
+_UNPACK = re.compile(r"(too many|not enough) values to unpack \(expected (?P<expected>\d+)")
+
+
+def loader_unpacked_without_enumerate(crash: Crash, session: Holdings | None) -> Explanation | None:
+    """`for i, (x, y) in loader:` over a DataLoader: each batch unpacked as (index, batch)."""
+    frame = crash.user_frame()
+    torch = torch_module()
+    if crash.exc_type != "ValueError" or not _UNPACK.search(crash.message) or frame is None or torch is None:
+        return None
+    tree = module_tree(frame.file)
+    loops = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.AsyncFor)) and n.lineno == frame.line] if tree is not None else []
+    if len(loops) != 1:
+        return None
+    loop = loops[0]
+    target, source = loop.target, loop.iter
+    if not (isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(target.elts[1], ast.Tuple)
+            and isinstance(target.elts[0], ast.Name) and isinstance(source, ast.Name)):
+        return None
+    loader = frame.locals.get(source.id, frame.live.f_globals.get(source.id) if frame.live is not None else None)
+    if not isinstance(loader, torch.utils.data.DataLoader):
+        return None
+    return Explanation(NO_ENUMERATE, {"target": ", ".join(ast.unparse(name) for name in target.elts), "loader": source.id,
+                                      "first": ast.unparse(target.elts[0]), "inner": ast.unparse(target.elts[1])})
+
+
 #: where these explainers are tried: lower first (core/plugins.py)
 ORDER = 40
-EXPLAINERS = (worker_killed, unpicklable, samples_differ, sample_not_batchable)
+EXPLAINERS = (worker_killed, unpicklable, samples_differ, sample_not_batchable, loader_unpacked_without_enumerate)
