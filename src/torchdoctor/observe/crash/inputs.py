@@ -174,13 +174,16 @@ def _parameters(signature: inspect.Signature) -> str:
 
 
 def class_called(crash: Crash, session: Holdings | None) -> Explanation | None:
-    """`model = Net` then `model(x)`: the class is called on the input, and its __init__ refuses it."""
-    if crash.exc_type != "TypeError":
-        return None
-    match = _INIT.search(crash.message)
+    """`model = Net` (or `criterion = nn.CrossEntropyLoss`) then `model(x)`: the class is called on
+    the input, and its __init__ refuses it, or fails on it (a loss's __init__ asks `if
+    size_average is not None`, of a tensor)."""
+    match = _INIT.search(crash.message) if crash.exc_type == "TypeError" else None
     torch = torch_module()
     frame = crash.user_frame()
-    if match is None or torch is None or frame is None or frame.live is None or not _raised_at(crash, frame):
+    if torch is None or frame is None or frame.live is None:
+        return None
+    cls = match["cls"] if match is not None and _raised_at(crash, frame) else _failed_in_init(crash, frame, torch)
+    if cls is None:
         return None
     tree = module_tree(frame.file)
     scope = scope_of(tree, frame.live.f_code) if tree is not None else None
@@ -190,13 +193,23 @@ def class_called(crash: Crash, session: Holdings | None) -> Explanation | None:
     called = [node.func.id for node in own_nodes(scope) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
               and node.lineno <= frame.line <= (node.end_lineno or node.lineno) and node.args]
     found = [name for name in called if isinstance(namespace.get(name), type) and issubclass(namespace[name], torch.nn.Module)
-             and namespace[name].__name__ == match["cls"] and name != match["cls"]]
+             and namespace[name].__name__ == cls and name != cls]
     if len(found) != 1:
         return None
     name = found[0]
     bound = binding_of(frame, name, frame.line)
     at = (frame.file, bound.lineno) if isinstance(bound, ast.expr) else None
-    return Explanation(CLASS_CALLED, {"name": name, "cls": match["cls"], "crashed": crashes_at(crash) if at else ""}, at=at)
+    loss = issubclass(namespace[name], torch.nn.modules.loss._Loss)
+    return Explanation(CLASS_CALLED, {"name": name, "cls": cls, "crashed": crashes_at(crash) if at else ""}, at=at,
+                       variant="loss" if loss else None)
+
+
+def _failed_in_init(crash: Crash, frame: Frame, torch: Any) -> str | None:
+    """The module class whose `__init__`, called from the user's frame itself, raised."""
+    index = crash.frames.index(frame)
+    inner = crash.frames[index + 1] if index + 1 < len(crash.frames) else None
+    owner = inner.locals.get("self") if inner is not None and inner.function == "__init__" else None
+    return type(owner).__name__ if isinstance(owner, torch.nn.Module) else None
 
 
 _ITEM = re.compile(r"a Tensor with (?P<count>\d+) elements cannot be converted to Scalar")

@@ -1,7 +1,7 @@
 """TD562 module-class-not-instantiated."""
 
 from torchdoctor.core.finding import Category, Severity
-from torchdoctor.core.rule import Rule
+from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
     code="TD562",
@@ -11,14 +11,23 @@ RULE = Rule(
     proof="run",
     message="`{name}` is the class `{cls}`, not a model: calling it builds a new `{cls}` and hands the input to its `__init__`{crashed}",
     hint="Create the model once, with parentheses (`{name} = {cls}()`), then call it on the inputs: `{name}(x)`.",
+    variants={
+        "loss": Variant(
+            message="`{name}` is the class `{cls}`, not a loss: calling it builds a new `{cls}` and hands your tensors to its `__init__`{crashed}",
+            hint="Create the loss once, with parentheses (`{name} = {cls}()`), then call it on the output and the target: `{name}(output, target)`.",
+        ),
+    },
     sees={
-        "run": "the crash \"Net.__init__() takes 1 positional argument but 2 were given\" of a model class called on its input through a name bound to the class itself (at the line that bound it)",
+        "run": "the crash \"Net.__init__() takes 1 positional argument but 2 were given\" of a model class called on its input through a name bound to the class itself, or any crash inside the `__init__` of a module or loss class called so (`criterion = nn.CrossEntropyLoss` then `criterion(out, y)`); at the line that bound it",
     },
     doc="""
 ## What it does
 Explains the crash "Net.__init__() takes 1 positional argument but 2 were given" when the
 name called on the input holds the model's class, not a model (`model = Net` instead of
-`model = Net()`), and points at the line that bound it.
+`model = Net()`), and points at the line that bound it. The same for any crash raised inside
+the class's `__init__` when it was called so: `criterion = nn.CrossEntropyLoss` then
+`criterion(out, y)` hands `out` and `y` to the loss's `weight` and `size_average`, and fails
+on torch 2.13 with "Boolean value of Tensor with more than one value is ambiguous".
 
 ## Why is this bad?
 Calling a class constructs an instance: the input goes to `__init__`, and the message talks
