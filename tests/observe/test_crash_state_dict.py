@@ -71,3 +71,15 @@ def test_keys_that_show_no_cause_stay_the_generic_crash() -> None:
         mlp().load_state_dict({"encoder.weight": torch.zeros(2), "decoder.weight": torch.zeros(2)})
 
     assert explained(load).rule == "TD001"
+
+
+def test_a_whole_model_or_the_state_dict_method_given_instead_of_a_state_dict() -> None:
+    def whole() -> None:
+        mlp().load_state_dict(mlp())  # type: ignore[arg-type]
+
+    def method() -> None:
+        mlp().load_state_dict(mlp().state_dict)  # type: ignore[arg-type]
+
+    assert explained(whole).message.startswith("`load_state_dict` was given a whole `Sequential` model, not a state dict")
+    finding = explained(method)
+    assert finding.rule == "TD565" and "the method `Sequential.state_dict` itself" in finding.message

@@ -84,5 +84,21 @@ def _sizes(fields: dict[str, Any], messages: list[str]) -> Explanation | None:
     return Explanation(RULE, fields | {"count": len(differ), "shapes": shapes, "names": names}, variant="sizes")
 
 
+def not_a_state_dict(crash: Crash, session: Holdings | None) -> Explanation | None:
+    """"Expected state_dict to be dict-like": given a whole model, or the `state_dict` method."""
+    if crash.exc_type != "TypeError" or "Expected state_dict to be dict-like" not in crash.message:
+        return None
+    torch = torch_module()
+    frame = next((f for f in reversed(crash.frames) if f.function == "load_state_dict" and "state_dict" in f.locals), None)
+    if torch is None or frame is None:
+        return None
+    given = frame.locals.get("state_dict")
+    if isinstance(given, torch.nn.Module):
+        return Explanation(RULE, {"got": type(given).__name__}, variant="whole-model")
+    if callable(given) and getattr(given, "__name__", "") == "state_dict":
+        return Explanation(RULE, {"got": f"{type(getattr(given, '__self__', None)).__name__}.state_dict"}, variant="method")
+    return None
+
+
 ORDER = 67
-EXPLAINERS = (strict_load_refused,)
+EXPLAINERS = (strict_load_refused, not_a_state_dict)

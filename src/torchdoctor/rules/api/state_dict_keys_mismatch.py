@@ -30,13 +30,21 @@ RULE = Rule(
             message=_REFUSED + "its keys are {keys}, and the weights are under `[\"{key}\"]`: it is a whole checkpoint, not a state dict",
             hint='Load the weights themselves: `model.load_state_dict(checkpoint["{key}"])`.',
         ),
+        "whole-model": Variant(
+            message="`load_state_dict` was given a whole `{got}` model, not a state dict (a file saved with `torch.save(model)` loads as the model itself)",
+            hint="Pass the model's weights, `.state_dict()` of it, or use the loaded model as it is; save `model.state_dict()` rather than the model from now on.",
+        ),
+        "method": Variant(
+            message="`load_state_dict` was given the method `{got}` itself, not the state dict it returns: `.state_dict` without parentheses",
+            hint="Call it: `.state_dict()`, where the weights are saved or handed over.",
+        ),
         "sizes": Variant(
             message=_REFUSED + "{count} of its tensors have other shapes than the model's ({shapes}): the model was built with other sizes than the one that was saved",
             hint="Build the model with the checkpoint's sizes (the number of classes, the width). To reuse the rest under a new head, leave those keys out and load with `strict=False`: `model.load_state_dict({{k: v for k, v in state.items() if k not in {names}}}, strict=False)`.",
         ),
     },
     sees={
-        "run": "the crash \"Error(s) in loading state_dict\" of a strict `load_state_dict`, when the keys show why (a `module.`/`_orig_mod.`/other prefix on the checkpoint's keys or on the model's, the weights nested in a whole checkpoint, tensors of other shapes); at the `load_state_dict` line",
+        "run": "the crash \"Expected state_dict to be dict-like\" given a whole model or the `state_dict` method, and the crash \"Error(s) in loading state_dict\" of a strict `load_state_dict`, when the keys show why (a `module.`/`_orig_mod.`/other prefix on the checkpoint's keys or on the model's, the weights nested in a whole checkpoint, tensors of other shapes); at the `load_state_dict` line",
     },
     doc="""
 ## What it does
@@ -46,7 +54,9 @@ compared: the checkpoint's keys are the model's with a prefix (`module.` when it
 from `DataParallel` or `DistributedDataParallel`, `_orig_mod.` from a `torch.compile`d model),
 the model's keys are the checkpoint's with a prefix (the model is a wrapper), the weights are
 nested in a whole checkpoint (`{"epoch": ..., "state_dict": ...}`), or some tensors have other
-shapes (a model built for another number of classes). It points at the `load_state_dict`
+shapes (a model built for another number of classes). It also explains "Expected state_dict
+to be dict-like" when it was given a whole model (saved with `torch.save(model)`) or the
+`state_dict` method itself (`.state_dict` without parentheses). It points at the `load_state_dict`
 line, and stays silent (the crash is then TD001) when the keys show no such cause.
 
 ## Why is this bad?
