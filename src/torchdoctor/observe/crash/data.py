@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from torchdoctor.core.locate import is_user_file
 from torchdoctor.introspect.source import module_tree, own_nodes, scope_of
-from torchdoctor.observe.crash.describe import function_label, picklable, size_text, torch_module
+from torchdoctor.observe.crash.describe import function_label, line_nodes, picklable, resolve, size_text, torch_module
 from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash
 from torchdoctor.observe.crash.provenance import crashes_at
@@ -174,8 +174,7 @@ def loader_unpacked_without_enumerate(crash: Crash, session: Holdings | None) ->
     torch = torch_module()
     if crash.exc_type != "ValueError" or not _UNPACK.search(crash.message) or frame is None or torch is None:
         return None
-    tree = module_tree(frame.file)
-    loops = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.AsyncFor)) and n.lineno == frame.line] if tree is not None else []
+    loops = [n for n in line_nodes(frame) if isinstance(n, (ast.For, ast.AsyncFor))]
     if len(loops) != 1:
         return None
     loop = loops[0]
@@ -183,7 +182,7 @@ def loader_unpacked_without_enumerate(crash: Crash, session: Holdings | None) ->
     if not (isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(target.elts[1], ast.Tuple)
             and isinstance(target.elts[0], ast.Name) and isinstance(source, ast.Name)):
         return None
-    loader = frame.locals.get(source.id, frame.live.f_globals.get(source.id) if frame.live is not None else None)
+    loader = resolve(source, frame)
     if not isinstance(loader, torch.utils.data.DataLoader):
         return None
     return Explanation(NO_ENUMERATE, {"target": ", ".join(ast.unparse(name) for name in target.elts), "loader": source.id,

@@ -5,12 +5,15 @@ torch is only touched when the program imported it, so explaining a crash never 
 
 from __future__ import annotations
 
+import ast
+import inspect
 import pickle
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from torchdoctor.core.wording import size_text  # noqa: F401 - explainers import it from here
+from torchdoctor.introspect.source import module_tree
 from torchdoctor.observe.crash.model import Crash, Frame
 
 if TYPE_CHECKING:
@@ -124,3 +127,44 @@ def function_label(value: Any) -> str:
     if getattr(value, "__name__", None) == "<lambda>":
         return "a lambda"
     return f"`{getattr(value, '__qualname__', None) or type(value).__name__}`"
+
+
+#: what `resolve` gives for a name it cannot read
+MISSING = object()
+
+
+def resolve(expr: ast.expr, frame: Frame) -> Any:
+    """What a dotted name (`model`, `self.net`) holds in the frame, reading attributes without
+    running the user's code (no properties; a module's registered children); MISSING when
+    unknown (None may be what it holds)."""
+    if isinstance(expr, ast.Name):
+        live = frame.live
+        for space in (frame.locals, live.f_globals if live is not None else {}):
+            if expr.id in space:
+                return space[expr.id]
+        return MISSING
+    if not isinstance(expr, ast.Attribute):
+        return MISSING
+    owner = resolve(expr.value, frame)
+    if owner is MISSING:
+        return MISSING
+    held = vars(owner).get(expr.attr, MISSING) if hasattr(owner, "__dict__") else MISSING
+    if held is MISSING:
+        for registry in ("_modules", "_parameters", "_buffers"):
+            held = (getattr(owner, "__dict__", {}).get(registry) or {}).get(expr.attr, MISSING)
+            if held is not MISSING:
+                break
+    if held is MISSING:
+        try:
+            held = inspect.getattr_static(owner, expr.attr)
+        except AttributeError:
+            return MISSING
+        if callable(held) or isinstance(held, (property, staticmethod, classmethod)):
+            return MISSING
+    return held
+
+
+def line_nodes(frame: Frame) -> list[ast.AST]:
+    """The syntax nodes of the frame's file that start on its current line."""
+    tree = module_tree(frame.file)
+    return [n for n in ast.walk(tree) if getattr(n, "lineno", None) == frame.line] if tree is not None else []

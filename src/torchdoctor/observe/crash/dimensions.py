@@ -8,10 +8,9 @@ import ast
 import re
 from typing import TYPE_CHECKING, Any
 
-from torchdoctor.introspect.source import module_tree
-from torchdoctor.observe.crash.describe import torch_module
+from torchdoctor.observe.crash.describe import line_nodes, resolve, torch_module
 from torchdoctor.observe.crash.explain import Explanation
-from torchdoctor.observe.crash.model import Crash, Frame
+from torchdoctor.observe.crash.model import Crash
 from torchdoctor.rules.api.dimension_out_of_range import RULE
 
 if TYPE_CHECKING:
@@ -27,12 +26,11 @@ def dimension_out_of_range(crash: Crash, session: Holdings | None) -> Explanatio
     if match is None or torch is None or frame is None:
         return None
     ndim, got = int(match["high"]) + 1, int(match["got"])
-    tree = module_tree(frame.file)
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n, "lineno", None) == frame.line] if tree is not None else []
+    calls = [n for n in line_nodes(frame) if isinstance(n, ast.Call)]
     found: list[tuple[ast.Call, ast.expr, Any]] = []
     for call in calls:
         subject = _subject(call)
-        value = _variable(subject, frame) if subject is not None else None
+        value = resolve(subject, frame) if subject is not None else None
         if subject is not None and isinstance(value, torch.Tensor) and value.dim() == ndim and got in _dims(call, subject):
             found.append((call, subject, value))
     if len(found) != 1:
@@ -56,14 +54,6 @@ def _dims(call: ast.Call, subject: ast.expr) -> set[int]:
     return {int(v.value) for v in values if isinstance(v, ast.Constant) and type(v.value) is int} | {
         -int(v.operand.value) for v in values
         if isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.USub) and isinstance(v.operand, ast.Constant) and type(v.operand.value) is int}
-
-
-def _variable(node: ast.expr, frame: Frame) -> Any:
-    if isinstance(node, ast.Name):
-        if node.id in frame.locals:
-            return frame.locals[node.id]
-        return frame.live.f_globals.get(node.id) if frame.live is not None else None
-    return None
 
 
 ORDER = 77

@@ -9,8 +9,7 @@ import ast
 import re
 from typing import TYPE_CHECKING, Any
 
-from torchdoctor.introspect.source import module_tree
-from torchdoctor.observe.crash.describe import torch_module
+from torchdoctor.observe.crash.describe import line_nodes, resolve, torch_module
 from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash, Frame
 from torchdoctor.rules.api.tensor_shapes_mismatch import RULE
@@ -31,8 +30,7 @@ def operands_disagree(crash: Crash, session: Holdings | None) -> Explanation | N
     broadcast, cat = _BROADCAST.search(crash.message), _CAT.search(crash.message)
     if broadcast is None and cat is None:
         return None
-    tree = module_tree(frame.file)
-    nodes = [n for n in ast.walk(tree) if getattr(n, "lineno", None) == frame.line] if tree is not None else []
+    nodes = line_nodes(frame)
     if broadcast is not None:
         return _broadcast(broadcast, nodes, frame, torch)
     return _cat(cat, nodes, frame, torch) if cat is not None else None
@@ -43,7 +41,7 @@ def _broadcast(match: re.Match[str], nodes: list[ast.AST], frame: Frame, torch: 
     pairs += [(n.target, n.value) for n in nodes if isinstance(n, ast.AugAssign)]
     found = []
     for left, right in pairs:
-        a, b = _value(left, frame), _value(right, frame)
+        a, b = resolve(left, frame), resolve(right, frame)
         if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and not _broadcastable(a.shape, b.shape):
             found.append((left, a, right, b))
     if len(found) != 1:
@@ -59,7 +57,7 @@ def _cat(match: re.Match[str], nodes: list[ast.AST], frame: Frame, torch: Any) -
         return None
     items = calls[0].args[0].elts  # type: ignore[attr-defined]
     index = int(match["index"])
-    values = [_value(item, frame) for item in items]
+    values = [resolve(item, frame) for item in items]
     if index >= len(items) or not all(isinstance(v, torch.Tensor) for v in (values[0], values[index])):
         return None
     return Explanation(RULE, {"call": ast.unparse(calls[0]), "dim": match["dim"], "first": ast.unparse(items[0]),
@@ -70,26 +68,6 @@ def _cat(match: re.Match[str], nodes: list[ast.AST], frame: Frame, torch: Any) -
 def _callee(call: ast.Call) -> str | None:
     func = call.func
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
-
-
-def _value(node: ast.expr, frame: Frame) -> Any:
-    """The value of a variable or of an attribute chain of one (`x`, `self.bias`), else None."""
-    if isinstance(node, ast.Name):
-        if node.id in frame.locals:
-            return frame.locals[node.id]
-        return frame.live.f_globals.get(node.id) if frame.live is not None else None
-    if isinstance(node, ast.Attribute):
-        owner = _value(node.value, frame)
-        if owner is None:
-            return None
-        held = getattr(owner, "__dict__", {})
-        if node.attr in held:
-            return held[node.attr]
-        for table in ("_parameters", "_buffers", "_modules"):  # an nn.Module's own, without calling its __getattr__
-            inner = held.get(table)
-            if isinstance(inner, dict) and node.attr in inner:
-                return inner[node.attr]
-    return None
 
 
 def _broadcastable(a: Any, b: Any) -> bool:

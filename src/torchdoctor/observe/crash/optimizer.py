@@ -12,13 +12,12 @@ plain crash.
 from __future__ import annotations
 
 import ast
-import inspect
 import linecache
 import re
 from typing import TYPE_CHECKING, Any
 
 from torchdoctor.introspect.source import assignment_line, module_tree, own_nodes, scope_of
-from torchdoctor.observe.crash.describe import torch_module
+from torchdoctor.observe.crash.describe import MISSING, resolve, torch_module
 from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash, Frame
 from torchdoctor.observe.crash.provenance import binding_of, crashes_at
@@ -34,21 +33,16 @@ _EMPTY = "optimizer got an empty parameter list"
 #: the Module methods whose result is a model's parameters
 _PARAMETERS = frozenset({"parameters", "named_parameters"})
 _CONTAINERS: dict[type, str] = {list: "list", tuple: "tuple", dict: "dict"}
-_MISSING = object()
 
 
 def empty_parameter_list(crash: Crash, session: Holdings | None) -> Explanation | None:
     if crash.exc_type != "ValueError" or _EMPTY not in crash.message:
         return None
     torch = torch_module()
-    frame = crash.user_frame()
-    if torch is None or frame is None or frame.live is None:
+    found = _optimizer_given(crash, torch)
+    if found is None:
         return None
-    optimizer = next((f.locals["self"] for f in crash.deepest() if isinstance(f.locals.get("self"), torch.optim.Optimizer)), None)
-    call = _optimizer_call(frame, type(optimizer)) if optimizer is not None else None
-    given = _params_argument(call) if call is not None else None
-    if optimizer is None or given is None:
-        return None
+    frame, optimizer, given = found
     name = given.id if isinstance(given, ast.Name) else None
     made, made_line = given, frame.line
     if name is not None:
@@ -57,7 +51,7 @@ def empty_parameter_list(crash: Crash, session: Holdings | None) -> Explanation 
             return None
         made, made_line = bound, bound.lineno
     receiver = _parameters_receiver(made)
-    model = _resolve(receiver, frame) if receiver is not None else _MISSING
+    model = resolve(receiver, frame) if receiver is not None else MISSING
     if receiver is None or not isinstance(model, torch.nn.Module):
         return None
     label = ast.unparse(receiver)
@@ -69,7 +63,7 @@ def empty_parameter_list(crash: Crash, session: Holdings | None) -> Explanation 
     if not any(p.requires_grad for p in params) and "requires_grad" in source:
         return Explanation(NO_TRAINABLE, {"count": len(params), "model": label, "optimizer": kind, "source": source},
                            variant="optimizer-all-frozen")
-    value = frame.locals.get(name, _MISSING) if name is not None else _MISSING
+    value = frame.locals.get(name, MISSING) if name is not None else MISSING
     if name is not None and made_line != frame.line and _one_shot(value) and any(p.requires_grad for p in params):
         first = _first_use(frame, name, made_line, frame.line)
         return Explanation(ITERATOR_REUSED, {"name": name, "source": source, "first": f"line {first}" if first else "an earlier use",
@@ -86,20 +80,28 @@ def not_parameters(crash: Crash, session: Holdings | None) -> Explanation | None
     if crash.exc_type != "TypeError" or _NOT_PARAMETERS.search(crash.message) is None:
         return None
     torch = torch_module()
+    found = _optimizer_given(crash, torch)
+    if found is None:
+        return None
+    frame, optimizer, given = found
+    fields = {"optimizer": type(optimizer).__name__}
+    if isinstance(given, ast.Attribute) and given.attr in _PARAMETERS and isinstance(resolve(given.value, frame), torch.nn.Module):
+        return Explanation(METHOD_NOT_CALLED, fields | {"target": ast.unparse(given)}, variant="optimizer-method")
+    if isinstance(resolve(given, frame), torch.nn.Module):
+        return Explanation(METHOD_NOT_CALLED, fields | {"target": ast.unparse(given)}, variant="optimizer-module")
+    return None
+
+
+def _optimizer_given(crash: Crash, torch: Any) -> tuple[Frame, Any, ast.expr] | None:
+    """(the user's frame, the optimizer being built, the expression its call on the user's line
+    gave as parameters), when all three are known."""
     frame = crash.user_frame()
     if torch is None or frame is None or frame.live is None:
         return None
     optimizer = next((f.locals["self"] for f in crash.deepest() if isinstance(f.locals.get("self"), torch.optim.Optimizer)), None)
     call = _optimizer_call(frame, type(optimizer)) if optimizer is not None else None
     given = _params_argument(call) if call is not None else None
-    if optimizer is None or given is None:
-        return None
-    fields = {"optimizer": type(optimizer).__name__}
-    if isinstance(given, ast.Attribute) and given.attr in _PARAMETERS and isinstance(_resolve(given.value, frame), torch.nn.Module):
-        return Explanation(METHOD_NOT_CALLED, fields | {"target": ast.unparse(given)}, variant="optimizer-method")
-    if isinstance(_resolve(given, frame), torch.nn.Module):
-        return Explanation(METHOD_NOT_CALLED, fields | {"target": ast.unparse(given)}, variant="optimizer-module")
-    return None
+    return (frame, optimizer, given) if optimizer is not None and given is not None else None
 
 
 def _unregistered(crash: Crash, frame: Frame, model: Any, label: str, kind: str, source: str) -> Explanation:
@@ -156,39 +158,9 @@ def _parameters_receiver(expr: ast.expr) -> ast.expr | None:
     return found[0]
 
 
-def _resolve(expr: ast.expr, frame: Frame) -> Any:
-    """What a dotted name (`model`, `self.net`) holds in the frame, reading attributes without
-    running the user's code (no properties; a module's registered children)."""
-    if isinstance(expr, ast.Name):
-        live = frame.live
-        for space in (frame.locals, live.f_globals if live is not None else {}):
-            if expr.id in space:
-                return space[expr.id]
-        return _MISSING
-    if not isinstance(expr, ast.Attribute):
-        return _MISSING
-    owner = _resolve(expr.value, frame)
-    if owner is _MISSING:
-        return _MISSING
-    held = vars(owner).get(expr.attr, _MISSING) if hasattr(owner, "__dict__") else _MISSING
-    if held is _MISSING:
-        for registry in ("_modules", "_parameters"):
-            held = (getattr(owner, "__dict__", {}).get(registry) or {}).get(expr.attr, _MISSING)
-            if held is not _MISSING:
-                break
-    if held is _MISSING:
-        try:
-            held = inspect.getattr_static(owner, expr.attr)
-        except AttributeError:
-            return _MISSING
-        if callable(held) or isinstance(held, (property, staticmethod, classmethod)):
-            return _MISSING
-    return held
-
-
 def _one_shot(value: Any) -> bool:
     """A one-shot iterator (a generator, `filter`, `itertools.chain`): iterating it returns itself."""
-    if value is _MISSING or isinstance(value, (list, tuple, dict, set)):
+    if value is MISSING or isinstance(value, (list, tuple, dict, set)):
         return False
     try:
         return iter(value) is value

@@ -9,8 +9,7 @@ import ast
 import re
 from typing import TYPE_CHECKING, Any
 
-from torchdoctor.introspect.source import module_tree
-from torchdoctor.observe.crash.describe import torch_module
+from torchdoctor.observe.crash.describe import line_nodes, torch_module
 from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash
 from torchdoctor.observe.crash.provenance import binding_of
@@ -27,8 +26,7 @@ def requires_grad_on_integers(crash: Crash, session: Holdings | None) -> Explana
     frame = crash.user_frame()
     if crash.exc_type != "RuntimeError" or not _MESSAGE.match(crash.message) or torch is None or frame is None:
         return None
-    tree = module_tree(frame.file)
-    nodes = [n for n in ast.walk(tree) if getattr(n, "lineno", None) == frame.line] if tree is not None else []
+    nodes = line_nodes(frame)
     for node in nodes:
         name = _asked_of(node)
         value = frame.locals.get(name) if name is not None else None

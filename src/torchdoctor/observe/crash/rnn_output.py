@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from torchdoctor.observe.crash.describe import torch_module
+from torchdoctor.observe.crash.describe import resolve, torch_module
 from torchdoctor.observe.crash.explain import Explanation
-from torchdoctor.observe.crash.model import Crash, Frame
+from torchdoctor.observe.crash.model import Crash
 from torchdoctor.observe.crash.provenance import binding_of, crashes_at
 from torchdoctor.rules.api.rnn_output_not_unpacked import RULE
 
@@ -31,8 +31,8 @@ def rnn_output_not_unpacked(crash: Crash, session: Holdings | None) -> Explanati
         if not (isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], torch.Tensor)):
             continue
         made = binding_of(frame, name, frame.line)
-        layer = _recurrent_layer(made, frame, torch) if isinstance(made, ast.Call) else None
-        if layer is None or not isinstance(made, ast.Call):
+        layer = resolve(made.func, frame) if isinstance(made, ast.Call) else None  # `self.lstm`, `rnn`
+        if not isinstance(layer, torch.nn.RNNBase) or not isinstance(made, ast.Call):
             continue
         kind = next((k for k in _PARTS if isinstance(layer, getattr(torch.nn, k))), None)
         if kind is None:
@@ -41,19 +41,6 @@ def rnn_output_not_unpacked(crash: Crash, session: Holdings | None) -> Explanati
         return Explanation(RULE, {"name": name, "layer": f"nn.{kind}", "parts": parts, "state": state,
                                   "call": ast.unparse(made), "crashed": crashes_at(crash)}, at=(frame.file, made.lineno))
     return None
-
-
-def _recurrent_layer(call: ast.Call, frame: Frame, torch: Any) -> Any:
-    """The live module `call` calls (`self.lstm(x)`, `rnn(x)`), when it is a recurrent layer."""
-    func = call.func
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-        owner = frame.locals.get(func.value.id)
-        layer = getattr(owner, "_modules", {}).get(func.attr) if owner is not None else None
-    elif isinstance(func, ast.Name):
-        layer = frame.locals.get(func.id)
-    else:
-        layer = None
-    return layer if isinstance(layer, torch.nn.RNNBase) else None
 
 
 ORDER = 63

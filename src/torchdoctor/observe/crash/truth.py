@@ -8,8 +8,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
-from torchdoctor.introspect.source import module_tree
-from torchdoctor.observe.crash.describe import torch_module
+from torchdoctor.observe.crash.describe import line_nodes, resolve, torch_module
 from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash, Frame
 from torchdoctor.rules.api.tensor_truth_ambiguous import RULE
@@ -25,8 +24,7 @@ def tensor_truth_ambiguous(crash: Crash, session: Holdings | None) -> Explanatio
         return None
     if torch is None or frame is None:
         return None
-    tree = module_tree(frame.file)
-    nodes = [n for n in ast.walk(tree) if getattr(n, "lineno", None) == frame.line] if tree is not None else []
+    nodes = line_nodes(frame)
     found = []
     for construct, test in _conditions(nodes):
         named = _several(test, frame, torch)
@@ -62,7 +60,7 @@ def _several(test: ast.expr, frame: Frame, torch: Any) -> tuple[str, Any] | None
     operands = [test.left, *test.comparators] if isinstance(test, ast.Compare) else [test]
     for operand in operands:
         if isinstance(operand, ast.Name):
-            value = frame.locals.get(operand.id, frame.live.f_globals.get(operand.id) if frame.live is not None else None)
+            value = resolve(operand, frame)
             if isinstance(value, torch.Tensor) and value.numel() > 1:
                 return operand.id, value
     return None
