@@ -1,4 +1,4 @@
-"""TD434: `torch.load` of tensors onto a CUDA device this machine lacks.
+"""TD200: `torch.load` of tensors onto a CUDA device this machine lacks.
 
 The error is torch's own: a checkpoint saved on a GPU is made here by saving while torch's
 `location_tag` says "cuda:0" (what a GPU machine writes), then loaded by real `torch.load`.
@@ -32,7 +32,7 @@ def test_a_checkpoint_saved_on_a_gpu_names_its_device_at_the_load(tmp_path: Path
         model.load_state_dict(torch.load(path))
 
     finding = explained(load)
-    assert finding.rule == "TD434" and finding.line == line_of("torch.load(path)", load)
+    assert finding.rule == "TD200" and finding.line == line_of("torch.load(path)", load)
     assert f"`{path}` puts its tensors back on `cuda:0`" in finding.message
     assert "CPU-only build" in finding.message
     assert 'map_location="cpu"' in finding.hint
@@ -46,7 +46,7 @@ def test_a_map_location_written_as_cuda_is_named(tmp_path: Path) -> None:
         torch.load(path, map_location="cuda")
 
     finding = explained(load)
-    assert finding.rule == "TD434" and "`map_location='cuda'`" in finding.message
+    assert finding.rule == "TD200" and "`map_location='cuda'`" in finding.message
     assert "torch.cuda.is_available()" in finding.hint
 
 
@@ -59,7 +59,7 @@ def test_a_load_inside_a_helper_points_at_the_users_line(tmp_path: Path, monkeyp
             return torch.load(handle, weights_only=True)
 
     finding = explained(lambda: restore(path))
-    assert finding.rule == "TD434" and finding.line == line_of("torch.load(handle", restore)
+    assert finding.rule == "TD200" and finding.line == line_of("torch.load(handle", restore)
     assert f"`{path}`" in finding.message
 
 

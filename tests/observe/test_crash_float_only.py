@@ -1,4 +1,4 @@
-"""TD571: a bool or integer tensor given to `mean()`, `std()` or `-`, which need numbers."""
+"""TD220: a bool or integer tensor given to `mean()`, `std()` or `-`, which need numbers."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def test_an_accuracy_averaged_as_bools_names_the_comparison_that_made_them() -> 
         correct.mean()
 
     finding = explained(accuracy)
-    assert finding.rule == "TD571" and finding.line == line_of("correct.mean()", accuracy)
+    assert finding.rule == "TD220" and finding.line == line_of("correct.mean()", accuracy)
     assert "`correct` is a tensor of bool (made by `logits.argmax(dim=1) == labels`" in finding.message
     assert "`correct.float().mean()`" in finding.hint
 
@@ -27,7 +27,7 @@ def test_a_comparison_averaged_on_the_line_itself_is_named() -> None:
         torch.mean(pred == labels)
 
     finding = explained(accuracy)
-    assert finding.rule == "TD571" and "`pred == labels` is a tensor of bool" in finding.message
+    assert finding.rule == "TD220" and "`pred == labels` is a tensor of bool" in finding.message
 
 
 def test_the_spread_of_integer_labels_names_their_dtype() -> None:
@@ -36,7 +36,7 @@ def test_the_spread_of_integer_labels_names_their_dtype() -> None:
         print(labels.float().mean(), labels.std())
 
     finding = explained(spread)
-    assert finding.rule == "TD571" and "`labels` is a tensor of int64" in finding.message and "`std()`" in finding.message
+    assert finding.rule == "TD220" and "`labels` is a tensor of int64" in finding.message and "`std()`" in finding.message
 
 
 def test_one_minus_a_bool_done_flag_is_told_to_invert_or_cast() -> None:
@@ -46,7 +46,7 @@ def test_one_minus_a_bool_done_flag_is_told_to_invert_or_cast() -> None:
         print(batch.reward + 0.99 * (1 - batch.done))
 
     finding = explained(target)
-    assert finding.rule == "TD571" and finding.line == line_of("(1 - batch.done)", target)
+    assert finding.rule == "TD220" and finding.line == line_of("(1 - batch.done)", target)
     assert "`batch.done` is a bool tensor" in finding.message
     assert "`~batch.done`" in finding.hint and "`1 - batch.done.float()`" in finding.hint
 
@@ -58,7 +58,7 @@ def test_the_negation_of_a_mask_names_the_line_that_made_it() -> None:
         print(-mask)
 
     finding = explained(negate)
-    assert finding.rule == "TD571" and "made by `scores > 0` at line" in finding.message
+    assert finding.rule == "TD220" and "made by `scores > 0` at line" in finding.message
 
 
 def test_floating_point_operands_on_the_line_leave_the_crash_generic() -> None:

@@ -481,6 +481,24 @@ def test_a_column_of_class_indices_into_cross_entropy() -> None:
     assert "`labels.squeeze(1)`" in finding.hint
 
 
+def test_a_column_of_class_indices_stored_as_floats_is_told_to_become_integers() -> None:
+    def step() -> None:
+        logits = torch.randn(4, 3, requires_grad=True)
+        labels = torch.tensor([[0.0], [2.0], [1.0], [1.0]])  # a label column read from a table
+        nn.CrossEntropyLoss()(logits, labels)
+
+    finding = explained(step)
+    assert finding.rule == "TD418" and "a column of class indices stored as floats" in finding.message
+    assert "`labels.squeeze(1).long()`" in finding.hint
+
+
+def test_a_float_column_that_is_not_class_indices_is_not_called_one() -> None:
+    def step() -> None:
+        nn.CrossEntropyLoss()(torch.randn(4, 3), torch.rand(4, 1))
+
+    assert explained(step).rule == "TD001"
+
+
 def test_a_multi_column_integer_target_is_not_called_a_column() -> None:
     def step() -> None:
         log_probs = torch.randn(4, 3).log_softmax(1)

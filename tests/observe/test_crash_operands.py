@@ -44,6 +44,17 @@ def test_the_tensor_of_a_cat_that_does_not_match_the_first() -> None:
     assert finding.rule == "TD568" and "`left` is [4, 3], `right` is [5, 2]" in finding.message
 
 
+def test_a_vector_joined_to_a_table_names_both_shapes() -> None:
+    def join() -> None:
+        features, ages = torch.randn(4, 3), torch.randn(4)
+        torch.cat([features, ages], dim=1)
+
+    finding = explained(join)
+    assert finding.rule == "TD568" and finding.line == line_of("torch.cat([features, ages]", join)
+    assert "joins tensors of different numbers of dimensions: `features` is [4, 3], `ages` is [4]" in finding.message
+    assert ".unsqueeze(1)" in finding.hint
+
+
 def test_operands_that_are_not_variables_stay_the_generic_crash() -> None:
     def inline() -> None:
         print(torch.randn(4, 3) + torch.randn(4, 5))

@@ -119,13 +119,23 @@ def _column_target(crash: Crash) -> Explanation | None:
     loss, logits, target = found
     if not (hasattr(logits, "is_floating_point") and hasattr(target, "is_floating_point")):
         return None
-    if target.is_floating_point() or not logits.is_floating_point() or logits.dim() != 2 or target.dim() != 2:
+    if not logits.is_floating_point() or logits.dim() != 2 or target.dim() != 2:
         return None
     if target.shape[1] != 1 or target.shape[0] != logits.shape[0]:
         return None
     name = user_names(crash).get(id(target), "target")
-    return Explanation(TARGET_SHAPE, {"loss": loss, "name": name, "got": list(target.shape), "rows": int(logits.shape[0])},
-                       variant="column-target")
+    fields = {"loss": loss, "name": name, "got": list(target.shape), "rows": int(logits.shape[0])}
+    if not target.is_floating_point():
+        return Explanation(TARGET_SHAPE, fields, variant="column-target")
+    if _class_indices(target, int(logits.shape[1])):
+        return Explanation(TARGET_SHAPE, fields, variant="float-column-target")
+    return None
+
+
+def _class_indices(values: Any, classes: int) -> bool:
+    """Floats that are class indices: whole numbers in [0, classes)."""
+    held = values.detach()
+    return bool(held.numel()) and bool((held == held.round()).all()) and 0 <= float(held.min()) and float(held.max()) < classes
 
 
 def _folding_view(session: Holdings | None) -> tuple[str, str, tuple[str, int]] | None:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 _BROADCAST = re.compile(r"The size of tensor a \((?P<a>\d+)\) must match the size of tensor b \((?P<b>\d+)\) at non-singleton dimension (?P<dim>\d+)")
 _CAT = re.compile(r"Sizes of tensors must match except in dimension (?P<dim>\d+)\. Expected size \d+ but got size \d+ for tensor number (?P<index>\d+) in the list")
+_CAT_DIMS = re.compile(r"Tensors must have same number of dimensions: got (?P<first>\d+) and (?P<other>\d+)")
 _CATS = frozenset({"cat", "concat", "concatenate"})
 
 
@@ -27,13 +28,15 @@ def operands_disagree(crash: Crash, session: Holdings | None) -> Explanation | N
     frame = crash.user_frame()
     if crash.exc_type != "RuntimeError" or torch is None or frame is None:
         return None
-    broadcast, cat = _BROADCAST.search(crash.message), _CAT.search(crash.message)
-    if broadcast is None and cat is None:
+    broadcast, cat, dims = _BROADCAST.search(crash.message), _CAT.search(crash.message), _CAT_DIMS.search(crash.message)
+    if broadcast is None and cat is None and dims is None:
         return None
     nodes = line_nodes(frame)
     if broadcast is not None:
         return _broadcast(broadcast, nodes, frame, torch)
-    return _cat(cat, nodes, frame, torch) if cat is not None else None
+    if cat is not None:
+        return _cat(cat, nodes, frame, torch)
+    return _cat_dims(dims, nodes, frame, torch) if dims is not None else None
 
 
 def _broadcast(match: re.Match[str], nodes: list[ast.AST], frame: Frame, torch: Any) -> Explanation | None:
@@ -51,18 +54,41 @@ def _broadcast(match: re.Match[str], nodes: list[ast.AST], frame: Frame, torch: 
                               "right_shape": list(b.shape), "a": match["a"], "b": match["b"], "dim": match["dim"]})
 
 
-def _cat(match: re.Match[str], nodes: list[ast.AST], frame: Frame, torch: Any) -> Explanation | None:
+def _joined(nodes: list[ast.AST]) -> tuple[ast.Call, list[ast.expr]] | None:
+    """The one `torch.cat([...])` on the line, with the items of its list."""
     calls = [n for n in nodes if isinstance(n, ast.Call) and _callee(n) in _CATS and n.args and isinstance(n.args[0], (ast.List, ast.Tuple))]
-    if len(calls) != 1:
+    return (calls[0], calls[0].args[0].elts) if len(calls) == 1 else None  # type: ignore[attr-defined]
+
+
+def _cat(match: re.Match[str], nodes: list[ast.AST], frame: Frame, torch: Any) -> Explanation | None:
+    joined = _joined(nodes)
+    if joined is None:
         return None
-    items = calls[0].args[0].elts  # type: ignore[attr-defined]
+    call, items = joined
     index = int(match["index"])
     values = [resolve(item, frame) for item in items]
     if index >= len(items) or not all(isinstance(v, torch.Tensor) for v in (values[0], values[index])):
         return None
-    return Explanation(RULE, {"call": ast.unparse(calls[0]), "dim": match["dim"], "first": ast.unparse(items[0]),
+    return Explanation(RULE, {"call": ast.unparse(call), "dim": match["dim"], "first": ast.unparse(items[0]),
                               "first_shape": list(values[0].shape), "other": ast.unparse(items[index]),
                               "other_shape": list(values[index].shape)}, variant="cat")
+
+
+def _cat_dims(match: re.Match[str], nodes: list[ast.AST], frame: Frame, torch: Any) -> Explanation | None:
+    """"Tensors must have same number of dimensions": the first item, and the first that has
+    another number of dimensions (both variables)."""
+    joined = _joined(nodes)
+    if joined is None:
+        return None
+    call, items = joined
+    values = [resolve(item, frame) for item in items]
+    if not all(isinstance(v, torch.Tensor) for v in values) or values[0].dim() != int(match["first"]):
+        return None
+    index = next((i for i, v in enumerate(values) if v.dim() == int(match["other"])), None)
+    if index is None:
+        return None
+    return Explanation(RULE, {"call": ast.unparse(call), "first": ast.unparse(items[0]), "first_shape": list(values[0].shape),
+                              "other": ast.unparse(items[index]), "other_shape": list(values[index].shape)}, variant="cat-dims")
 
 
 def _callee(call: ast.Call) -> str | None:

@@ -16,17 +16,21 @@ RULE = Rule(
             message="`{call}` joins tensors along dimension {dim}, and every other dimension must match: `{first}` is {first_shape}, `{other}` is {other_shape}",
             hint="Make `{other}` match `{first}` outside dimension {dim} (reshape, transpose or crop it), or join along the dimension where they differ.",
         ),
+        "cat-dims": Variant(
+            message="`{call}` joins tensors of different numbers of dimensions: `{first}` is {first_shape}, `{other}` is {other_shape}",
+            hint="Give them the same number of dimensions first: add the missing one to the smaller (`.unsqueeze(...)`, e.g. a vector of N values joined to an (N, k) table becomes (N, 1) with `.unsqueeze(1)`), or drop a size-1 one from the larger (`.squeeze(...)`).",
+        ),
     },
     sees={
-        "run": "the crashes \"The size of tensor a (3) must match the size of tensor b (5) at non-singleton dimension 1\" of an arithmetic operator and \"Sizes of tensors must match except in dimension 1\" of `torch.cat`, when the operands on the user's line are variables (or attributes): their names and shapes; at that line",
+        "run": "the crashes \"The size of tensor a (3) must match the size of tensor b (5) at non-singleton dimension 1\" of an arithmetic operator, \"Sizes of tensors must match except in dimension 1\" and \"Tensors must have same number of dimensions: got 2 and 1\" of `torch.cat`, when the operands on the user's line are variables (or attributes): their names and shapes; at that line",
     },
     doc="""
 ## What it does
 Explains the crashes "The size of tensor a (3) must match the size of tensor b (5) at
 non-singleton dimension 1" of `a + b`, `a * b`, `a -= b` and the others, and "Sizes of tensors
 must match except in dimension 1. Expected size 4 but got size 5 for tensor number 1 in the
-list." of `torch.cat`, by naming the operands of the user's line and their shapes. It reads
-only operands that are variables or attributes (`x`, `self.bias`), and says nothing when the
+list." and "Tensors must have same number of dimensions: got 2 and 1" of `torch.cat`, by
+naming the operands of the user's line and their shapes. It reads only operands that are variables or attributes (`x`, `self.bias`), and says nothing when the
 line has several candidates or none.
 
 ## Why is this bad?

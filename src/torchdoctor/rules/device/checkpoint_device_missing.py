@@ -1,10 +1,10 @@
-"""TD434 checkpoint-device-missing."""
+"""TD200 checkpoint-device-missing."""
 
 from torchdoctor.core.finding import Category, Severity
 from torchdoctor.core.rule import Rule, Variant
 
 RULE = Rule(
-    code="TD434",
+    code="TD200",
     name="checkpoint-device-missing",
     category=Category.DEVICE,
     severity=Severity.ERROR,

@@ -1,4 +1,4 @@
-"""TD571 float-only-op-on-integers."""
+"""TD220 float-only-op-on-integers."""
 
 from torchdoctor.core.finding import Category, Severity
 from torchdoctor.core.rule import Rule, Variant
@@ -6,7 +6,7 @@ from torchdoctor.core.rule import Rule, Variant
 _MASK_HINT = "Invert a mask with `~{expr}` (or `{expr}.logical_not()`); for arithmetic such as `1 - {expr}`, make it a number first: `1 - {expr}.float()`."
 
 RULE = Rule(
-    code="TD571",
+    code="TD220",
     name="float-only-op-on-integers",
     category=Category.DTYPE,
     severity=Severity.ERROR,

@@ -21,6 +21,7 @@ RULE = Rule(
         "folded-batch": Variant(message="{loss} cannot pair input and target: the input has {rows} rows but the target {targets}; `{call}` in `{cls}.forward` folds each sample into {fold} rows{crashed}", hint="Flatten per sample: `torch.flatten(x, 1)` (or `x.view(x.size(0), -1)`), and build the Linear after it for the real number of features per sample (or use `nn.LazyLinear`)."),
         # class indices of shape (N, 1) ("0D or 1D target tensor expected, multi-target not supported")
         "column-target": Variant(message="{loss} cannot pair input and target: `{name}` has shape {got}, a column of class indices, but the target of {rows}-row logits must be 1-D", hint="Drop its extra dimension: `{name}.squeeze(1)` (or `{name}.view(-1)`); labels taken from a table column or built with shape (N, 1) have it."),
+        "float-column-target": Variant(message="{loss} cannot pair input and target: `{name}` has shape {got}, a column of class indices stored as floats, but the target of {rows}-row logits must be 1-D and of integers", hint="Make it a vector of class indices: `{name}.squeeze(1).long()`; labels read from a table or a NumPy float array come as (N, 1) floats."),
         "integer-probabilities": Variant(message="{loss} cannot pair input and target: the target has the input's shape, so it is read as class probabilities, but it holds integers (one-hot labels?)", hint="Pass class indices instead (`target.argmax(dim=1)`), or one-hot probabilities as floats (`target.float()`)."),
     },
     doc="""
