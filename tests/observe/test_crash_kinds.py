@@ -166,8 +166,9 @@ def test_a_flatten_with_no_linear_of_that_size_still_says_the_size() -> None:
     assert "49 per sample" in finding.message and "size the layer after it for 49 features" in finding.hint
 
 
-def test_other_invalid_shapes_stay_the_plain_crash() -> None:
-    """Not a per-sample flatten ([3, 10]), or a 1-D tensor: nothing says what a sample is."""
+def test_other_invalid_shapes_are_not_called_a_flatten() -> None:
+    """Not a per-sample flatten ([3, 10]), or a 1-D tensor: nothing says what a sample is (TD571
+    names the shapes without one)."""
     def fixed_shape() -> None:
         x = torch.randn(4, 10)
         x.reshape(3, 10)
@@ -176,8 +177,8 @@ def test_other_invalid_shapes_stay_the_plain_crash() -> None:
         y = torch.randn(10)
         y.view(-1, 3)
 
-    assert explained(fixed_shape).rule == "TD001"
-    assert explained(one_dimension).rule == "TD001"
+    assert explained(fixed_shape).rule == "TD571"
+    assert explained(one_dimension).rule == "TD571"
 
 
 
@@ -606,6 +607,16 @@ def test_float_of_a_named_tensor_and_item_of_an_empty_one() -> None:
         selected.item()
 
     assert explained(empty).message == "`selected.item()` needs a tensor of one value, but `selected` is empty"
+
+
+def test_item_inside_a_comprehension_names_the_tensor() -> None:
+    def step() -> None:
+        losses = torch.ones(3)
+        print([losses.item() for _ in range(2)])
+
+    finding = explained(step)
+    assert finding.rule == "TD563" and finding.line == line_of("[losses.item() for", step)
+    assert finding.message == "`losses.item()` needs a tensor of one value, but `losses` has 3 values"
 
 
 def test_two_items_on_one_line_stay_the_plain_crash() -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from torchdoctor.core.locate import is_own_file, is_user_file
 from torchdoctor.introspect.source import module_tree, own_nodes, scope_of
-from torchdoctor.observe.crash.describe import module_label, torch_module, user_names
+from torchdoctor.observe.crash.describe import module_label, resolve, torch_module, user_names
 from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash, Frame
 from torchdoctor.observe.crash.provenance import binding_of, crashes_at
@@ -228,6 +228,7 @@ def item_of_non_scalar(crash: Crash, session: Holdings | None) -> Explanation | 
         return None
     tree = module_tree(frame.file)
     scope = scope_of(tree, frame.live.f_code) if tree is not None else None
+    scope = scope if scope is not None else tree  # a comprehension's frame: the line's nodes in the file
     if scope is None:
         return None
     on_line = [node for node in ast.walk(scope) if isinstance(node, ast.Call) and node.lineno <= frame.line <= (node.end_lineno or node.lineno)]
@@ -242,7 +243,7 @@ def item_of_non_scalar(crash: Crash, session: Holdings | None) -> Explanation | 
         return None
     call, receiver = calls[0]
     if isinstance(receiver, ast.Name):  # a name can be confirmed: it holds a tensor of that many values
-        value = frame.locals.get(receiver.id)
+        value = resolve(receiver, frame)
         if not isinstance(value, torch.Tensor) or value.numel() == 1 or (count >= 0 and value.numel() != count):
             return None
         count = value.numel()

@@ -7,7 +7,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from torchdoctor.core.locate import is_user_file
-from torchdoctor.introspect.source import child_built_at, module_tree
+from torchdoctor.introspect.source import child_built_at
 from torchdoctor.observe.crash.describe import (
     describe,
     dtype_name,
@@ -22,6 +22,7 @@ from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash
 from torchdoctor.observe.crash.ops import op_clause
 from torchdoctor.observe.crash.provenance import converts_to, crashes_at, made_here, origin_of
+from torchdoctor.observe.crash.reshape import reshaped_on_line
 from torchdoctor.rules.api.layer_input_shape_mismatch import RULE as SHAPE
 from torchdoctor.rules.api.view_of_non_contiguous import RULE as VIEW
 from torchdoctor.rules.data.batch_samples_mixed import RULE as BATCH_MIXED
@@ -310,10 +311,12 @@ def flatten_size(crash: Crash, session: Holdings | None) -> Explanation | None:
     if len(wanted) != 2 or wanted[0] != -1 or wanted[1] <= 0:
         return None
     size, want = int(match["size"]), wanted[1]
-    found = _reshaped(frame, size)
-    if found is None:
+    found = [(call, receiver, x) for call, receiver, x in reshaped_on_line(frame, size)
+             if isinstance(receiver, ast.Name) and x.dim() >= 2 and int(x.shape[0]) > 0]
+    if len(found) != 1:
         return None
-    name, x, call = found
+    node, receiver, x = found[0]
+    name, call = ast.unparse(receiver), " ".join(ast.unparse(node).split())
     per_sample = size // int(x.shape[0])
     fields: dict[str, Any] = {"call": call, "want": want, "name": name, "shape": list(x.shape), "per_sample": per_sample}
     owner = frame.locals.get("self")
@@ -321,23 +324,6 @@ def flatten_size(crash: Crash, session: Holdings | None) -> Explanation | None:
     if len(linears) == 1:
         return Explanation(SHAPE, fields | {"layer": module_label(linears[0], session)}, variant="flatten-size")
     return Explanation(SHAPE, fields, variant="flatten-size-no-layer")
-
-
-def _reshaped(frame: Any, size: int) -> tuple[str, Any, str] | None:
-    """(name, tensor, call text) of the one `name.view(...)` / `name.reshape(...)` on the frame's
-    line whose tensor (a local of the frame, of 2 or more dimensions) has `size` elements."""
-    torch = torch_module()
-    tree = module_tree(frame.file)
-    if tree is None or torch is None:
-        return None
-    found = []
-    for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("view", "reshape")
-                and isinstance(node.func.value, ast.Name) and node.lineno <= frame.line <= (node.end_lineno or node.lineno)):
-            value = frame.locals.get(node.func.value.id)
-            if isinstance(value, torch.Tensor) and value.dim() >= 2 and value.numel() == size and int(value.shape[0]) > 0:
-                found.append((node.func.value.id, value, " ".join(ast.unparse(node).split())))
-    return found[0] if len(found) == 1 else None
 
 
 def rnn_batch_first(crash: Crash, session: Holdings | None) -> Explanation | None:
