@@ -657,3 +657,30 @@ def test_a_batch_norm_of_the_wrong_kind_for_its_input() -> None:
 def test_an_instance_norm_given_too_few_dimensions_stays_the_plain_crash() -> None:
     norm = nn.InstanceNorm2d(8)
     assert explained(lambda: norm(torch.randn(8))).rule == "TD001"
+
+
+# --- an RNN given an input of neither 2 nor 3 dimensions -------------------------------------------
+
+
+def test_an_lstm_given_a_dimension_too_many_is_told_which_to_squeeze() -> None:
+    lstm = nn.LSTM(10, 20, batch_first=True)
+
+    def step() -> None:
+        sequences = torch.randn(4, 7, 10).unsqueeze(1)
+        lstm(sequences)
+
+    finding = explained(step)
+    assert finding.rule == "TD417" and finding.line == line_of("lstm(sequences)", step)
+    assert finding.message == "LSTM expects a 3-D input (batch, seq, features), or 2-D for one sequence, but gets `sequences` of shape [4, 1, 7, 10]"
+    assert "`sequences.squeeze(1)`" in finding.hint
+
+
+def test_a_gru_given_images_is_told_its_order() -> None:
+    gru = nn.GRU(8, 16)
+
+    def step() -> None:
+        images = torch.randn(2, 3, 8, 8)
+        gru(images)
+
+    finding = explained(step)
+    assert finding.rule == "TD417" and "(seq, batch, features)" in finding.message and "Reshape `images`" in finding.hint

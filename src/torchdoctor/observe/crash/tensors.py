@@ -299,6 +299,28 @@ def conv_dimensions(crash: Crash, session: Holdings | None) -> Explanation | Non
     return Explanation(SHAPE, fields, variant="dimensions")
 
 
+_RNN_DIMENSIONS = re.compile(r"^(?P<kind>\w+): Expected input to be 2D or 3D, got (?P<got>\d)D instead")
+
+
+def rnn_dimensions(crash: Crash, session: Holdings | None) -> Explanation | None:
+    """An RNN/LSTM/GRU given an input of neither 2 nor 3 dimensions (often an `unsqueeze` too many)."""
+    match = _RNN_DIMENSIONS.match(crash.message) if crash.exc_type == "ValueError" else None
+    torch = torch_module()
+    rnn = innermost_module(crash, torch.nn.RNNBase) if match is not None and torch is not None else None
+    if rnn is None:
+        return None
+    x = next((f.locals.get("input") for f in crash.deepest() if f.locals.get("self") is rnn), None)
+    if not isinstance(x, torch.Tensor) or x.dim() in (2, 3):
+        return None
+    shape = list(x.shape)
+    fields: dict[str, Any] = {"layer": module_label(rnn, session), "name": user_names(crash).get(id(x), "x"), "shape": shape,
+                              "order": "(batch, seq, features)" if rnn.batch_first else "(seq, batch, features)"}
+    axis = next((i for i, d in enumerate(shape) if d == 1), None) if len(shape) == 4 else None
+    if axis is not None:
+        return Explanation(SHAPE, fields | {"axis": axis}, variant="rnn-extra-dimension")
+    return Explanation(SHAPE, fields, variant="rnn-dimensions")
+
+
 def flatten_size(crash: Crash, session: Holdings | None) -> Explanation | None:
     """`x.view(-1, 320)` (or `.reshape`) on a tensor whose samples hold another number of values:
     the flatten before a Linear written for another input size."""
@@ -434,4 +456,4 @@ def _producer(tensor: Any) -> str:
 #: where these explainers are tried: lower first (core/plugins.py)
 ORDER = 70
 EXPLAINERS = (device_mismatch, dtype_mismatch, embedding_indices_dtype, view_of_non_contiguous, shape_mismatch, conv_dimensions,
-              flatten_size, feature_count, rnn_batch_first, embedding_index)
+              rnn_dimensions, flatten_size, feature_count, rnn_batch_first, embedding_index)

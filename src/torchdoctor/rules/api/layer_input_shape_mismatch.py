@@ -44,6 +44,16 @@ RULE = Rule(
             message="{layer} expects a {batched}-D (N, C, ...) input, or {unbatched}-D for one sample, but gets `{name}` of shape {shape}",
             hint="Reshape `{name}` to (N, {channels}, ...) with {spatial} spatial dimension(s) before {layer}.",
         ),
+        # an RNN/LSTM/GRU given an input of neither 2 nor 3 dimensions, one of them of size 1
+        "rnn-extra-dimension": Variant(
+            message="{layer} expects a 3-D input {order}, or 2-D for one sequence, but gets `{name}` of shape {shape}",
+            hint="`{name}` has a dimension too many: `{name}.squeeze({axis})` drops its size-1 dimension {axis} (often an `unsqueeze` added to sequences that already had their batch dimension).",
+        ),
+        # the same, with no dimension of size 1 to drop
+        "rnn-dimensions": Variant(
+            message="{layer} expects a 3-D input {order}, or 2-D for one sequence, but gets `{name}` of shape {shape}",
+            hint="Reshape `{name}` to {order} before {layer}: the features last, one vector per time step.",
+        ),
         # a convolution or pooling whose input has shrunk below its kernel through the layers before it
         "input-too-small": Variant(
             message="{layer} gets a {size} feature map ({shape}), smaller than its {kernel} kernel: the {model_shape} input of `{model}` has shrunk below what this layer needs on its way through the layers before it",
@@ -83,7 +93,9 @@ channel dimensions ("Expected 3D (unbatched) or 4D (batched) input to conv2d, bu
 size: [28, 28]") or with one too many. A flatten written as `x.view(-1, 320)` whose samples
 hold another number of values ("shape '[-1, 320]' is invalid for input of size 2000") is
 explained with the real size per sample and the Linear built for the wrong one. Recurrent
-layers ("input.size(-1) must be equal to input_size") and batch-norm layers ("running_mean
+layers given an input of another number of dimensions ("LSTM: Expected input to be 2D or 3D,
+got 4D instead") or built for another number of features ("input.size(-1) must be equal to
+input_size") and batch-norm layers ("running_mean
 should contain 20 elements not 10") built for another number of features are named too, and
 a batch-norm layer of the wrong kind for its input ("expected 4D input (got 2D input)"). A
 convolution or pooling layer whose input has shrunk below its kernel ("Kernel size can't be
