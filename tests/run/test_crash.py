@@ -119,6 +119,32 @@ def test_gradient_read_before_any_backward(update: str) -> None:
     assert ("does not require grad" in finding.message) == (update == "zero")
 
 
+def test_a_hand_written_update_that_rebinds_the_weights_is_named() -> None:
+    def train() -> None:
+        w = torch.randn(3, requires_grad=True)
+        for _ in range(2):
+            ((torch.randn(8, 3) @ w) ** 2).mean().backward()
+            w = w - 0.1 * w.grad
+            w.grad.zero_()
+
+    finding = explained(train)
+    assert finding.rule == "TD433" and finding.line == line_of("w.grad.zero_()", train)
+    assert "line " + str(line_of("w = w - 0.1 * w.grad", train)) + " rebound it to `w - 0.1 * w.grad`" in finding.message
+    assert "`with torch.no_grad(): w -= lr * w.grad`" in finding.hint
+
+
+def test_weights_made_by_an_op_on_a_leaf_are_named() -> None:
+    def train() -> None:
+        w = torch.randn(3, requires_grad=True) * 0.01
+        ((torch.randn(8, 3) @ w) ** 2).mean().backward()
+        w.data -= 0.1 * w.grad
+
+    with pytest.warns(UserWarning, match="not a leaf"):
+        finding = explained(train)
+    assert finding.rule == "TD433" and "`w` is made by `torch.randn(3, requires_grad=True) * 0.01`" in finding.message
+    assert "requires_grad_()" in finding.hint
+
+
 def test_none_that_is_no_gradient_is_not_explained_as_one() -> None:
     w = torch.randn(3, requires_grad=True)
     ((torch.randn(8, 3) @ w) ** 2).mean().backward()

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 from torchdoctor.introspect.source import functions_around, grad_off_block, grad_off_span, module_tree, own_nodes
 from torchdoctor.observe.crash.describe import torch_module, user_names
 from torchdoctor.observe.crash.explain import Explanation
-from torchdoctor.observe.crash.model import Crash
+from torchdoctor.observe.crash.model import Crash, Frame
+from torchdoctor.observe.crash.provenance import binding_of
 from torchdoctor.observe.events import Location
 from torchdoctor.rules.grad_flow.backward_through_freed_graph import RULE as FREED
 from torchdoctor.rules.grad_flow.gradient_is_none import RULE as GRAD_NONE
@@ -277,9 +278,21 @@ def gradient_is_none(crash: Crash, session: Observed | None) -> Explanation | No
     for match in _GRAD_READ.finditer(linecache.getline(frame.file, frame.line)):
         tensor = _resolve(match["name"], frame.live.f_locals, frame.live.f_globals)
         if isinstance(tensor, torch.Tensor) and tensor.grad is None:
+            if tensor.grad_fn is not None and "." not in match["name"]:
+                return _not_a_leaf(match["name"], frame)
             why = "" if tensor.requires_grad else " (it does not require grad)"
             return Explanation(GRAD_NONE, {"tensor": match["name"], "why": why})
     return None
+
+
+def _not_a_leaf(name: str, frame: Frame) -> Explanation | None:
+    """`.grad` of the result of an op: the name was rebound by a hand-written update that reads
+    it (`w = w - lr * w.grad`), or made by an op on a leaf (`torch.randn(3, requires_grad=True) * 0.01`)."""
+    made = binding_of(frame, name, frame.line)
+    if not isinstance(made, ast.expr):
+        return None
+    variant = "rebound" if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(made)) else "not-a-leaf"
+    return Explanation(GRAD_NONE, {"tensor": name, "made": ast.unparse(made), "line": made.lineno}, variant=variant)
 
 
 def _resolve(dotted: str, *namespaces: dict[str, Any]) -> Any:
