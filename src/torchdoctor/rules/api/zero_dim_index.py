@@ -14,6 +14,7 @@ RULE = Rule(
     hint="Read the number with `{fixed}`.",
     sees={
         "lint": "`loss.data[0]`, `criterion(out, y)[0]`, `x.sum().data[0]`: `[0]` on a reduced loss, a full reduction, or a value `backward()` is called on without a gradient, which raises on torch 0.4 and later (`reduction='none'`, `reduce=False`, reductions over a dimension and tensors made with a size are left alone)",
+        "run": "the crash \"invalid index of a 0-dim tensor\" at a subscript on the user's line of a variable or attribute that holds a 0-dim tensor (`loss.data[0]`); at that line",
     },
     doc="""
 ## What it does
