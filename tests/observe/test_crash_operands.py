@@ -55,6 +55,15 @@ def test_a_vector_joined_to_a_table_names_both_shapes() -> None:
     assert ".unsqueeze(1)" in finding.hint
 
 
+def test_a_mask_that_does_not_broadcast_against_the_tensor_it_fills() -> None:
+    def fill() -> None:
+        scores, padding = torch.randn(4, 3), torch.tensor([True, False, False, True])
+        scores.masked_fill(padding, float("-inf"))
+
+    finding = explained(fill)
+    assert finding.rule == "TD568" and "`scores` of shape [4, 3] and `padding` of shape [4]" in finding.message
+
+
 def test_operands_that_are_not_variables_stay_the_generic_crash() -> None:
     def inline() -> None:
         print(torch.randn(4, 3) + torch.randn(4, 5))

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 _BROADCAST = re.compile(r"The size of tensor a \((?P<a>\d+)\) must match the size of tensor b \((?P<b>\d+)\) at non-singleton dimension (?P<dim>\d+)")
 _CAT = re.compile(r"Sizes of tensors must match except in dimension (?P<dim>\d+)\. Expected size \d+ but got size \d+ for tensor number (?P<index>\d+) in the list")
 _CAT_DIMS = re.compile(r"Tensors must have same number of dimensions: got (?P<first>\d+) and (?P<other>\d+)")
+#: methods that broadcast their mask against the tensor they are called on
+_MASKED = frozenset({"masked_fill", "masked_fill_", "masked_scatter", "masked_scatter_"})
 _CATS = frozenset({"cat", "concat", "concatenate"})
 
 
@@ -42,6 +44,8 @@ def operands_disagree(crash: Crash, session: Holdings | None) -> Explanation | N
 def _broadcast(match: re.Match[str], nodes: list[ast.AST], frame: Frame, torch: Any) -> Explanation | None:
     pairs = [(n.left, n.right) for n in nodes if isinstance(n, ast.BinOp)]
     pairs += [(n.target, n.value) for n in nodes if isinstance(n, ast.AugAssign)]
+    pairs += [(n.func.value, n.args[0]) for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+              and n.func.attr in _MASKED and n.args]
     found = []
     for left, right in pairs:
         a, b = resolve(left, frame), resolve(right, frame)

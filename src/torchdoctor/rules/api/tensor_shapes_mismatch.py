@@ -22,12 +22,13 @@ RULE = Rule(
         ),
     },
     sees={
-        "run": "the crashes \"The size of tensor a (3) must match the size of tensor b (5) at non-singleton dimension 1\" of an arithmetic operator, \"Sizes of tensors must match except in dimension 1\" and \"Tensors must have same number of dimensions: got 2 and 1\" of `torch.cat`, when the operands on the user's line are variables (or attributes): their names and shapes; at that line",
+        "run": "the crashes \"The size of tensor a (3) must match the size of tensor b (5) at non-singleton dimension 1\" of an arithmetic operator or a `masked_fill`, \"Sizes of tensors must match except in dimension 1\" and \"Tensors must have same number of dimensions: got 2 and 1\" of `torch.cat`, when the operands on the user's line are variables (or attributes): their names and shapes; at that line",
     },
     doc="""
 ## What it does
 Explains the crashes "The size of tensor a (3) must match the size of tensor b (5) at
-non-singleton dimension 1" of `a + b`, `a * b`, `a -= b` and the others, and "Sizes of tensors
+non-singleton dimension 1" of `a + b`, `a * b`, `a -= b` and the others (and of
+`x.masked_fill(mask, value)`), and "Sizes of tensors
 must match except in dimension 1. Expected size 4 but got size 5 for tensor number 1 in the
 list." and "Tensors must have same number of dimensions: got 2 and 1" of `torch.cat`, by
 naming the operands of the user's line and their shapes. It reads only operands that are variables or attributes (`x`, `self.bias`), and says nothing when the
