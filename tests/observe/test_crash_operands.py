@@ -64,6 +64,16 @@ def test_a_mask_that_does_not_broadcast_against_the_tensor_it_fills() -> None:
     assert finding.rule == "TD568" and "`scores` of shape [4, 3] and `padding` of shape [4]" in finding.message
 
 
+def test_an_elementwise_product_of_matrices_that_fit_a_matrix_product() -> None:
+    def project() -> None:
+        features, weights = torch.randn(3, 4), torch.randn(4, 5)
+        print(features * weights)
+
+    finding = explained(project)
+    assert finding.rule == "TD568" and "they fit a matrix product" in finding.message
+    assert "`features @ weights`" in finding.hint
+
+
 def test_operands_that_are_not_variables_stay_the_generic_crash() -> None:
     def inline() -> None:
         print(torch.randn(4, 3) + torch.randn(4, 5))

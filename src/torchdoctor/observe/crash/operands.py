@@ -42,6 +42,7 @@ def operands_disagree(crash: Crash, session: Holdings | None) -> Explanation | N
 
 
 def _broadcast(match: re.Match[str], nodes: list[ast.AST], frame: Frame, torch: Any) -> Explanation | None:
+    products = {(id(n.left), id(n.right)) for n in nodes if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult)}
     pairs = [(n.left, n.right) for n in nodes if isinstance(n, ast.BinOp)]
     pairs += [(n.target, n.value) for n in nodes if isinstance(n, ast.AugAssign)]
     pairs += [(n.func.value, n.args[0]) for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
@@ -54,8 +55,10 @@ def _broadcast(match: re.Match[str], nodes: list[ast.AST], frame: Frame, torch: 
     if len(found) != 1:
         return None
     left, a, right, b = found[0]
-    return Explanation(RULE, {"left": ast.unparse(left), "left_shape": list(a.shape), "right": ast.unparse(right),
-                              "right_shape": list(b.shape), "a": match["a"], "b": match["b"], "dim": match["dim"]})
+    fields = {"left": ast.unparse(left), "left_shape": list(a.shape), "right": ast.unparse(right), "right_shape": list(b.shape)}
+    if (id(left), id(right)) in products and a.dim() >= 2 and b.dim() >= 2 and a.shape[-1] == b.shape[-2]:
+        return Explanation(RULE, fields, variant="matrix-product")  # `*` multiplies element by element
+    return Explanation(RULE, fields | {"a": match["a"], "b": match["b"], "dim": match["dim"]})
 
 
 def _joined(nodes: list[ast.AST]) -> tuple[ast.Call, list[ast.expr]] | None:

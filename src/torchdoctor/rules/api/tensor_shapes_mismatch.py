@@ -12,6 +12,10 @@ RULE = Rule(
     message="`{left}` of shape {left_shape} and `{right}` of shape {right_shape} cannot be broadcast together: {a} against {b} in dimension {dim} of the result",
     hint="Make the shapes agree before this line: add a missing dimension with `.unsqueeze(...)`, put dimensions in order with `.transpose`/`.permute`, or drop a size-1 one with `.squeeze(...)` (an (N, 1) against an (N,) tensor is the usual case).",
     variants={
+        "matrix-product": Variant(
+            message="`{left} * {right}` multiplies element by element, and shapes {left_shape} and {right_shape} cannot be broadcast together; they fit a matrix product",
+            hint="For a matrix product write `{left} @ {right}` (or `torch.matmul`); `*` multiplies matching elements.",
+        ),
         "cat": Variant(
             message="`{call}` joins tensors along dimension {dim}, and every other dimension must match: `{first}` is {first_shape}, `{other}` is {other_shape}",
             hint="Make `{other}` match `{first}` outside dimension {dim} (reshape, transpose or crop it), or join along the dimension where they differ.",

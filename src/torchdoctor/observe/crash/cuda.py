@@ -1,0 +1,45 @@
+""""Torch not compiled with CUDA enabled": the call on the user's line that asks for CUDA
+(`.cuda()`, a "cuda" device string, `torch.cuda.*Tensor`), read from the line."""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from torchdoctor.observe.crash.describe import line_nodes, torch_module
+from torchdoctor.observe.crash.explain import Explanation
+from torchdoctor.observe.crash.model import Crash
+from torchdoctor.rules.device.cuda_not_available import RULE
+
+if TYPE_CHECKING:
+    from torchdoctor.observe.observed import Holdings
+
+_MESSAGE = "Torch not compiled with CUDA enabled"
+
+
+def cuda_not_available(crash: Crash, session: Holdings | None) -> Explanation | None:
+    torch = torch_module()
+    frame = crash.user_frame()
+    if torch is None or frame is None or crash.exc_type not in ("AssertionError", "TypeError") or _MESSAGE not in crash.message:
+        return None
+    fields = {"version": torch.__version__}
+    asking = [node for node in line_nodes(frame) if isinstance(node, ast.Call) and _asks_for_cuda(node)]
+    if not asking:
+        return Explanation(RULE, fields, variant="no-call")
+    innermost = min(asking, key=lambda node: len(ast.unparse(node)))
+    return Explanation(RULE, fields | {"call": ast.unparse(innermost)})
+
+
+def _asks_for_cuda(call: ast.Call) -> bool:
+    """`.cuda()`, `torch.cuda.FloatTensor(...)`, or a call given a "cuda" device string."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "cuda":
+        return True
+    if isinstance(func, ast.Attribute) and func.attr.endswith("Tensor") and isinstance(func.value, ast.Attribute) and func.value.attr == "cuda":
+        return True
+    given = [*call.args, *(keyword.value for keyword in call.keywords)]
+    return any(isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value.startswith("cuda") for value in given)
+
+
+ORDER = 35
+EXPLAINERS = (cuda_not_available,)

@@ -1,0 +1,48 @@
+"""TD201: CUDA asked of a CPU-only build of torch."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from tests.run.test_crash import explained, line_of
+
+pytestmark = pytest.mark.skipif(torch.version.cuda is not None, reason="the crash is that of a CPU-only build")
+
+
+def test_a_model_moved_with_cuda_names_the_call() -> None:
+    def build() -> None:
+        model = nn.Linear(4, 2)
+        model = model.cuda()
+
+    finding = explained(build)
+    assert finding.rule == "TD201" and finding.line == line_of("model = model.cuda()", build)
+    assert finding.message.startswith("`model.cuda()` asks for a CUDA device, and this torch (") and "CPU-only build" in finding.message
+    assert "torch.cuda.is_available()" in finding.hint
+
+
+def test_a_device_string_names_the_call_that_got_it() -> None:
+    def make() -> None:
+        print(torch.zeros(3, device="cuda"))
+
+    finding = explained(make)
+    assert finding.rule == "TD201" and "`torch.zeros(3, device='cuda')`" in finding.message
+
+
+def test_a_legacy_cuda_tensor_type_is_named() -> None:
+    def make() -> None:
+        print(torch.cuda.FloatTensor(2))
+
+    finding = explained(make)
+    assert finding.rule == "TD201" and "`torch.cuda.FloatTensor(2)`" in finding.message
+
+
+def test_a_device_asked_through_a_variable_says_the_line() -> None:
+    device = "cuda"
+
+    def move() -> None:
+        print(torch.ones(2).to(device))
+
+    finding = explained(move)
+    assert finding.rule == "TD201" and finding.message.startswith("this line asks for a CUDA device")
