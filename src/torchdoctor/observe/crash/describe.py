@@ -168,3 +168,30 @@ def line_nodes(frame: Frame) -> list[ast.AST]:
     """The syntax nodes of the frame's file that start on its current line."""
     tree = module_tree(frame.file)
     return [n for n in ast.walk(tree) if getattr(n, "lineno", None) == frame.line] if tree is not None else []
+
+
+#: the methods that reshape a tensor
+_RESHAPES = frozenset({"view", "reshape"})
+
+
+def reshaped_on_line(frame: Frame, size: int) -> list[tuple[ast.Call, ast.expr, Any]]:
+    """(call, receiver, tensor) of each `x.view(...)`, `x.reshape(...)` or `torch.reshape(x, ...)`
+    on the frame's line whose `x` (a variable or attribute) holds a tensor of `size` elements."""
+    torch = torch_module()
+    found = []
+    for node in line_nodes(frame):
+        receiver = _reshaped(node)
+        value = resolve(receiver, frame) if receiver is not None else MISSING
+        if isinstance(node, ast.Call) and receiver is not None and isinstance(value, torch.Tensor) and value.numel() == size:
+            found.append((node, receiver, value))
+    return found
+
+
+def _reshaped(node: ast.AST) -> ast.expr | None:
+    """The tensor `x.view(...)`, `x.reshape(...)` or `torch.reshape(x, ...)` reshapes."""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute) or node.func.attr not in _RESHAPES:
+        return None
+    owner = node.func.value
+    if isinstance(owner, ast.Name) and owner.id == "torch":
+        return node.args[0] if node.args else None
+    return owner

@@ -10,16 +10,15 @@ import math
 import re
 from typing import TYPE_CHECKING, Any
 
-from torchdoctor.observe.crash.describe import MISSING, line_nodes, resolve, torch_module
+from torchdoctor.observe.crash.describe import reshaped_on_line, torch_module
 from torchdoctor.observe.crash.explain import Explanation
-from torchdoctor.observe.crash.model import Crash, Frame
+from torchdoctor.observe.crash.model import Crash
 from torchdoctor.rules.api.reshape_size_mismatch import RULE
 
 if TYPE_CHECKING:
     from torchdoctor.observe.observed import Holdings
 
 _INVALID = re.compile(r"^shape '\[(?P<shape>[-\d, ]*)\]' is invalid for input of size (?P<size>\d+)")
-_RESHAPES = frozenset({"view", "reshape"})
 
 
 def reshape_size_mismatch(crash: Crash, session: Holdings | None) -> Explanation | None:
@@ -39,29 +38,6 @@ def reshape_size_mismatch(crash: Crash, session: Holdings | None) -> Explanation
     if -1 not in shape:
         return Explanation(RULE, fields | {"shape": shape, "want": known})
     return Explanation(RULE, fields | {"shape": shape, "known": known}, variant="inferred")
-
-
-def reshaped_on_line(frame: Frame, size: int) -> list[tuple[ast.Call, ast.expr, Any]]:
-    """(call, receiver, tensor) of each `x.view(...)`, `x.reshape(...)` or `torch.reshape(x, ...)`
-    on the frame's line whose `x` (a variable or attribute) holds a tensor of `size` elements."""
-    torch = torch_module()
-    found = []
-    for node in line_nodes(frame):
-        receiver = _reshaped(node)
-        value = resolve(receiver, frame) if receiver is not None else MISSING
-        if isinstance(node, ast.Call) and receiver is not None and isinstance(value, torch.Tensor) and value.numel() == size:
-            found.append((node, receiver, value))
-    return found
-
-
-def _reshaped(node: ast.AST) -> ast.expr | None:
-    """The tensor `x.view(...)`, `x.reshape(...)` or `torch.reshape(x, ...)` reshapes."""
-    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute) or node.func.attr not in _RESHAPES:
-        return None
-    owner = node.func.value
-    if isinstance(owner, ast.Name) and owner.id == "torch":
-        return node.args[0] if node.args else None
-    return owner
 
 
 ORDER = 78

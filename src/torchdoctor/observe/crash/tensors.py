@@ -13,6 +13,7 @@ from torchdoctor.observe.crash.describe import (
     dtype_name,
     innermost_module,
     module_label,
+    reshaped_on_line,
     tensor_dtype,
     tensors_near,
     torch_module,
@@ -22,7 +23,6 @@ from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash
 from torchdoctor.observe.crash.ops import op_clause
 from torchdoctor.observe.crash.provenance import converts_to, crashes_at, made_here, origin_of
-from torchdoctor.observe.crash.reshape import reshaped_on_line
 from torchdoctor.rules.api.layer_input_shape_mismatch import RULE as SHAPE
 from torchdoctor.rules.api.view_of_non_contiguous import RULE as VIEW
 from torchdoctor.rules.data.batch_samples_mixed import RULE as BATCH_MIXED
