@@ -46,3 +46,14 @@ def test_a_device_asked_through_a_variable_says_the_line() -> None:
 
     finding = explained(move)
     assert finding.rule == "TD201" and finding.message.startswith("this line asks for a CUDA device")
+
+
+def test_a_move_to_get_device_of_a_cpu_tensor_names_it() -> None:
+    def move() -> None:
+        reference = torch.randn(3)
+        print(torch.zeros(3).to(reference.get_device()))
+
+    finding = explained(move)
+    assert finding.rule == "TD202" and finding.line == line_of("reference.get_device()", move)
+    assert finding.message.startswith("`reference.get_device()` is -1: `reference` is on the CPU")
+    assert "`.to(reference.device)`" in finding.hint

@@ -1,4 +1,5 @@
-"""Crashes of the data pipeline: workers killed by a signal, functions workers cannot receive."""
+"""Crashes of the data pipeline: workers killed by a signal, functions workers cannot receive,
+samples that cannot be batched, a `TensorDataset` of tensors of different lengths."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from torchdoctor.observe.crash.model import Crash
 from torchdoctor.observe.crash.provenance import crashes_at
 from torchdoctor.observe.events import Location
 from torchdoctor.rules.data.dataloader_worker_killed import RULE as WORKER_KILLED
+from torchdoctor.rules.data.dataset_tensors_differ_in_length import RULE as LENGTHS_DIFFER
 from torchdoctor.rules.data.loader_unpacked_without_enumerate import RULE as NO_ENUMERATE
 from torchdoctor.rules.data.sample_not_batchable import RULE as NOT_BATCHABLE
 from torchdoctor.rules.data.samples_differ_in_size import RULE as DIFFERENT_SIZES
@@ -190,5 +192,25 @@ def loader_unpacked_without_enumerate(crash: Crash, session: Holdings | None) ->
 
 
 #: where these explainers are tried: lower first (core/plugins.py)
+def tensor_dataset_lengths(crash: Crash, session: Holdings | None) -> Explanation | None:
+    """`TensorDataset(x, y)` of tensors with different first dimensions ("Size mismatch between
+    tensors"): each argument of the user's call, named, with its shape."""
+    torch = torch_module()
+    frame = crash.user_frame()
+    if torch is None or frame is None or crash.exc_type != "AssertionError" or "Size mismatch between tensors" not in crash.message:
+        return None
+    dataset = next((f for f in reversed(crash.frames) if f.function == "__init__"
+                    and isinstance(f.locals.get("self"), torch.utils.data.TensorDataset)), None)
+    given = dataset.locals.get("tensors") if dataset is not None else None
+    calls = [n for n in line_nodes(frame) if isinstance(n, ast.Call) and len(n.args) == len(given or ()) and not n.keywords]
+    if not given or len(calls) != 1:
+        return None
+    names = [f"`{ast.unparse(arg)}`" if resolve(arg, frame) is tensor else f"tensor {i}"
+             for i, (arg, tensor) in enumerate(zip(calls[0].args, given))]
+    lengths = ", ".join(f"{name} has {len(tensor)} ({list(tensor.shape)})" for name, tensor in zip(names, given))
+    return Explanation(LENGTHS_DIFFER, {"lengths": lengths})
+
+
 ORDER = 40
-EXPLAINERS = (worker_killed, unpicklable, samples_differ, sample_not_batchable, loader_unpacked_without_enumerate)
+EXPLAINERS = (worker_killed, unpicklable, samples_differ, sample_not_batchable, loader_unpacked_without_enumerate,
+              tensor_dataset_lengths)
