@@ -17,14 +17,20 @@ if TYPE_CHECKING:
     from torchdoctor.observe.observed import Holdings
 
 _MESSAGE = "Torch not compiled with CUDA enabled"
+_NO_DRIVER = "Found no NVIDIA driver on your system"
 
 
 def cuda_not_available(crash: Crash, session: Holdings | None) -> Explanation | None:
     torch = torch_module()
     frame = crash.user_frame()
-    if torch is None or frame is None or crash.exc_type not in ("AssertionError", "TypeError") or _MESSAGE not in crash.message:
+    if torch is None or frame is None or crash.exc_type not in ("AssertionError", "TypeError", "RuntimeError"):
         return None
-    fields = {"version": torch.__version__}
+    if _MESSAGE in crash.message:
+        fields = {"why": f"this torch ({torch.__version__}) is a CPU-only build: it has no CUDA at all"}
+    elif _NO_DRIVER in crash.message:
+        fields = {"why": f"this CUDA build of torch ({torch.__version__}) finds no NVIDIA driver on this machine"}
+    else:
+        return None
     asking = [node for node in line_nodes(frame) if isinstance(node, ast.Call) and _asks_for_cuda(node)]
     if not asking:
         return Explanation(RULE, fields, variant="no-call")

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 _AVERAGE = re.compile(r"^(?P<op>mean|nanmean)\(\): could not infer output dtype\. Input dtype must be either a floating point or complex dtype\. Got: (?P<dtype>\w+)")
 _SPREAD = "std and var only support floating point and complex dtypes"
-_BOOL_MINUS = re.compile(r"^(Subtraction|Negation), the `-` operator, (with|on) a bool tensor is not supported")
+_BOOL_MINUS = re.compile(r"(Subtraction|Negation), the `-` operator, (with|on) a bool tensor is not supported")
 #: the reductions each message is about
 _OPS = {"mean": ("mean",), "nanmean": ("nanmean",), "spread": ("std", "var", "std_mean", "var_mean")}
 
@@ -40,7 +40,7 @@ def float_only_op_on_integers(crash: Crash, session: Holdings | None) -> Explana
         if said is None and average is not None and average["dtype"] == "Bool" and len(compared) == 1:
             return Explanation(RULE, {"expr": ast.unparse(compared[0][1]), "op": compared[0][0], "dtype": "bool"})
         return said
-    if _BOOL_MINUS.match(crash.message):
+    if _BOOL_MINUS.search(crash.message):
         found = [("-", operand) for node in line_nodes(frame) for operand in _subtracted(node)]
         return _explain(found, frame, torch, lambda value: value.dtype == torch.bool, "bool-minus")
     return None

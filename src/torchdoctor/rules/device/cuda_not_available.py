@@ -11,21 +11,22 @@ RULE = Rule(
     category=Category.DEVICE,
     severity=Severity.ERROR,
     proof="run",
-    message="`{call}` asks for a CUDA device, and this torch ({version}) is a CPU-only build: it has no CUDA at all",
+    message="`{call}` asks for a CUDA device, and {why}",
     hint=_HINT,
     variants={
         "no-call": Variant(
-            message="this line asks for a CUDA device, and this torch ({version}) is a CPU-only build: it has no CUDA at all",
+            message="this line asks for a CUDA device, and {why}",
             hint=_HINT,
         ),
     },
     sees={
-        "run": "the crash \"Torch not compiled with CUDA enabled\" of `.cuda()`, `.to(\"cuda\")`, `device=\"cuda\"` or `torch.cuda.FloatTensor` on a CPU-only build of torch: the call on the user's line that asks for CUDA; at that line",
+        "run": "the crashes \"Torch not compiled with CUDA enabled\" (a CPU-only build) and \"Found no NVIDIA driver on your system\" (a CUDA build without a GPU) of `.cuda()`, `.to(\"cuda\")`, `device=\"cuda\"` or `torch.cuda.FloatTensor` on a CPU-only build of torch: the call on the user's line that asks for CUDA; at that line",
     },
     doc="""
 ## What it does
 Explains the crash "Torch not compiled with CUDA enabled" (an `AssertionError`, or a
-`TypeError` for `torch.cuda.FloatTensor`): names the call on the user's line that asks for
+`TypeError` for `torch.cuda.FloatTensor`) and, on a CUDA build of torch without a GPU, "Found
+no NVIDIA driver on your system": names the call on the user's line that asks for
 CUDA (`.cuda()`, `.to("cuda")`, `device="cuda"`) and says that the installed torch is a
 CPU-only build.
 
