@@ -28,7 +28,7 @@ _OPS = {"mean": ("mean",), "nanmean": ("nanmean",), "spread": ("std", "var", "st
 def float_only_op_on_integers(crash: Crash, session: Holdings | None) -> Explanation | None:
     torch = torch_module()
     frame = crash.user_frame()
-    if torch is None or frame is None or crash.exc_type != "RuntimeError":
+    if torch is None or frame is None or crash.exc_type not in ("RuntimeError", "NotImplementedError"):  # torch 2.14: NotImplementedError for bools
         return None
     average = _AVERAGE.match(crash.message)
     if average is not None or crash.message.startswith(_SPREAD):
