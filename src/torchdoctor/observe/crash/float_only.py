@@ -9,7 +9,7 @@ import ast
 import re
 from typing import TYPE_CHECKING, Any
 
-from torchdoctor.observe.crash.describe import MISSING, line_nodes, resolve, tensor_dtype, torch_module
+from torchdoctor.observe.crash.describe import line_nodes, resolve, tensor_dtype, torch_module
 from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash, Frame
 from torchdoctor.observe.crash.provenance import binding_of
@@ -70,7 +70,7 @@ def _subtracted(node: ast.AST) -> list[ast.expr]:
 def _explain(found: list[tuple[str, ast.expr]], frame: Frame, torch: Any, refused: Any, variant: str) -> Explanation | None:
     """The one operand on the line that holds a refused tensor, named (with the line that made it)."""
     named = [(op, operand, value) for op, operand in found
-             if isinstance(value := _value(operand, frame), torch.Tensor) and refused(value)]
+             if isinstance(value := resolve(operand, frame), torch.Tensor) and refused(value)]
     if len({ast.unparse(operand) for _, operand, _ in named}) != 1:
         return None
     op, operand, value = named[0]
@@ -82,11 +82,6 @@ def _explain(found: list[tuple[str, ast.expr]], frame: Frame, torch: Any, refuse
         fields |= {"made": ast.unparse(made), "line": made.lineno}
         variant = f"{variant}-made" if variant else "made"
     return Explanation(RULE, fields, variant=variant or None)
-
-
-def _value(operand: ast.expr, frame: Frame) -> Any:
-    value = resolve(operand, frame)
-    return None if value is MISSING else value
 
 
 ORDER = 54

@@ -8,7 +8,7 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
-from torchdoctor.observe.crash.describe import MISSING, dtype_name, line_nodes, resolve, tensor_dtype, torch_module
+from torchdoctor.observe.crash.describe import dtype_name, line_nodes, resolve, tensor_dtype, torch_module
 from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash
 from torchdoctor.observe.crash.provenance import binding_of
@@ -35,7 +35,7 @@ def inplace_result_dtype(crash: Crash, session: Holdings | None) -> Explanation 
             continue
         target, op = written
         value = resolve(target, frame)
-        if value is not MISSING and isinstance(value, torch.Tensor) and tensor_dtype(value) == dtype_name(match["output"]):
+        if isinstance(value, torch.Tensor) and tensor_dtype(value) == dtype_name(match["output"]):
             found.append((node, target, op, value))
     if len(found) != 1:
         return None
