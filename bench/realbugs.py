@@ -30,8 +30,15 @@ rule, this checkout's lint). A case is
   a finding the fix itself brought).
 
 Figures are given over the cases judged in reach (`reach` lint or run) and over all rebuilt
-cases. Cases whose mirror is absent are counted as "not rebuilt" and listed. Runnable cases
-(`runnable: true`) will also be scored with `run` (`run_case`, a hook: not scored yet).
+cases. Cases whose mirror is absent are counted as "not rebuilt" and listed.
+
+A runnable case (`runnable: true`) names a driver, bench/realbugs/drivers/<file>.py: a short
+program of ours that completes the repository's code with synthetic data and exercises the code
+the fix touched, as a user of that code would. The repository's whole tree at `buggy` and at
+`fixed` is extracted from the mirror, the driver is put at its root, and `torchdoctor run` runs it
+in each tree (`run_case`). Run findings count only in the repository's files (never in the
+driver, which is ours) and TD001, the generic "the script stopped", never counts; a case is
+detected when lint or run detects it, and located when either locates it.
 """
 
 from __future__ import annotations
@@ -39,8 +46,11 @@ from __future__ import annotations
 import argparse
 import collections
 import hashlib
+import importlib.util
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -58,6 +68,10 @@ SHA = re.compile(r"^[0-9a-f]{40}$")
 KIND = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 IGNORED_RULES = {"TD000"}
+DRIVERS = HERE / "realbugs" / "drivers"
+DRIVER_NAME = "realbugs_driver.py"  # the driver's name at the root of the extracted tree
+IGNORED_RUN_RULES = {"TD000", "TD001"}  # TD001: the generic "the script stopped", not an explanation
+RUN_TIMEOUT = 600
 
 
 class CaseError(ValueError):
@@ -80,6 +94,8 @@ class Case:
     runnable: bool
     source: str  # the case file, for messages
     index: int  # its place in that file
+    driver: str = ""  # runnable cases: the driver's file name in bench/realbugs/drivers
+    needs: tuple[str, ...] = ()  # modules the driver needs besides torch (imported names)
 
     @property
     def half(self) -> str:
@@ -164,14 +180,32 @@ def load_file(path: Path) -> list[Case]:
             if not str(text).strip():
                 raise CaseError(f"{where}: field {key!r} is empty")
         runnable = _need(record, "runnable", bool, where)
+        driver, needs = _driver(record, bool(runnable), where)
         if (fixed, file) in seen:
             raise CaseError(f"{where}: the case {str(fixed)[:10]} {file} is listed twice")
         seen.add((fixed, file))
         cases.append(Case(repo, str(kind_of_project), str(fixed), str(buggy), file,
                           _lines(record, "buggy_lines", where, allow_empty=False),
                           _lines(record, "fixed_lines", where, allow_empty=False),
-                          str(kind), str(summary), str(reach), str(reach_why), bool(runnable), path.name, i))
+                          str(kind), str(summary), str(reach), str(reach_why), bool(runnable), path.name, i,
+                          driver, needs))
     return cases
+
+
+def _driver(record: dict, runnable: bool, where: str) -> tuple[str, tuple[str, ...]]:
+    """A runnable case's driver (a file of bench/realbugs/drivers) and the modules it needs."""
+    if not runnable:
+        if "driver" in record:
+            raise CaseError(f"{where}: field 'driver' given, but 'runnable' is false")
+        return "", ()
+    driver = _need(record, "driver", str, where)
+    assert isinstance(driver, str)
+    if "/" in driver or not driver.endswith(".py") or not (DRIVERS / driver).is_file():
+        raise CaseError(f"{where}: field 'driver' must name a file of bench/realbugs/drivers, not {driver!r}")
+    needs = record.get("needs", [])
+    if not isinstance(needs, list) or not all(isinstance(n, str) and n.isidentifier() for n in needs):
+        raise CaseError(f"{where}: field 'needs' must be a list of module names")
+    return driver, tuple(needs)
 
 
 def load_cases(folder: Path = CASES) -> list[Case]:
@@ -289,12 +323,67 @@ def score(result: Result) -> None:
     result.new_after = any(f["rule"] in gone for f in at_fix)
 
 
-def run_case(result: Result) -> dict | None:
-    """Hook for runnable cases: score the buggy and fixed program with `torchdoctor run` (not yet)."""
-    return None
+def extract(git: Path, sha: str, into: Path) -> bool:
+    """The repository's whole tree at `sha`, written under `into` (`git archive`)."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(["git", f"--git-dir={git}", "archive", "--format=tar", sha], capture_output=True)
+    if archive.returncode != 0:
+        return False
+    return subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout).returncode == 0
 
 
-def evaluate(cases: list[Case], mirrors: Path) -> list[Result]:
+def run_side(tree: Path, driver: Path) -> dict:
+    """`torchdoctor run` of the driver at the root of `tree`: its exit status and its findings in
+    the repository's files (the driver's own lines are ours, and never count)."""
+    shutil.copy(driver, tree / DRIVER_NAME)
+    report = tree.parent / f"{tree.name}-run.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(tree), os.environ.get("PYTHONPATH"))))}
+    try:
+        done = subprocess.run([sys.executable, "-m", "torchdoctor", "run", "--fail-on", "never", "--format", "json",
+                               "--output", str(report), DRIVER_NAME], cwd=tree, env=env, capture_output=True,
+                              text=True, timeout=RUN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return {"exit": None, "findings": [], "error": f"timed out after {RUN_TIMEOUT} s"}
+    if not report.exists():
+        return {"exit": done.returncode, "findings": [], "error": done.stderr[-2000:]}
+    findings = []
+    for finding in json.loads(report.read_text()).get("findings", []):
+        file = finding.get("file")
+        if not file:
+            continue
+        path = (tree / file).resolve()
+        if path.is_relative_to(tree.resolve()) and path.name != DRIVER_NAME:
+            findings.append({"rule": finding.get("rule"), "severity": finding.get("severity"),
+                             "file": str(path.relative_to(tree.resolve())), "line": finding.get("line"),
+                             "message": finding.get("message")})
+    return {"exit": done.returncode, "findings": findings, "tail": done.stderr[-1500:]}
+
+
+def run_case(result: Result, mirrors: Path, root: Path) -> dict:
+    """Score a runnable case with `torchdoctor run`: its driver, in the buggy and the fixed tree."""
+    case = result.case
+    missing = [m for m in case.needs if importlib.util.find_spec(m) is None]
+    if missing:
+        return {"skipped": f"the driver needs {', '.join(missing)} (pip install it)"}
+    git = git_dir(mirrors, case.repo)
+    assert git is not None  # the case was rebuilt
+    sides = {}
+    for side in ("buggy", "fixed"):
+        tree = root / f"{case.source}-{case.index}" / side
+        if not extract(git, getattr(case, side), tree):
+            return {"skipped": f"could not extract the {side} tree"}
+        sides[side] = run_side(tree, DRIVERS / case.driver)
+    counted = {side: [f for f in out["findings"] if f["rule"] not in IGNORED_RUN_RULES] for side, out in sides.items()}
+    new = collections.Counter(f["rule"] for f in counted["buggy"]) - collections.Counter(
+        f["rule"] for f in counted["fixed"])
+    located = any(f["rule"] in new and f["file"] == case.path and near(f["line"], case.buggy_lines)
+                  for f in counted["buggy"])
+    return {"buggy": sides["buggy"], "fixed": sides["fixed"], "new_rules": sorted(new),
+            "detected": bool(new), "located": located}
+
+
+def evaluate(cases: list[Case], mirrors: Path, run: bool = True) -> list[Result]:
+    """Rebuild, lint and score every case; with `run`, also run the runnable ones."""
     results = [Result(case) for case in cases]
     with tempfile.TemporaryDirectory(prefix="realbugs-") as tmp:
         root = Path(tmp)
@@ -307,8 +396,12 @@ def evaluate(cases: list[Case], mirrors: Path) -> list[Result]:
                 r.buggy_findings = found[str(Path(r.buggy_file).resolve())]
                 r.fixed_findings = found[str(Path(r.fixed_file).resolve())]
                 score(r)
-                if r.case.runnable:
-                    r.run = run_case(r)
+                if run and r.case.runnable:
+                    r.run = run_case(r, mirrors, root)
+                    if r.run.get("detected"):
+                        r.detected = True
+                        r.located = r.located or r.run["located"]
+                        r.new_rules = sorted({*r.new_rules, *(f"run:{rule}" for rule in r.run["new_rules"])})
     return results
 
 
@@ -336,6 +429,9 @@ def summary(results: list[Result]) -> dict[str, int]:
         "silent_after": sum(r.silent_after for r in rebuilt),
         "new_after": sum(r.new_after for r in rebuilt),
         "runnable": sum(r.case.runnable for r in results),
+        "run_scored": sum(r.run is not None and "skipped" not in r.run for r in results),
+        "run_detected": sum(bool(r.run and r.run.get("detected")) for r in results),
+        "run_located": sum(bool(r.run and r.run.get("located")) for r in results),
     }
 
 
@@ -367,7 +463,11 @@ def print_half(name: str, results: list[Result]) -> None:
     print(f"silent-after {pct(s['silent_after'], rebuilt)}; "
           f"a finding the fix brought at its lines (new-after): {s['new_after']}")
     if s["runnable"]:
-        print(f"runnable: {s['runnable']} (run is not scored yet)")
+        print(f"runnable: {s['runnable']}, run {s['run_scored']}: run detected {s['run_detected']}, "
+              f"located {s['run_located']}")
+        for r in results:
+            if r.run is not None:
+                print_run(r)
     print(f"{'kind':32} {'cases':>5} {'reach':>5} {'det':>4} {'loc':>4}")
     for kind, row in by_kind(results).items():
         print(f"{kind:32} {row['cases']:>5} {row['in_reach']:>5} {row['detected']:>4} {row['located']:>4}")
@@ -383,6 +483,21 @@ def print_half(name: str, results: list[Result]) -> None:
         for r in noisy:
             rules = sorted({f["rule"] for f in r.fixed_findings if near(f["line"], r.case.fixed_lines)})
             print(f"  {r.case.ident}: {', '.join(rules)}{' (new)' if r.new_after else ''}")
+
+
+def print_run(result: Result) -> None:
+    """What `run` said of one runnable case, side by side: enough to write and check its driver."""
+    run = result.run
+    assert run is not None
+    if "skipped" in run:
+        print(f"  run {result.case.ident}: skipped: {run['skipped']}")
+        return
+    verdict = "located" if run["located"] else "detected" if run["detected"] else "missed"
+    print(f"  run {result.case.ident} [{result.case.kind}]: {verdict} {', '.join(run['new_rules'])}")
+    for side in ("buggy", "fixed"):
+        out = run[side]
+        found = "; ".join(f"{f['rule']} {f['file']}:{f['line']}" for f in out["findings"]) or "no finding"
+        print(f"    {side}: exit {out['exit']}: {found}{' (' + out['error'][-300:] + ')' if out.get('error') else ''}")
 
 
 def markdown(results: list[Result], chosen: tuple[str, ...]) -> str:
@@ -417,6 +532,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--split", action="store_true", help="only print which repository is in which half")
     parser.add_argument("--markdown", action="store_true", help="print the tables of docs/realbugs.md")
+    parser.add_argument("--no-run", action="store_true", help="score with lint only (runnable cases not run)")
+    parser.add_argument("--only", metavar="TEXT", help="only the cases whose commit starts with TEXT or whose "
+                        "repository or path contains it (to write and check a driver)")
     args = parser.parse_args(argv)
     try:
         cases = load_cases(args.cases)
@@ -434,7 +552,9 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(halves, indent=2))
         return 0
     chosen = ("dev", "test") if args.half == "both" else (args.half,)
-    results = evaluate([c for c in cases if c.half in chosen], args.mirrors)
+    picked = [c for c in cases if c.half in chosen and (
+        not args.only or c.fixed.startswith(args.only) or args.only in c.repo or args.only in c.path)]
+    results = evaluate(picked, args.mirrors, run=not args.no_run)
     if args.markdown:
         print(markdown(results, chosen))
         return 0

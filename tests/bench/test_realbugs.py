@@ -86,6 +86,9 @@ def test_the_split_is_a_fixed_function_of_the_repository_name() -> None:
     ({"reach": "maybe"}, "'reach'"),
     ({"reach_why": "  "}, "'reach_why'"),
     ({"runnable": "no"}, "'runnable'"),
+    ({"runnable": True}, "'driver'"),  # a runnable case names its driver
+    ({"runnable": True, "driver": "no_such_driver.py"}, "'driver'"),
+    ({"driver": "hunkim__PyTorchZeroToAll__4328980cfe.py"}, "'driver'"),  # a driver for a case not runnable
 ])
 def test_a_bad_case_is_refused_naming_the_file_and_the_field(tmp_path: Path, change: dict, field: str) -> None:
     path = write_case_file(tmp_path, cases=[case_record(**change)])
@@ -170,3 +173,55 @@ def test_a_case_is_rebuilt_from_a_local_clone_and_scored_end_to_end(tmp_path: Pa
     results = realbugs.evaluate(realbugs.load_cases(cases_dir), tmp_path / "mirrors")
     assert results[0].rebuilt and results[0].detected and results[0].located and results[0].silent_after
     assert results[0].new_rules == ["TD101"]
+
+
+def commit_versions(clone: Path, path: str, bodies: list[str]) -> list[str]:
+    """A git repository at `clone` with one commit per body of `path`; their shas."""
+    git = ["git", "-C", str(clone), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(clone)], check=True)
+    (clone / path).parent.mkdir(parents=True, exist_ok=True)
+    shas = []
+    for body in bodies:
+        (clone / path).write_text(body)
+        subprocess.run([*git, "add", "-A"], check=True)
+        subprocess.run([*git, "commit", "-qm", "c"], check=True)
+        shas.append(subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip())
+    return shas
+
+
+@pytest.mark.slow
+def test_a_runnable_case_is_run_in_both_trees_and_scored_on_the_repositorys_lines(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # buggy: the mean of a bool tensor, which torch refuses (a crash `run` explains at the repository's line);
+    # fixed: the mean of its float copy. The driver is ours: its lines never count.
+    shas = commit_versions(tmp_path / "mirrors" / "someone+project" / "repo", "pkg/metrics.py", [
+        "import torch\n\n\ndef accuracy(pred, y):\n    return torch.mean(pred == y)\n",
+        "import torch\n\n\ndef accuracy(pred, y):\n    return torch.mean((pred == y).float())\n",
+    ])
+    drivers = tmp_path / "drivers"
+    drivers.mkdir()
+    (drivers / "driver.py").write_text("import torch\nfrom pkg.metrics import accuracy\n\n"
+                                       "print(accuracy(torch.tensor([1, 2, 3]), torch.tensor([1, 0, 3])))\n")
+    monkeypatch.setattr(realbugs, "DRIVERS", drivers)
+    cases_dir = tmp_path / "cases"
+    cases_dir.mkdir()
+    write_case_file(cases_dir, cases=[case_record(
+        buggy=shas[0], fixed=shas[1], path="pkg/metrics.py", buggy_lines=[5], fixed_lines=[5], kind="dtype-mismatch",
+        reach="run", runnable=True, driver="driver.py")])
+    result = realbugs.evaluate(realbugs.load_cases(cases_dir), tmp_path / "mirrors")[0]
+    assert result.run is not None
+    buggy, fixed = result.run["buggy"], result.run["fixed"]
+    assert buggy["exit"] != 0 and fixed["exit"] == 0
+    assert [(f["file"], f["line"]) for f in buggy["findings"] if f["rule"] != "TD001"] == [("pkg/metrics.py", 5)]
+    assert fixed["findings"] == []
+    assert result.run["detected"] and result.run["located"] and "TD001" not in result.run["new_rules"]
+    assert result.detected and result.located and result.new_rules == [f"run:{result.run['new_rules'][0]}"]
+    summary = realbugs.summary([result])
+    assert (summary["run_scored"], summary["run_detected"], summary["run_located"]) == (1, 1, 1)
+
+
+def test_a_runnable_case_whose_driver_needs_a_missing_module_is_skipped_and_says_which(tmp_path: Path) -> None:
+    case = realbugs.load_file(write_case_file(tmp_path, cases=[case_record(
+        runnable=True, driver="hunkim__PyTorchZeroToAll__4328980cfe.py", needs=["no_such_module_here"])]))[0]
+    verdict = realbugs.run_case(realbugs.Result(case, rebuilt=True), tmp_path, tmp_path)
+    assert "no_such_module_here" in verdict["skipped"]
