@@ -9,7 +9,7 @@ import ast
 import inspect
 import pickle
 import sys
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING, Any
 
 from torchdoctor.core.wording import size_text  # noqa: F401 - explainers import it from here
@@ -189,9 +189,18 @@ def reshaped_on_line(frame: Frame, size: int) -> list[tuple[ast.Call, ast.expr, 
 
 def _reshaped(node: ast.AST) -> ast.expr | None:
     """The tensor `x.view(...)`, `x.reshape(...)` or `torch.reshape(x, ...)` reshapes."""
-    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute) or node.func.attr not in _RESHAPES:
+    called = tensor_call(node, _RESHAPES)
+    return called[1] if called is not None else None
+
+
+def tensor_call(node: ast.AST, ops: Collection[str]) -> tuple[str, ast.expr, list[ast.expr]] | None:
+    """(op, tensor, the other positional arguments) of `x.op(...)` or `torch.op(x, ...)`, for an
+    op of `ops`: the two spellings of one tensor operation."""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute) or node.func.attr not in ops:
         return None
-    owner = node.func.value
+    owner, args = node.func.value, list(node.args)
     if isinstance(owner, ast.Name) and owner.id == "torch":
-        return node.args[0] if node.args else None
-    return owner
+        if not args:
+            return None
+        owner = args.pop(0)
+    return node.func.attr, owner, args

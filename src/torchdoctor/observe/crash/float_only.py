@@ -9,10 +9,10 @@ import ast
 import re
 from typing import TYPE_CHECKING, Any
 
-from torchdoctor.observe.crash.describe import line_nodes, resolve, tensor_dtype, torch_module
+from torchdoctor.observe.crash.describe import line_nodes, resolve, tensor_call, tensor_dtype, torch_module
 from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash, Frame
-from torchdoctor.observe.crash.provenance import binding_of
+from torchdoctor.observe.crash.provenance import made_fields
 from torchdoctor.rules.dtype.float_only_op_on_integers import RULE
 
 if TYPE_CHECKING:
@@ -48,12 +48,8 @@ def float_only_op_on_integers(crash: Crash, session: Holdings | None) -> Explana
 
 def _reduced(node: ast.AST, ops: tuple[str, ...]) -> tuple[str, ast.expr] | None:
     """(op, operand) of `x.mean()` or `torch.mean(x)`."""
-    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute) or node.func.attr not in ops:
-        return None
-    owner = node.func.value
-    if isinstance(owner, ast.Name) and owner.id == "torch":
-        return (node.func.attr, node.args[0]) if node.args else None
-    return node.func.attr, owner
+    called = tensor_call(node, ops)
+    return (called[0], called[1]) if called is not None else None
 
 
 def _subtracted(node: ast.AST) -> list[ast.expr]:
@@ -77,9 +73,9 @@ def _explain(found: list[tuple[str, ast.expr]], frame: Frame, torch: Any, refuse
     fields: dict[str, Any] = {"expr": ast.unparse(operand)}
     if op != "-":
         fields |= {"op": op, "dtype": tensor_dtype(value)}
-    made = binding_of(frame, operand.id, frame.line) if isinstance(operand, ast.Name) else None
-    if isinstance(made, ast.expr):
-        fields |= {"made": ast.unparse(made), "line": made.lineno}
+    made = made_fields(frame, operand.id if isinstance(operand, ast.Name) else None)
+    if made:
+        fields |= made
         variant = f"{variant}-made" if variant else "made"
     return Explanation(RULE, fields, variant=variant or None)
 

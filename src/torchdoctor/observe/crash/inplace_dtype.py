@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from torchdoctor.observe.crash.describe import dtype_name, line_nodes, resolve, tensor_dtype, torch_module
 from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash
-from torchdoctor.observe.crash.provenance import binding_of
+from torchdoctor.observe.crash.provenance import made_fields
 from torchdoctor.rules.dtype.inplace_result_dtype import RULE
 
 if TYPE_CHECKING:
@@ -42,10 +42,8 @@ def inplace_result_dtype(crash: Crash, session: Holdings | None) -> Explanation 
     node, target, op, value = found[0]
     fields = {"statement": ast.unparse(node), "target": ast.unparse(target), "op": op,
               "dtype": tensor_dtype(value), "result": dtype_name(match["result"])}
-    made = binding_of(frame, target.id, frame.line) if isinstance(target, ast.Name) else None
-    if isinstance(made, ast.expr):
-        return Explanation(RULE, fields | {"made": ast.unparse(made), "line": made.lineno}, variant="made")
-    return Explanation(RULE, fields)
+    made = made_fields(frame, target.id if isinstance(target, ast.Name) else None)
+    return Explanation(RULE, fields | made, variant="made" if made else None)
 
 
 def _written(node: ast.AST) -> tuple[ast.expr, str] | None:

@@ -150,6 +150,14 @@ def binding_of(frame: Frame, name: str, line: int) -> ast.expr | str | None:
     return _binding(frame, name, line)
 
 
+def made_fields(frame: Frame, name: str | None, of: type[ast.expr] = ast.expr) -> dict[str, Any]:
+    """`made` (the expression that made what the variable `name` holds at the frame's line) and
+    its `line`, for a message's "made" variant; empty when `name` is None or no binding of kind
+    `of` surely made it."""
+    made = binding_of(frame, name, frame.line) if name is not None else None
+    return {"made": ast.unparse(made), "line": made.lineno} if isinstance(made, of) else {}
+
+
 def _binding(frame: Frame, name: str, line: int) -> ast.expr | str | None:
     """The value expression of the last binding of `name` before `line`, when it
     surely made the value the name holds there; "parameter" when the name is a parameter not

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from torchdoctor.observe.crash.describe import line_nodes, torch_module
 from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash
-from torchdoctor.observe.crash.provenance import binding_of
+from torchdoctor.observe.crash.provenance import made_fields
 from torchdoctor.rules.grad_flow.requires_grad_on_integers import RULE
 
 if TYPE_CHECKING:
@@ -32,10 +32,8 @@ def requires_grad_on_integers(crash: Crash, session: Holdings | None) -> Explana
         value = frame.locals.get(name) if name is not None else None
         if name is not None and isinstance(value, torch.Tensor) and not (value.is_floating_point() or value.is_complex()):
             fields = {"name": name, "dtype": str(value.dtype).removeprefix("torch.")}
-            made = binding_of(frame, name, frame.line)
-            if isinstance(made, ast.Call):
-                return Explanation(RULE, fields | {"made": ast.unparse(made), "line": made.lineno}, variant="made")
-            return Explanation(RULE, fields)
+            made = made_fields(frame, name, of=ast.Call)
+            return Explanation(RULE, fields | made, variant="made" if made else None)
     for node in nodes:
         if isinstance(node, ast.Call) and any(k.arg == "requires_grad" for k in node.keywords) and _whole_numbers(node):
             return Explanation(RULE, {"call": ast.unparse(node)}, variant="created")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
-from torchdoctor.observe.crash.describe import line_nodes, resolve, torch_module
+from torchdoctor.observe.crash.describe import line_nodes, resolve, tensor_call, torch_module
 from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash, Frame
 from torchdoctor.rules.api.topk_out_of_range import RULE
@@ -37,14 +37,10 @@ def topk_out_of_range(crash: Crash, session: Holdings | None) -> Explanation | N
 
 def _asked(node: ast.AST, frame: Frame) -> tuple[ast.expr, Any, int, int] | None:
     """(receiver, its value, k, dim) of `x.topk(k, dim)` or `torch.topk(x, k, dim)`."""
-    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute) or node.func.attr != "topk":
+    called = tensor_call(node, ("topk",))
+    if called is None or not isinstance(node, ast.Call):
         return None
-    owner = node.func.value
-    args = list(node.args)
-    if isinstance(owner, ast.Name) and owner.id == "torch":
-        if not args:
-            return None
-        owner = args.pop(0)
+    _, owner, args = called
     keywords = {keyword.arg: keyword.value for keyword in node.keywords}
     k = _number(args[0] if args else keywords.get("k"), frame)
     dim = _number(args[1] if len(args) > 1 else keywords.get("dim", ast.Constant(-1)), frame)
