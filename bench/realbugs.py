@@ -324,11 +324,25 @@ def score(result: Result) -> None:
 
 
 def extract(git: Path, sha: str, into: Path) -> bool:
-    """The repository's whole tree at `sha`, written under `into` (`git archive`)."""
+    """The repository's tree at `sha`, written under `into` (`git archive`). Some mirrors lack the
+    blobs of large files (in the mirrors here: weights, media, notebooks); then the tree is extracted
+    without the files that are missing."""
     into.mkdir(parents=True)
     archive = subprocess.run(["git", f"--git-dir={git}", "archive", "--format=tar", sha], capture_output=True)
     if archive.returncode != 0:
-        return False
+        listed = subprocess.run(["git", f"--git-dir={git}", "ls-tree", "-r", "--format=%(objectname) %(path)", sha],
+                                capture_output=True, text=True)
+        if listed.returncode != 0:
+            return False
+        present = subprocess.run(["git", f"--git-dir={git}", "cat-file", "--batch-check=%(objectname) %(objecttype)"],
+                                 input="\n".join(line.split(" ", 1)[0] for line in listed.stdout.splitlines()),
+                                 capture_output=True, text=True).stdout.split("\n")
+        paths = [line.split(" ", 1)[1] for line, seen in zip(listed.stdout.splitlines(), present)
+                 if seen.endswith(" blob")]
+        archive = subprocess.run(["git", f"--git-dir={git}", "archive", "--format=tar", sha, "--",
+                                  *(f":(literal){path}" for path in paths)], capture_output=True)
+        if archive.returncode != 0:
+            return False
     return subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout).returncode == 0
 
 
