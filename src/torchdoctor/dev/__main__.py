@@ -1,5 +1,5 @@
 """`python -m torchdoctor.dev new-rule --name ... --category ... --lint --run [--code TD280]`;
-`python -m torchdoctor.dev generate [--check]`."""
+`python -m torchdoctor.dev generate [--check]`; `python -m torchdoctor.dev torch-api`."""
 
 from __future__ import annotations
 
@@ -31,7 +31,15 @@ def main(argv: list[str] | None = None) -> int:
                                                   "docs/check.md, the README's counts")
     derive.add_argument("--check", action="store_true", help="write nothing; exit 1 naming the stale files")
     derive.add_argument("--root", type=Path, default=None, help="the source checkout (default: this one)")
+    commands.add_parser("torch-api", help="add the installed torch's (and torchvision's) public names and call "
+                                          "signatures to linter/data/torch_api.json (TD574 reads it)")
     args = parser.parse_args(argv)
+    if args.command == "torch-api":
+        from torchdoctor.dev import torch_api  # imports torch: only for this command
+
+        versions = torch_api.write()
+        print(f"{torch_api.TABLE}: added {', '.join(f'{k} {v}' for k, v in versions.items())}")
+        return 0
     if args.command == "generate":
         return _generate(args.root, check=args.check)
     kinds = tuple(kind for kind in DETECTOR_KINDS if getattr(args, kind))
