@@ -115,6 +115,22 @@ def test_one_walk_visits_every_node_once() -> None:
     assert len(seen) == len(set(seen)) == len(names)
 
 
+def test_checks_of_bound_names_and_of_attributes_by_name_see_only_those() -> None:
+    seen: list[str] = []
+    source = "for a, b in x.items():\n    c = a.data + d.data + b.grad\n    print(c.data)\n"
+    checks = [Check(lambda node, ctx: seen.append(node.id), ("TD101",), ast.Name, None, frozenset(), False,
+                    stores=True),
+              Check(lambda node, ctx: seen.append(ast.unparse(node)), ("TD101",), ast.Attribute, frozenset({"data"}),
+                    frozenset(), False)]
+    engine._CHECKS.extend(checks)
+    try:
+        Engine({"TD101"}).lint(Source("x.py", source))
+    finally:
+        for check in checks:
+            engine._CHECKS.remove(check)
+    assert seen == ["a", "b", "c", "a.data", "d.data", "c.data"]
+
+
 def test_a_failing_rule_is_reported_and_the_others_still_run(tmp_path: Path) -> None:
     def broken(node: ast.AST, ctx: Context) -> None:
         raise KeyError("boom")

@@ -57,7 +57,7 @@ _SPECIAL = {
     ast.Return: "_return",
 }
 Visitor = Callable[["Context", Any], None]
-_VISITORS: dict[frozenset[type], dict[type, Visitor | None]] = {}
+_VISITORS: dict[tuple[frozenset[type], bool], dict[type, Visitor | None]] = {}
 
 class Context(WalkState, Reporter):
     """The walk over one file: the state rules read (`WalkState`), how they report
@@ -71,6 +71,8 @@ class Context(WalkState, Reporter):
         call_handlers: dict[str, list[tuple[Handler, tuple[str, ...]]]],
         tracked: frozenset[str],
         parameter_kinds: Mapping[str, Mapping[str, Kind]] | None = None,
+        *,
+        attribute_handlers: dict[str, list[tuple[Handler, tuple[str, ...]]]] | None = None,
     ) -> None:
         WalkState.__init__(self, source)
         Reporter.__init__(self, source, enabled)
@@ -88,8 +90,9 @@ class Context(WalkState, Reporter):
         self._class_body: ClassInfo | None = None  # the class whose body (not a method) is being walked
         self._handlers = handlers
         self._call_handlers = call_handlers
+        self._attribute_handlers = attribute_handlers or {}
         self._tracked = tracked
-        self._visitors = _visitors(frozenset(handlers))
+        self._visitors = _visitors(frozenset(handlers), bool(self._attribute_handlers))
 
     @property
     def walked_whole_file(self) -> bool:
@@ -178,6 +181,23 @@ class Context(WalkState, Reporter):
 
     def _checked_leaf(self, node: ast.AST) -> None:
         self._dispatch(self._handlers[node.__class__], node)
+
+    def _attribute(self, node: ast.Attribute) -> None:
+        """An attribute, where checks of attributes by name exist: those of its name, then its
+        checks and children."""
+        handlers = self._attribute_handlers.get(node.attr)
+        if handlers is not None:
+            self._dispatch(handlers, node)
+        self._generic(node)
+
+    def _name(self, node: ast.Name) -> None:
+        """A name, where checks of names being bound (`stores=True`, kept under `ast.Store`)
+        exist: most names are read, and those checks are called for the few bound."""
+        handlers = self._handlers.get(ast.Name)
+        if handlers is not None:
+            self._dispatch(handlers, node)
+        if node.ctx.__class__ is ast.Store:
+            self._dispatch(self._handlers[ast.Store], node)
 
     # special nodes: bookkeeping around the generic visit
 
@@ -486,17 +506,22 @@ class Context(WalkState, Reporter):
         self._event(name, node, receiver)
 
 
-def _visitors(handled: frozenset[type]) -> dict[type, Visitor | None]:
+def _visitors(handled: frozenset[type], by_attribute: bool = False) -> dict[type, Visitor | None]:
     """What the walk does as it enters a node of each class, given the classes that have checks
     (one table per such set, built once): the node's special method; its checks and children;
     its children only; its checks only (a leaf); or nothing (a leaf, or a node without
-    children, that no check asks for: visiting it would do nothing, and costs a call)."""
-    table = _VISITORS.get(handled)
+    children, that no check asks for: visiting it would do nothing, and costs a call). With
+    `by_attribute`, attributes go through the checks of attributes by name."""
+    table = _VISITORS.get((handled, by_attribute))
     if table is None:
-        table = _VISITORS[handled] = {}
+        table = _VISITORS[handled, by_attribute] = {}
         for cls, fields in FIELDS.items():
             if cls in _SPECIAL:
                 table[cls] = getattr(Context, _SPECIAL[cls])
+            elif cls is ast.Name and ast.Store in handled:
+                table[cls] = Context._name
+            elif cls is ast.Attribute and by_attribute:
+                table[cls] = Context._attribute
             elif cls in _LEAVES or not fields:
                 table[cls] = Context._checked_leaf if cls in handled else None
             else:

@@ -38,6 +38,7 @@ class Check:
     tracks: frozenset[str]
     needs_torch: bool
     needs_text: frozenset[str] = frozenset()
+    stores: bool = False
 
 
 _CHECKS: list[Check] = []
@@ -52,19 +53,22 @@ def lint_check(
     tracks: Iterable[str] = (),
     needs_torch: bool = True,
     needs_text: Iterable[str] = (),
+    stores: bool = False,
 ) -> Callable[[Handler], Handler]:
     """Register `func(node, ctx)` as a detector of `rules` (rule objects: a code is never spelled here).
 
     `on` is an `ast` node class (called as the walk enters every such node) or `FILE_END`.
-    `names` (for `on=ast.Call` only): call the check only for calls whose callee's last name
-    (`softmax` in `F.softmax(...)`, `step` in `opt.step()`) is one of these; imports are
-    resolved first, so `from torch.nn.functional import softmax as sm` still counts as
-    `softmax`. `tracks`: method names to record as `Event`s in every scope (for FILE_END
+    `names` (for `on=ast.Call` or `ast.Attribute` only): call the check only for calls whose
+    callee's last name (`softmax` in `F.softmax(...)`, `step` in `opt.step()`) is one of these,
+    or attributes of one of these names (`data` in `x.data`); imports are resolved first, so
+    `from torch.nn.functional import softmax as sm` still counts as `softmax`. `tracks`: method names to record as `Event`s in every scope (for FILE_END
     checks that reason about the order of calls). `needs_torch=False` when the check can fire
     in a file that never mentions torch (it matches by variable names, not imports).
     `needs_text`: the check cannot report in a file whose text contains none of these strings
     (`backward` for a check that reports at a backward() call), and is not called there; give
     it only when every check of the rule that feeds the reporting one says the same.
+    `stores` (for `on=ast.Name` only): call the check only for names being bound (`ast.Store`:
+    targets of assignments, loops, `with ... as`, `:=`), not for every name read.
 
     The arguments are checked as the function is decorated (a `PluginError` naming it): a check
     with a wrong signature, no rule or a rule's code instead of the rule would never report.
@@ -72,19 +76,20 @@ def lint_check(
     given = tuple(rules) if isinstance(rules, Iterable) and not isinstance(rules, str) else (rules,)
 
     def register(func: Handler) -> Handler:
-        problem = _check_problem(func, given, on, {"names": names, "tracks": tracks, "needs_text": needs_text})
+        problem = _check_problem(func, given, on, {"names": names, "tracks": tracks, "needs_text": needs_text},
+                                 stores)
         if problem:
             raise plugins.PluginError(f"{func.__module__}: the @lint_check function {func.__qualname__} {problem}")
         _CHECKS.append(Check(func, tuple(rule.code for rule in given), on,
                              frozenset(names) if names is not None else None,
-                             frozenset(tracks), needs_torch, frozenset(needs_text)))
+                             frozenset(tracks), needs_torch, frozenset(needs_text), stores))
         return func
 
     return register
 
 
 def _check_problem(func: Handler, rules: tuple[object, ...], on: object,
-                   words: dict[str, Iterable[str] | None]) -> str | None:
+                   words: dict[str, Iterable[str] | None], stores: bool = False) -> str | None:
     """What makes a `@lint_check` unusable: its signature, its rules, `on`, or a collection of names
     given as one string (`names="step"` would be the letters s, t, e, p)."""
     problem = plugins.call_problem(func, 2)
@@ -97,8 +102,10 @@ def _check_problem(func: Handler, rules: tuple[object, ...], on: object,
             return f"is given {rule!r}, not a Rule (give the rule object, RULE, not its code)"
     if on != FILE_END and not (isinstance(on, type) and issubclass(on, ast.AST)):
         return f"is given on={on!r}, neither an ast node class nor FILE_END"
-    if words["names"] is not None and on is not ast.Call:
-        return "is given names=, which only applies to on=ast.Call"
+    if words["names"] is not None and on is not ast.Call and on is not ast.Attribute:
+        return "is given names=, which only applies to on=ast.Call or ast.Attribute"
+    if stores and on is not ast.Name:
+        return "is given stores=True, which only applies to on=ast.Name"
     for keyword, value in words.items():
         if isinstance(value, str):
             return f"is given {keyword}={value!r}, one string, not a collection of them ({keyword}={{{value!r}}})"
@@ -119,6 +126,7 @@ def all_checks() -> list[Check]:
 class Tables:
     handlers: dict[type, list[tuple[Handler, tuple[str, ...]]]] = field(default_factory=dict)
     call_handlers: dict[str, list[tuple[Handler, tuple[str, ...]]]] = field(default_factory=dict)
+    attribute_handlers: dict[str, list[tuple[Handler, tuple[str, ...]]]] = field(default_factory=dict)
     file_end: list[tuple[Handler, tuple[str, ...]]] = field(default_factory=list)
     tracked: frozenset[str] = frozenset()
 
@@ -134,9 +142,12 @@ def _tables(checks: Iterable[Check], tracked: frozenset[str] | None = None) -> T
         tracks |= item.tracks
         if item.on == FILE_END:
             tables.file_end.append(entry)
-        elif item.on is ast.Call and item.names is not None:
+        elif item.stores:  # kept under ast.Store: the walk calls them for bound names only
+            tables.handlers.setdefault(ast.Store, []).append(entry)
+        elif item.names is not None:
+            by_name = tables.call_handlers if item.on is ast.Call else tables.attribute_handlers
             for name in item.names:
-                tables.call_handlers.setdefault(name, []).append(entry)
+                by_name.setdefault(name, []).append(entry)
         else:
             tables.handlers.setdefault(item.on, []).append(entry)  # type: ignore[arg-type]
     tables.tracked = frozenset(tracks) if tracked is None else tracked
@@ -199,7 +210,8 @@ class Engine:
 
     def _walk(self, source: Source, tree: ast.Module, tables: Tables,
               given: dict[str, dict[str, Kind]] | None = None) -> Context:
-        ctx = Context(source, self.enabled, tables.handlers, tables.call_handlers, tables.tracked, given)
+        ctx = Context(source, self.enabled, tables.handlers, tables.call_handlers, tables.tracked, given,
+                      attribute_handlers=tables.attribute_handlers)
         try:
             ctx.run(tree)
         except RecursionError as exc:  # absurdly deep expressions: keep what was found

@@ -28,6 +28,7 @@ _KEEP_DEVICE = frozenset({
     "half", "long", "int", "bool", "clone", "view_as", "reshape_as", "expand", "requires_grad_",
 })
 _MOVES = frozenset({"to", "cuda"})
+_KEEPS_OR_MOVES = _KEEP_DEVICE | _MOVES
 _DEVICE_NAME = re.compile(r"device|dev$|gpu|cuda|rank", re.I)
 _CPU_ONLY = frozenset({"torch.nn.utils.rnn.pack_padded_sequence", "torch.nn.functional.ctc_loss"})
 
@@ -74,7 +75,7 @@ def _root(value: ast.expr, ctx: Context) -> tuple[str, bool] | None:
         if isinstance(value, ast.Subscript):
             value = value.value
         elif (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
-              and ctx.qualified(value.func) is None and value.func.attr in _KEEP_DEVICE | _MOVES):
+              and ctx.qualified(value.func) is None and value.func.attr in _KEEPS_OR_MOVES):
             moved = moved or _is_move(value, ctx)  # `.to(torch.long)` keeps the device
             value = value.func.value
         else:
@@ -197,8 +198,10 @@ def _unmoved(arg: ast.expr, state: _Batch, ctx: Context) -> str | None:
 def moved_input(node: ast.Call, ctx: Context) -> None:
     """`model(x.to(device))`, or `model.decode(z)` after `z = torch.randn(...).to(device)` in the
     same function: the names of a model the file feeds moved tensors (`model`, `decode`)."""
+    if not node.args:
+        return
     callee = dotted(node.func)
-    if callee is None or ctx.qualified(node.func) is not None or not node.args:
+    if callee is None or ctx.qualified(node.func) is not None:
         return
     first = node.args[0]
     moved = _root(first, ctx)

@@ -232,9 +232,9 @@ def _feeds_computation(node: ast.Attribute, ctx: Context) -> bool:
     return False
 
 
-@lint_check(GRAPH_CUT_IN_FORWARD, ast.Attribute)
+@lint_check(GRAPH_CUT_IN_FORWARD, ast.Attribute, names={"data"})
 def data_of_activation(node: ast.Attribute, ctx: Context) -> None:
-    if node.attr != "data" or not isinstance(node.ctx, ast.Load) or not ctx.in_forward or ctx.grad_disabled:
+    if not isinstance(node.ctx, ast.Load) or not ctx.in_forward or ctx.grad_disabled:
         return
     if _feeds_computation(node, ctx) and _carries(node.value, _activations(ctx), _methods(ctx)):
         ctx.report(GRAPH_CUT_IN_FORWARD, node, fields={"call": ctx.text(node)})

@@ -74,14 +74,19 @@ def report_training_loader_without_shuffle(tree: ast.Module, ctx: Context) -> No
     datasets: dict[int, Kind | None] = ctx.memo.get("TD143-datasets", {})
     reported: set[int] = set()
     for scope, loop, first, parameter in loops:
-        if not _trains(scope, loop, ctx) or _carries_state(loop):
+        if not _trains(scope, loop, ctx):
             continue
+        carries: bool | None = None  # read only for a loader that would be reported: it walks the loop
         for call in _loaders(scope, first, parameter, ctx):
             if held_out_loader(call, Kind("dataloader", "", call), ctx):
                 continue  # evaluation data, whatever the loop does with it
             how = _keeps_order(call, datasets.get(id(call)), tree, ctx) if id(call) not in reported else None
             if how is None:
                 continue
+            if carries is None:
+                carries = _carries_state(loop)
+            if carries:
+                break
             reported.add(id(call))
             shuffle = argument(call, "shuffle", 2)
             ctx.report(TRAINING_LOADER_WITHOUT_SHUFFLE, shuffle if shuffle is not None else call,

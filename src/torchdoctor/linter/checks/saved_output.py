@@ -227,11 +227,11 @@ def in_place_statement(node: ast.Expr, ctx: Context) -> None:
         _note(ctx, _IN_PLACE, node, name)  # x.mul_(2)
 
 
-@lint_check(SAVED_TENSOR_MODIFIED_IN_PLACE, ast.Name)
+@lint_check(SAVED_TENSOR_MODIFIED_IN_PLACE, ast.Name, stores=True)
 def other_binding(node: ast.Name, ctx: Context) -> None:
     """A name bound by a `for`, `with ... as`, a tuple target or `:=`: no longer the saved output."""
     parent = ctx.parent
-    if not isinstance(node.ctx, ast.Store) or isinstance(parent, (ast.Assign, ast.AugAssign)) or not _in_module_method(ctx):
+    if isinstance(parent, (ast.Assign, ast.AugAssign)) or not _in_module_method(ctx):
         return
     _note(ctx, _BOUND, node, node.id)
     if isinstance(parent, (ast.For, ast.AsyncFor)):
