@@ -2,7 +2,6 @@
 with a window shorter than the FFT (win_length=800, filter_length=1024), then round-trips the
 STFT (stft.STFT.forward)."""
 import torch
-
 from layers import TacotronSTFT
 
 torch.manual_seed(0)

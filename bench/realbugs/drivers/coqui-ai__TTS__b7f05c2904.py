@@ -3,7 +3,6 @@ multi-resolution spectral L1 losses): a small 1-D conv net maps random 1 s wavef
 lengths to outputs scored against random targets."""
 import torch
 import torch.nn as nn
-
 from TTS.enhancer.layers.losses import BWELoss
 
 torch.manual_seed(0)

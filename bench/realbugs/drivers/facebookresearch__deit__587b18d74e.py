@@ -3,9 +3,8 @@ ModelEma, save {'model', 'model_ema'} as main.py does, then resume into a fresh 
 utils._load_checkpoint_for_ema and evaluate the restored EMA against the saved one."""
 import torch
 import torch.nn as nn
-from timm.utils import ModelEma, get_state_dict
-
 import utils
+from timm.utils import ModelEma, get_state_dict
 
 torch.manual_seed(0)
 

@@ -3,9 +3,8 @@ random samples for 2 replicas (this process being rank 0), feeding a DataLoader 
 linear classifier."""
 import torch
 import torch.nn as nn
-from torch.utils.data import DataLoader, TensorDataset
-
 from samplers import RASampler
+from torch.utils.data import DataLoader, TensorDataset
 
 torch.manual_seed(0)
 dataset = TensorDataset(torch.randn(301, 10), torch.randint(0, 3, (301,)))

@@ -3,7 +3,6 @@ trained a few steps with losses.DistillationLoss against a small convolutional t
 images; prints how far the distillation head moved."""
 import torch
 import torch.nn as nn
-
 from losses import DistillationLoss
 from models import DistilledVisionTransformer
 

@@ -5,8 +5,8 @@ import sys
 sys.path.insert(0, "src")  # the repository's package lives in src/
 
 import torch
-from torch import nn
 from peft import OFTConfig, get_peft_model
+from torch import nn
 
 
 class Net(nn.Module):

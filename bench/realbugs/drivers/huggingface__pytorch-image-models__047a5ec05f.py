@@ -2,7 +2,6 @@
 sets them up (--mixup 0.8 --cutmix 1.0 --smoothing 0.1), on random images."""
 import torch
 import torch.nn as nn
-
 from timm.data import Mixup
 from timm.loss import SoftTargetCrossEntropy
 

@@ -1,7 +1,6 @@
 """Trains a small timm SwinTransformerV2CR (two stages, 64x64 input) a few steps on random images."""
 import torch
 import torch.nn as nn
-
 from timm.models.swin_transformer_v2_cr import SwinTransformerV2CR
 
 torch.manual_seed(0)

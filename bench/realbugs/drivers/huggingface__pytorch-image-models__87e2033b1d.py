@@ -2,12 +2,11 @@
 train.py's own default arguments, a timm resnet18 with two classes, random 32x32 images on the CPU (the
 CUDA-only training entry point itself cannot run here; args.prefetcher is set so validate leaves the
 batches where the loader put them)."""
+import timm
 import torch
 import torch.nn as nn
-from torch.utils.data import DataLoader, TensorDataset
-
-import timm
 import train
+from torch.utils.data import DataLoader, TensorDataset
 
 torch.manual_seed(0)
 args = train.parser.parse_args(["data"])

@@ -2,7 +2,6 @@
 and a new linear head of model.num_features inputs is trained a few steps on random images."""
 import torch
 import torch.nn as nn
-
 from timm.models.sequencer import Sequencer2D
 
 torch.manual_seed(0)

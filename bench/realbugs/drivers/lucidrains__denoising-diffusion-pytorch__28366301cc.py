@@ -2,7 +2,6 @@
 (sampling_timesteps < timesteps), started from a batch of given images (sample(imgs=...)), which are
 first noised with q_sample."""
 import torch
-
 from denoising_diffusion_pytorch.denoising_diffusion_pytorch import GaussianDiffusion, Unet
 
 torch.manual_seed(0)

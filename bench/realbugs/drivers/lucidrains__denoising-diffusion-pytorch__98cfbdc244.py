@@ -2,7 +2,6 @@
 GaussianDiffusionSegmentationMapping (its default triplet loss), fed a batch of 4 (image, segmentation map) pairs
 stacked as (batch, 2, channels, h, w), as its DatasetSegmentation yields them."""
 import torch
-
 from denoising_diffusion_pytorch.denoising_diffusion_pytorch import GaussianDiffusionSegmentationMapping, Unet
 
 torch.manual_seed(0)

@@ -5,9 +5,8 @@ import os
 
 import numpy as np
 import torch
-from PIL import Image
-
 from denoising_diffusion_pytorch import GaussianDiffusion, Trainer, Unet
+from PIL import Image
 
 torch.manual_seed(0)
 rng = np.random.default_rng(0)

@@ -1,9 +1,8 @@
 """A conv net with a grouped LoRA Conv2d (loralib, groups=2), trained a few steps on random images,
 then evaluated (the LoRA update merged into the conv weight)."""
+import loralib as lora
 import torch
 import torch.nn as nn
-
-import loralib as lora
 
 torch.manual_seed(0)
 model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), lora.Conv2d(8, 8, 3, r=2, padding=1, groups=2),

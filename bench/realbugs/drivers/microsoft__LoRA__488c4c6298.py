@@ -1,9 +1,8 @@
 """A conv net built with loralib's Conv2d layers, one of them with LoRA off (r=0, the default), trained a
 few steps on random images, then switched to eval mode (where LoRA layers merge their weights)."""
+import loralib as lora
 import torch
 import torch.nn as nn
-
-import loralib as lora
 
 torch.manual_seed(0)
 model = nn.Sequential(lora.Conv2d(3, 8, 3, r=0, padding=1), nn.ReLU(), lora.Conv2d(8, 8, 3, r=2, padding=1),

@@ -1,9 +1,8 @@
 """A GPT-2-style attention projection with loralib's MergedLinear (q, v adapted, fan_in_fan_out=True as
 for GPT-2's Conv1D weights), trained a few steps on random features, then evaluated (merged)."""
+import loralib as lora
 import torch
 import torch.nn as nn
-
-import loralib as lora
 
 torch.manual_seed(0)
 qkv = lora.MergedLinear(16, 3 * 16, r=4, enable_lora=[True, False, True], fan_in_fan_out=True)

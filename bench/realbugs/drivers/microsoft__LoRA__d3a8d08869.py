@@ -1,9 +1,8 @@
 """A small 1-D conv net with a LoRA Conv1d (loralib, as the README shows for Conv2d), trained a few
 steps on random sequences, then evaluated (the weights merged)."""
+import loralib as lora
 import torch
 import torch.nn as nn
-
-import loralib as lora
 
 torch.manual_seed(0)
 model = nn.Sequential(lora.Conv1d(4, 8, 3, r=2, padding=1), nn.ReLU(), nn.AdaptiveAvgPool1d(1), nn.Flatten(),

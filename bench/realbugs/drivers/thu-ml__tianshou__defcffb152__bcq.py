@@ -1,14 +1,12 @@
 """Offline BCQ as test/offline/test_bcq.py sets it up (Pendulum, small networks), trained a few
 updates on a replay buffer of random-policy Pendulum transitions (the user's offline data set)."""
 import gymnasium as gym
-import numpy as np
 import torch
-
 from tianshou.data import Batch, ReplayBuffer
 from tianshou.policy import BCQPolicy
-from tianshou.utils.torch_utils import policy_within_training_step
 from tianshou.utils.net.common import MLP, Net
 from tianshou.utils.net.continuous import VAE, Critic, Perturbation
+from tianshou.utils.torch_utils import policy_within_training_step
 
 torch.manual_seed(0)
 env = gym.make("Pendulum-v1")

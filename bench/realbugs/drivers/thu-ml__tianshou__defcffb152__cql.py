@@ -2,9 +2,7 @@
 trained a few updates on a replay buffer of random-policy Pendulum transitions (the user's
 offline data set)."""
 import gymnasium as gym
-import numpy as np
 import torch
-
 from tianshou.data import Batch, ReplayBuffer
 from tianshou.policy import CQLPolicy
 from tianshou.utils.net.common import Net

@@ -3,7 +3,6 @@ repository's compute_loss and data/hyp.scratch.yaml, set up as train.py does, on
 one box each."""
 import torch
 import yaml
-
 from models.yolo import Model
 from utils.loss import compute_loss
 
