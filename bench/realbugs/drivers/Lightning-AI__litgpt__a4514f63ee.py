@@ -1,9 +1,8 @@
 """Prepares a small Gemma-3-style GPT (the Gemma-3-1b-it configuration shrunk to 2 layers; it has a
 local RoPE base) for sequential generation with litgpt.generate.sequentially.sequential on one CPU
 device, as `litgpt generate_sequentially` does, and generates a few tokens from a prompt."""
-import torch
-
 import litgpt.generate.base as generate_base
+import torch
 from litgpt.config import Config
 from litgpt.generate.sequentially import sequential
 from litgpt.model import GPT

@@ -3,7 +3,6 @@ TransformerLMDecoder, rotary position embeddings: max_relative_positions=-1), wi
 attention, from a long prompt of 2040 tokens for 12 more tokens, as LM inference decodes: the
 prompt at step 0, then one token per step with the KV cache."""
 import torch
-
 from onmt.decoders.transformer import TransformerLMDecoder
 from onmt.modules import Embeddings
 

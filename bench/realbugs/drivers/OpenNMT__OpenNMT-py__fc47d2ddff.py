@@ -2,7 +2,6 @@
 TransformerLMDecoder) a step on a batch of 3 random token sequences (with padding), 2 heads, then
 decodes stepwise; as the LM model builds it: word embeddings with sinusoidal positions."""
 import torch
-
 from onmt.decoders.transformer import TransformerLMDecoder
 from onmt.modules import Embeddings
 

@@ -2,7 +2,6 @@
 `eval_knn.py --use_cuda False` keeps them: random L2-normalised features of 10 classes, k = 20."""
 import torch
 import torch.nn.functional as F
-
 from eval_knn import knn_classifier
 
 torch.manual_seed(0)

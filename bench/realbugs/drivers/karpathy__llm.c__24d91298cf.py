@@ -4,7 +4,6 @@ float64: the two must agree to float32 rounding."""
 import copy
 
 import torch
-
 from train_llama3 import LLaMA, LlamaConfig
 
 torch.manual_seed(0)

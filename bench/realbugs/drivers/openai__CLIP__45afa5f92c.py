@@ -1,12 +1,11 @@
 """Loads a CLIP checkpoint saved as a plain state dict (a small ViT CLIP with random weights, saved
 with torch.save) through clip.load(path) on the CPU, as the README's usage does with a local file,
 then scores an image against two captions."""
+import clip
 import numpy as np
 import torch
-from PIL import Image
-
-import clip
 from clip.model import CLIP
+from PIL import Image
 
 torch.manual_seed(0)
 model = CLIP(embed_dim=32, image_resolution=32, vision_layers=2, vision_width=64, vision_patch_size=8,

@@ -5,7 +5,6 @@ import copy
 
 import torch
 import torch.nn.functional as F
-
 from guided_diffusion.fp16_util import MixedPrecisionTrainer
 from guided_diffusion.script_util import create_model
 

@@ -3,7 +3,6 @@ values sit around 1e4 (a target on a raw, unnormalised scale), and compares it w
 corrcoef on the same data."""
 import numpy as np
 import torch
-
 from ignite.metrics.regression import PearsonCorrelation
 
 torch.manual_seed(0)

@@ -3,7 +3,6 @@ batches of features and targets; in one batch the target is constant (a batch of
 import math
 
 import torch
-
 from ignite.engine import Engine
 from ignite.metrics import HSIC
 

@@ -1,8 +1,7 @@
 """Trains the repository's DDPG agent for a few iterations on a replay buffer of random transitions
 (state_dim 3, action_dim 1, as a Pendulum-like environment would give); no gym environment is needed."""
-import numpy as np
-
 import DDPG
+import numpy as np
 import utils
 
 np.random.seed(0)

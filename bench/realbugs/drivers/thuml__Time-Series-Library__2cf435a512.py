@@ -3,7 +3,6 @@ trains it one step and then forecasts in eval mode, on a CPU, with random series
 from types import SimpleNamespace
 
 import torch
-
 from models.Autoformer import Model
 
 torch.manual_seed(0)

@@ -2,7 +2,6 @@
 option on a batch of 4 embedded series (3 variates x 5 cycles), forward and backward, as the
 iTimesformer cyclic-attention model builds it."""
 import torch
-
 from layers.SelfAttention_Family import AttentionLayer, FullAttention
 from layers.Transformer_EncDec import CyclicEncoderLayer
 

@@ -3,7 +3,6 @@ size of 10 for series of length 25 (the model pads the series to a whole number 
 from types import SimpleNamespace
 
 import torch
-
 from models.LightTS import Model
 
 torch.manual_seed(0)

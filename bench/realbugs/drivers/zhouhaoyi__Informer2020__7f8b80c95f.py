@@ -2,7 +2,6 @@
 sequence length every query is kept and it must agree with full attention. Checks that on random
 (B, L, H, D) queries, keys and values."""
 import torch
-
 from models.attn import FullAttention, ProbAttention
 
 torch.manual_seed(0)
