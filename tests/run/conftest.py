@@ -43,12 +43,13 @@ def environment() -> dict[str, str]:
 
 def torchdoctor_run(*args: str, cwd: Path, options: tuple[str, ...] = (), timeout: float = 180) -> Ran:
     """`torchdoctor run [options] args...` in `cwd`, with the JSON report read from --output."""
-    output = Path(tempfile.mkdtemp(prefix="td-report-")) / "report.json"  # not in cwd: tests share script folders
-    result = children.run(
-        [sys.executable, "-m", "torchdoctor", "run", "--output", str(output), *options, *args],
-        cwd=cwd, capture_output=True, text=True, timeout=timeout, env=environment(),
-    )
-    report = json.loads(output.read_text(encoding="utf-8")) if output.is_file() else {}
+    with tempfile.TemporaryDirectory(prefix="td-report-") as folder:  # not in cwd: tests share script folders
+        output = Path(folder) / "report.json"
+        result = children.run(
+            [sys.executable, "-m", "torchdoctor", "run", "--output", str(output), *options, *args],
+            cwd=cwd, capture_output=True, text=True, timeout=timeout, env=environment(),
+        )
+        report = json.loads(output.read_text(encoding="utf-8")) if output.is_file() else {}
     return Ran(result.returncode, result.stdout, result.stderr, report)
 
 

@@ -15,12 +15,13 @@ SCRIPTS = Path(__file__).resolve().parent / "scripts"
 
 def torchdoctor_trace(*args: str, cwd: Path, timeout: float = 240, env: dict[str, str] | None = None) -> Ran:
     """`torchdoctor trace --output FILE args...` in `cwd`."""
-    output = Path(tempfile.mkdtemp(prefix="td-trace-")) / "report.json"
-    result = subprocess.run(
-        [sys.executable, "-m", "torchdoctor", "trace", "--output", str(output), *args],
-        cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env or environment(),
-    )
-    report = json.loads(output.read_text(encoding="utf-8")) if output.is_file() else {}
+    with tempfile.TemporaryDirectory(prefix="td-trace-") as folder:
+        output = Path(folder) / "report.json"
+        result = subprocess.run(
+            [sys.executable, "-m", "torchdoctor", "trace", "--output", str(output), *args],
+            cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env or environment(),
+        )
+        report = json.loads(output.read_text(encoding="utf-8")) if output.is_file() else {}
     return Ran(result.returncode, result.stdout, result.stderr, report)
 
 
