@@ -1,5 +1,5 @@
-"""TD576: an attribute missing from one of the user's modules, explained from its class: created
-only under a condition of `__init__`, only by another method, or misspelt."""
+"""TD576 and TD577: one of the user's modules misused: an attribute it lacks, explained from its class
+(created only under a condition of `__init__`, only by another method, or misspelt); indexed as a list."""
 
 from __future__ import annotations
 
@@ -72,3 +72,27 @@ def test_an_attribute_never_created_and_with_no_close_name_stays_the_generic_cra
 
     model = Branches(wide=False)
     assert explained(lambda: model(torch.randn(2, 8))).rule == "TD001"
+
+
+class Losses(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.l1 = nn.L1Loss()
+        self.per_scale = nn.ModuleList([nn.L1Loss() for _ in range(2)])
+
+    def forward(self, outputs: list[torch.Tensor], targets: list[torch.Tensor]) -> torch.Tensor:
+        return torch.stack([self.l1[i](outputs[i], targets[i]) for i in range(2)]).mean()
+
+
+def test_one_module_indexed_as_if_it_held_several() -> None:
+    losses = Losses()
+    finding = explained(lambda: losses([torch.zeros(2)] * 2, [torch.ones(2)] * 2))
+    assert finding.rule == "TD577" and finding.line == line_of("self.l1[i](outputs[i]", Losses.forward)
+    assert "`self.l1` is one `L1Loss` module, not a list of them: `self.l1[i]` indexes it" in finding.message
+
+
+def test_an_indexed_module_list_is_fine_and_another_object_stays_the_generic_crash() -> None:
+    losses = Losses()
+    assert float(losses.per_scale[1](torch.zeros(2), torch.ones(2))) == 1.0
+    count = 3
+    assert explained(lambda: count[0]).rule == "TD001"  # type: ignore[index]

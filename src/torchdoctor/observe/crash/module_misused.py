@@ -1,8 +1,12 @@
-""""'ConvLoRA' object has no attribute 'lora_B'" on the user's line, explained from the module's
-own class: the attribute is created only under a condition of `__init__` (false for this
+"""One of the user's modules misused on the user's line.
+
+"'ConvLoRA' object has no attribute 'lora_B'" is explained from the module's own class: the attribute is created only under a condition of `__init__` (false for this
 object), or only by another method (not run yet), or a name close to it exists. The module is
 the one value of an attribute chain on the line (`self`, `model.encoder`) of the type the message
-names that lacks the attribute (read without running the user's code)."""
+names that lacks the attribute (read without running the user's code).
+
+"'L1LossMasked' object is not subscriptable": one module indexed as if it were a list of them
+(the one module indexed on the line of the type the message names)."""
 
 from __future__ import annotations
 
@@ -19,11 +23,13 @@ from torchdoctor.observe.crash.describe import MISSING, line_nodes, resolve, tor
 from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash
 from torchdoctor.rules.api.module_attribute_missing import RULE
+from torchdoctor.rules.api.module_not_subscriptable import RULE as NOT_SUBSCRIPTABLE
 
 if TYPE_CHECKING:
     from torchdoctor.observe.observed import Holdings
 
 _NO_ATTRIBUTE = re.compile(r"^'(?P<type>\w+)' object has no attribute '(?P<attribute>\w+)'")
+_NOT_SUBSCRIPTABLE = re.compile(r"^'(?P<type>\w+)' object is not subscriptable")
 _REGISTERS = frozenset({"register_parameter", "register_buffer", "register_module", "add_module"})
 
 
@@ -70,6 +76,24 @@ def module_attribute_missing(crash: Crash, session: Holdings | None) -> Explanat
         if similar:
             return Explanation(RULE, fields | {"similar": similar[0]}, variant="similar")
     return None
+
+
+def module_not_subscriptable(crash: Crash, session: Holdings | None) -> Explanation | None:
+    match = _NOT_SUBSCRIPTABLE.match(crash.message) if crash.exc_type == "TypeError" else None
+    torch = torch_module()
+    frame = crash.user_frame()
+    if match is None or torch is None or frame is None or frame.live is None:
+        return None
+    indexed: dict[int, ast.Subscript] = {}
+    for node in line_nodes(frame):
+        if isinstance(node, ast.Subscript):
+            owner = resolve(node.value, frame)
+            if owner is not MISSING and isinstance(owner, torch.nn.Module) and type(owner).__name__ == match["type"]:
+                indexed[id(owner)] = node
+    if len(indexed) != 1:
+        return None
+    node = next(iter(indexed.values()))
+    return Explanation(NOT_SUBSCRIPTABLE, {"owner": ast.unparse(node.value), "type": match["type"], "indexed": ast.unparse(node)})
 
 
 def _holds(module: Any, attribute: str) -> bool:
@@ -160,4 +184,4 @@ def _binds(statement: ast.stmt, attribute: str) -> bool:
 
 
 ORDER = 69
-EXPLAINERS = (module_attribute_missing,)
+EXPLAINERS = (module_attribute_missing, module_not_subscriptable)
