@@ -1,9 +1,10 @@
 """One of the user's modules misused on the user's line.
 
-"'ConvLoRA' object has no attribute 'lora_B'" is explained from the module's own class: the attribute is created only under a condition of `__init__` (false for this
-object), or only by another method (not run yet), or a name close to it exists. The module is
-the one value of an attribute chain on the line (`self`, `model.encoder`) of the type the message
-names that lacks the attribute (read without running the user's code).
+"'ConvLoRA' object has no attribute 'lora_B'" is explained from the module's own class: the
+attribute is created only under a condition of `__init__` (false for this object), or only by
+another method (not run yet), or a name close to it exists. The module is the one value of an
+attribute chain on the line (`self`, `model.encoder`) of the type the message names that lacks
+the attribute (read without running the user's code).
 
 "'L1LossMasked' object is not subscriptable": one module indexed as if it were a list of them
 (the one module indexed on the line of the type the message names)."""
