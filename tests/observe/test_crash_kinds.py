@@ -288,6 +288,39 @@ def test_a_batch_norm_built_for_another_number_of_features() -> None:
     assert "`num_features=20`" in finding.hint
 
 
+class HeadNorm(nn.LayerNorm):
+    """A LayerNorm of the user's own (as code bases write for float32 norms): the crash is in its forward."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+
+class Attention(nn.Module):
+    def __init__(self, dim: int = 64, heads: int = 2) -> None:
+        super().__init__()
+        self.heads = heads
+        self.q_norm = HeadNorm(dim)
+        self.k_norm = nn.LayerNorm(dim // heads)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q = x.view(x.shape[0], x.shape[1], self.heads, -1).transpose(1, 2)
+        return self.q_norm(q) + self.k_norm(q)
+
+
+def test_a_layer_norm_built_for_other_trailing_dimensions_is_pointed_at_where_it_was_built() -> None:
+    attention = Attention()
+    finding = explained(lambda: attention(torch.randn(4, 17, 64)))
+    assert finding.rule == "TD417" and finding.line == line_of("self.q_norm = HeadNorm(dim)", Attention.__init__)
+    assert "expects normalized_shape=[64] but gets an input ending in [32] (shape [4, 2, 17, 32])" in finding.message
+    assert ", crashes at " in finding.message and "`nn.LayerNorm([32])`" in finding.hint
+
+
+def test_a_layer_norm_called_at_the_top_level_is_explained_at_its_call() -> None:
+    norm = nn.LayerNorm(8)
+    finding = explained(lambda: norm(torch.randn(2, 4)))
+    assert finding.rule == "TD417" and "expects normalized_shape=[8] but gets an input ending in [4]" in finding.message
+
+
 def test_a_functional_batch_norm_with_wrong_statistics_stays_the_plain_crash() -> None:
     def step() -> None:
         torch.nn.functional.batch_norm(torch.randn(4, 20), torch.zeros(10), torch.ones(10), training=True)

@@ -214,6 +214,7 @@ _RNN_SIZE = re.compile(r"input\.size\(-1\) must be equal to input_size\. Expecte
 _NORM_DIMENSIONS = re.compile(r"expected (?P<want>\d)D(?: or (?P<also>\d)D)? input \(got (?P<got>\d)D input\)")
 #: the batch-norm class for an input of so many dimensions
 _NORM_KIND = {2: "BatchNorm1d", 3: "BatchNorm1d", 4: "BatchNorm2d", 5: "BatchNorm3d"}
+_LAYER_NORM = re.compile(r"Given normalized_shape=\[(?P<want>[\d, ]+)\], expected input with shape \[\*, [\d, ]+\], but got input of size\s*\[(?P<got>[\d, ]+)\]")
 _NORM_SIZE = re.compile(r"running_mean should contain (?P<got>\d+) elements not (?P<want>\d+)")
 
 
@@ -250,6 +251,9 @@ def feature_count(crash: Crash, session: Holdings | None) -> Explanation | None:
         return Explanation(SHAPE, {"layer": module_label(layer, session), "expected": f"{wanted} input",
                                    "got": f"a {x.dim()}-D input {list(x.shape)}", "ndim": x.dim(), "shape": list(x.shape),
                                    "right": right, "channels": int(x.shape[1])}, variant="norm-kind")
+    layer_norm = _LAYER_NORM.search(crash.message)
+    if layer_norm is not None:
+        return _layer_norm_shape(crash, session, layer_norm, torch)
     if norm is not None:
         layer = innermost_module(crash, torch.nn.modules.batchnorm._BatchNorm)
         if layer is None or layer.num_features != int(norm["want"]):
@@ -261,6 +265,22 @@ def feature_count(crash: Crash, session: Holdings | None) -> Explanation | None:
         return Explanation(SHAPE, {"layer": module_label(layer, session), "expected": f"num_features={layer.num_features}",
                                    "got": f"{got} channels (input shape {list(x.shape)})", "features": got}, variant="norm-features")
     return None
+
+
+def _layer_norm_shape(crash: Crash, session: Holdings | None, match: re.Match[str], torch: Any) -> Explanation | None:
+    """A LayerNorm built for other trailing dimensions than its input has: said where the layer
+    was built (its size is what the fix usually changes), with the line that crashed."""
+    layer = innermost_module(crash, torch.nn.LayerNorm)
+    want = [int(d) for d in match["want"].split(",")]
+    got = [int(d) for d in match["got"].split(",")]
+    if layer is None or list(layer.normalized_shape) != want or len(got) < len(want):
+        return None
+    tail = got[len(got) - len(want):]
+    built = _built_at(crash, layer)
+    return Explanation(SHAPE, {"layer": module_label(layer, session), "expected": f"normalized_shape={want}",
+                               "got": f"an input ending in {tail} (shape {got})", "tail": tail,
+                               "crashed": crashes_at(crash) if built is not None else ""},
+                       at=built, variant="layer-norm-shape")
 
 
 def _forward_input(crash: Crash, layer: Any) -> Any:
@@ -375,8 +395,10 @@ def _built_at(crash: Crash, layer: Any) -> tuple[str, int] | None:
     torch = torch_module()
     for frame in crash.deepest():
         owner = frame.locals.get("self")
-        if is_user_file(frame.file) and torch is not None and isinstance(owner, torch.nn.Module):
-            return child_built_at(owner, layer)
+        if is_user_file(frame.file) and torch is not None and isinstance(owner, torch.nn.Module) and owner is not layer:
+            built = child_built_at(owner, layer)
+            if built is not None:
+                return built
     return None
 
 

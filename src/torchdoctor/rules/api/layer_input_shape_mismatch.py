@@ -71,6 +71,10 @@ RULE = Rule(
         # a batch-norm layer built for another number of channels
         "norm-features": Variant(hint="Build {layer} with `num_features={features}`: the channels (dim 1) of what the layer before it produces."),
         # a batch-norm layer of the wrong kind for its input's dimensions (BatchNorm1d after a Conv2d)
+        "layer-norm-shape": Variant(
+            message="{layer} expects {expected} but gets {got}{crashed}",
+            hint="Build {layer} for the trailing dimensions its input has (`nn.LayerNorm({tail})`), or normalize the dimension you meant: LayerNorm normalizes the last dimensions, those `normalized_shape` names.",
+        ),
         "norm-kind": Variant(hint="A {ndim}-D input {shape} wants `nn.{right}({channels})`: BatchNorm1d is for (N, C) and (N, C, L), BatchNorm2d for (N, C, H, W), BatchNorm3d for (N, C, D, H, W)."),
         # `x.view(-1, 320)` on a tensor whose samples hold another number of values, before a Linear built for 320
         "flatten-size": Variant(
@@ -98,6 +102,9 @@ got 4D instead") or built for another number of features ("input.size(-1) must b
 input_size") and batch-norm layers ("running_mean
 should contain 20 elements not 10") built for another number of features are named too, and
 a batch-norm layer of the wrong kind for its input ("expected 4D input (got 2D input)"). A
+`LayerNorm` built for other trailing dimensions than its input has ("Given
+normalized_shape=[64], expected input with shape [*, 64]") is pointed at where your module
+built it, with the line that crashed. A
 convolution or pooling layer whose input has shrunk below its kernel ("Kernel size can't be
 greater than actual input size", "Output size is too small") is named with the size it got and
 the model's input, which the layers before it shrank too far.
