@@ -321,6 +321,34 @@ def test_a_layer_norm_called_at_the_top_level_is_explained_at_its_call() -> None
     assert finding.rule == "TD417" and "expects normalized_shape=[8] but gets an input ending in [4]" in finding.message
 
 
+def test_a_hidden_state_made_for_a_fixed_batch_size_meets_the_short_last_batch() -> None:
+    gru = nn.GRU(input_size=4, hidden_size=8, batch_first=True)
+    batches = [torch.randn(16, 5, 4), torch.randn(16, 5, 4), torch.randn(3, 5, 4)]
+
+    def train() -> None:
+        batch_size = 16
+        for x in batches:
+            h0 = torch.zeros(1, batch_size, 8)
+            gru(x, h0)
+
+    finding = explained(train)
+    assert finding.rule == "TD417" and finding.line == line_of("h0 = torch.zeros(1, batch_size, 8)", train)
+    assert "gets a hidden state [1, 16, 8] made for a batch of 16 with an input batch of 3" in finding.message
+    assert "`torch.zeros(1, batch_size, 8)`" in finding.message and ", crashes at " in finding.message
+
+
+def test_an_lstm_state_carried_over_from_a_batch_of_another_size() -> None:
+    lstm = nn.LSTM(input_size=4, hidden_size=2)
+
+    def run() -> None:
+        state = (torch.zeros(1, 1, 2), torch.zeros(1, 1, 2))
+        out, state = lstm(torch.randn(5, 1, 4), state)
+        out, state = lstm(torch.randn(5, 3, 4), state)
+
+    finding = explained(run)
+    assert finding.rule == "TD417" and "made for a batch of 1 with an input batch of 3" in finding.message
+
+
 def test_a_functional_batch_norm_with_wrong_statistics_stays_the_plain_crash() -> None:
     def step() -> None:
         torch.nn.functional.batch_norm(torch.randn(4, 20), torch.zeros(10), torch.ones(10), training=True)

@@ -22,7 +22,7 @@ from torchdoctor.observe.crash.describe import (
 from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash
 from torchdoctor.observe.crash.ops import op_clause
-from torchdoctor.observe.crash.provenance import converts_to, crashes_at, made_here, origin_of
+from torchdoctor.observe.crash.provenance import KEEPING, converts_to, crashes_at, made_here, origin_of
 from torchdoctor.rules.api.layer_input_shape_mismatch import RULE as SHAPE
 from torchdoctor.rules.api.view_of_non_contiguous import RULE as VIEW
 from torchdoctor.rules.data.batch_samples_mixed import RULE as BATCH_MIXED
@@ -49,7 +49,7 @@ _DTYPES = (
     re.compile(r"expected (?:mat1|input) and (?:mat2|weight) to have the same dtype, but got: (?P<a>[\w:]+) != (?P<b>[\w:]+)"),
     re.compile(r"RNN input dtype \((?P<a>[\w.]+)\) does not match weight dtype \((?P<b>[\w.]+)\)"),
 )
-_HIDDEN = re.compile(r"Expected hidden(?:\[\d\])? size \((?P<want>[\d, ]+)\), got \[(?P<got>[\d, ]+)\]")
+_HIDDEN = re.compile(r"Expected hidden(?:\[(?P<index>\d)\])? size \((?P<want>[\d, ]+)\), got \[(?P<got>[\d, ]+)\]")
 _MATMUL = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((?P<n>\d+)x(?P<got>\d+) and (?P<k>\d+)x(?P<m>\d+)\)")
 _DIMENSIONS = re.compile(r"Expected (?P<unbatched>\d)D \(unbatched\) or (?P<batched>\d)D \(batched\) input to conv(?P<spatial>\d)d, "
                          r"but got input of size: \[(?P<shape>[\d, ]*)\]")
@@ -390,6 +390,41 @@ def rnn_batch_first(crash: Crash, session: Holdings | None) -> Explanation | Non
                                      "crashed": crashed, "kind": kind}, at=built, variant="rnn-not-batch-first")
 
 
+def rnn_hidden_batch(crash: Crash, session: Holdings | None) -> Explanation | None:
+    """A hidden state made for another batch than the input's (the input's batch read as the
+    layer reads it): pointed at the user's line that made it (a fixed batch size, or the state
+    an earlier batch left)."""
+    match = _HIDDEN.search(crash.message)
+    torch = torch_module()
+    rnn = innermost_module(crash, torch.nn.RNNBase) if match is not None and torch is not None else None
+    if match is None or rnn is None:
+        return None
+    want, got = ([int(d) for d in match[key].split(",")] for key in ("want", "got"))
+    frame = next((f for f in crash.deepest() if f.locals.get("self") is rnn and "input" in f.locals), None)
+    x = frame.locals["input"] if frame is not None else None
+    if not isinstance(x, torch.Tensor) or x.dim() != 3 or len(want) != 3 or len(got) != 3:
+        return None
+    batch = int(x.shape[0] if rnn.batch_first else x.shape[1])
+    if want != [got[0], batch, got[2]] or got[1] == batch:
+        return None
+    held = next((f.locals.get("hx", f.locals.get("hidden")) for f in crash.deepest() if f.locals.get("self") is rnn
+                 and ("hx" in f.locals or "hidden" in f.locals)), None)  # the state as forward() got it
+    hidden = held[int(match["index"] or 0)] if isinstance(held, tuple) else held
+    origin = origin_of(crash, hidden, _made_by_call) if isinstance(hidden, torch.Tensor) else None
+    fields = {"layer": module_label(rnn, session), "hidden_batch": got[1], "batch": batch, "hidden": got,
+              "made": made_here(origin, "made", crash) if origin is not None else ""}
+    return Explanation(SHAPE, fields, at=(origin.file, origin.line) if origin is not None else None, variant="rnn-hidden-batch")
+
+
+def _made_by_call(node: ast.expr, resolve: Any) -> bool | None:
+    """Any call that is not a view or a copy of its receiver made the value (`torch.zeros(...)`,
+    `model.init_hidden(batch_size)`, the RNN whose output it is)."""
+    if isinstance(node, ast.Call):
+        func = node.func
+        return None if isinstance(func, ast.Attribute) and func.attr in KEEPING else True
+    return None
+
+
 def _built_at(crash: Crash, layer: Any) -> tuple[str, int] | None:
     """The line that built `layer` in the `__init__` of the user's module whose forward called it."""
     torch = torch_module()
@@ -478,4 +513,4 @@ def _producer(tensor: Any) -> str:
 #: where these explainers are tried: lower first (core/plugins.py)
 ORDER = 70
 EXPLAINERS = (device_mismatch, dtype_mismatch, embedding_indices_dtype, view_of_non_contiguous, shape_mismatch, conv_dimensions,
-              rnn_dimensions, flatten_size, feature_count, rnn_batch_first, embedding_index)
+              rnn_dimensions, flatten_size, feature_count, rnn_batch_first, rnn_hidden_batch, embedding_index)

@@ -71,6 +71,10 @@ RULE = Rule(
         # a batch-norm layer built for another number of channels
         "norm-features": Variant(hint="Build {layer} with `num_features={features}`: the channels (dim 1) of what the layer before it produces."),
         # a batch-norm layer of the wrong kind for its input's dimensions (BatchNorm1d after a Conv2d)
+        "rnn-hidden-batch": Variant(
+            message="{layer} gets a hidden state {hidden} made for a batch of {hidden_batch} with an input batch of {batch}{made}",
+            hint="Make the hidden state from the batch at hand: `torch.zeros(num_layers, x.size(0), hidden_size, device=x.device)` (`x.size(1)` without batch_first), or pass none; a fixed batch size fails on the last, smaller batch, and a state carried over keeps its batch's size.",
+        ),
         "layer-norm-shape": Variant(
             message="{layer} expects {expected} but gets {got}{crashed}",
             hint="Build {layer} for the trailing dimensions its input has (`nn.LayerNorm({tail})`), or normalize the dimension you meant: LayerNorm normalizes the last dimensions, those `normalized_shape` names.",
@@ -104,7 +108,10 @@ should contain 20 elements not 10") built for another number of features are nam
 a batch-norm layer of the wrong kind for its input ("expected 4D input (got 2D input)"). A
 `LayerNorm` built for other trailing dimensions than its input has ("Given
 normalized_shape=[64], expected input with shape [*, 64]") is pointed at where your module
-built it, with the line that crashed. A
+built it, with the line that crashed. An RNN given a hidden state made for another batch than
+its input's ("Expected hidden size (1, 3, 8), got [1, 16, 8]": a state made with a fixed
+`batch_size` meeting the short last batch, or one carried over from another batch) is pointed
+at the line that made the state. A
 convolution or pooling layer whose input has shrunk below its kernel ("Kernel size can't be
 greater than actual input size", "Output size is too small") is named with the size it got and
 the model's input, which the layers before it shrank too far.
