@@ -297,6 +297,29 @@ def _block_of(statement: ast.stmt, parents: dict[ast.AST, ast.AST]) -> list[ast.
 _MODULE_CALL = ("_call_impl", "_wrapped_call_impl", "inner")
 
 
+def passed_in(crash: Crash, frame: Frame, name: str, hops: int = 8) -> tuple[Frame, ast.expr] | None:
+    """Where the parameter `name` of the user's `frame` entered the chain of calls: the outermost
+    user frame whose call passed it (handed on unchanged as a parameter by the frames between)
+    and the argument expression there; None when `name` is not a parameter the frame left
+    unbound before its line, or a call between is not direct."""
+    frames = [f for f in crash.frames if f.live is not None]
+    found: tuple[Frame, ast.expr] | None = None
+    while hops and frame in frames and _binding(frame, name, frame.line) == "parameter":
+        index = frames.index(frame)
+        callers = [i for i in range(index) if is_user_file(frames[i].file)]
+        if not callers or not _direct_call(frames[callers[-1] + 1:index], frame):
+            break
+        caller = frames[callers[-1]]
+        argument = _argument(caller, frame, name)
+        if argument is None:
+            break
+        found = (caller, argument)
+        if not isinstance(argument, ast.Name):
+            break
+        frame, name, hops = caller, argument.id, hops - 1
+    return found
+
+
 def _direct_call(between: list[Frame], callee: Frame) -> bool:
     """The caller's call reached `callee` directly, or through `nn.Module.__call__` of a module
     without forward pre-hooks that could replace the arguments (torchdoctor's own only read them)."""
