@@ -81,3 +81,14 @@ def test_a_dict_of_three_outputs_unpacked_into_two_names() -> None:
 
     finding = explained(step)
     assert finding.rule == "TD575" and "unpacks a dict: that gives its 3 keys ('loss', 'logits', 'labels')" in finding.message
+
+
+def test_of_two_loops_on_the_line_the_one_over_a_dict_without_items() -> None:
+    def loss() -> object:
+        logits = {"image": {"text": torch.randn(2, 2)}, "text": {"image": torch.randn(2, 2)}}
+        labels = torch.arange(2)
+        return sum([F.cross_entropy(similarity, labels)
+                    for _, values in logits for __, similarity in values.items()])
+
+    finding = explained(loss)
+    assert finding.rule == "TD575" and "`for _, values in logits` iterates a dict" in finding.message

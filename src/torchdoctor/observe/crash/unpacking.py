@@ -2,7 +2,8 @@
 tensor (unpacking splits its first dimension), a dict (iterating it gives its keys, not pairs),
 a tuple or list of another length. The unpacking is found by the names it binds (as many as the
 message expects) and its value read only when it is a variable or an attribute chain of one (no
-code of the user's runs again); one such unpacking on the line, or nothing is said."""
+code of the user's runs again). Of the unpackings on the line that bind as many names, the one
+whose value surely fails is said; none or several, and nothing is."""
 
 from __future__ import annotations
 
@@ -30,15 +31,18 @@ def unpacking_count_mismatch(crash: Crash, session: Holdings | None) -> Explanat
     if match is None or frame is None or frame.live is None or torch is None:
         return None
     expected = int(match["expected"])
-    sites = [site for site in _unpackings(frame) if len(site[0].elts) == expected]
-    if len(sites) != 1:
-        return None
-    target, source, iterated = sites[0]
+    said = [explanation for target, source, iterated in _unpackings(frame) if len(target.elts) == expected
+            and (explanation := _explained(target, source, iterated, frame, crash, torch)) is not None]
+    return said[0] if len(said) == 1 else None  # the one unpacking on the line that surely fails
+
+
+def _explained(target: ast.Tuple | ast.List, source: ast.expr, iterated: bool, frame: Frame, crash: Crash,
+               torch: Any) -> Explanation | None:
     value = _value(source, frame, crash)
     if value is MISSING:
         return None
     names = ", ".join(ast.unparse(element) for element in target.elts)
-    fields = {"value": ast.unparse(source), "target": names, "expected": expected}
+    fields = {"value": ast.unparse(source), "target": names, "expected": len(target.elts)}
     if iterated:
         return _iterated(value, fields, torch)
     return _unpacked(value, fields, torch)
@@ -57,7 +61,8 @@ def _unpacked(value: Any, fields: dict[str, Any], torch: Any) -> Explanation | N
 
 def _iterated(value: Any, fields: dict[str, Any], torch: Any) -> Explanation | None:
     """`for a, b in value` (or a comprehension's `for`)."""
-    if isinstance(value, dict) and value:
+    first = next(iter(value), None) if isinstance(value, dict) else None
+    if isinstance(first, str) and len(first) != fields["expected"]:  # a key, unpacked letter by letter
         return Explanation(RULE, {"value": fields["value"], "target": fields["target"], "keys": _keys(value)},
                            variant="dict-iterated")
     if isinstance(value, torch.Tensor) and value.dim() >= 2 and value.shape[1] != fields["expected"]:
