@@ -79,3 +79,24 @@ def test_operands_that_are_not_variables_stay_the_generic_crash() -> None:
         print(torch.randn(4, 3) + torch.randn(4, 5))
 
     assert explained(inline).rule == "TD001"
+
+
+def test_an_augmented_add_meant_as_an_append_with_the_other_side_a_call() -> None:
+    def pad() -> torch.Tensor:
+        indices = torch.arange(903)
+        padding = 1
+        indices += torch.cat([indices, indices[:padding]], dim=0)
+        return indices
+
+    finding = explained(pad)
+    assert finding.rule == "TD568" and finding.line == line_of("indices += torch.cat", pad)
+    assert "`indices` has 903 values but `torch.cat([indices, indices[:padding]], dim=0)` has 904" in finding.message
+    assert "`torch.cat(...)` and assign the result" in finding.hint
+
+
+def test_one_readable_operand_of_another_size_than_the_message_says_stays_the_generic_crash() -> None:
+    def step() -> torch.Tensor:
+        table = torch.zeros(4, 3)
+        return table + torch.zeros(5, 3)
+
+    assert explained(step).rule == "TD001"  # 2-D: which dimension of which side is not said plainly enough

@@ -52,6 +52,8 @@ def _broadcast(match: re.Match[str], nodes: list[ast.AST], frame: Frame, torch: 
         a, b = resolve(left, frame), resolve(right, frame)
         if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and not _broadcastable(a.shape, b.shape):
             found.append((left, a, right, b))
+    if not found and len(pairs) == 1:
+        return _one_side_read(match, *pairs[0], frame, torch)
     if len(found) != 1:
         return None
     left, a, right, b = found[0]
@@ -59,6 +61,19 @@ def _broadcast(match: re.Match[str], nodes: list[ast.AST], frame: Frame, torch: 
     if (id(left), id(right)) in products and a.dim() >= 2 and b.dim() >= 2 and a.shape[-1] == b.shape[-2]:
         return Explanation(RULE, fields, variant="matrix-product")  # `*` multiplies element by element
     return Explanation(RULE, fields | {"a": match["a"], "b": match["b"], "dim": match["dim"]})
+
+
+def _one_side_read(match: re.Match[str], left: ast.expr, right: ast.expr, frame: Frame, torch: Any) -> Explanation | None:
+    """The line's one operation, with one operand readable (a variable) and the other not (a
+    call, a slice): the sizes the message gives, the known one confirmed on the readable side."""
+    dim = int(match["dim"])
+    sides = [(left, right, match["a"], match["b"]), (right, left, match["b"], match["a"])]
+    for known, other, size, other_size in sides:
+        value = resolve(known, frame)
+        if isinstance(value, torch.Tensor) and value.dim() == 1 and dim == 0 and int(value.shape[0]) == int(size):
+            return Explanation(RULE, {"known": ast.unparse(known), "other": ast.unparse(other),
+                                      "size": size, "other_size": other_size}, variant="one-side")
+    return None
 
 
 def _joined(nodes: list[ast.AST]) -> tuple[ast.Call, list[ast.expr]] | None:

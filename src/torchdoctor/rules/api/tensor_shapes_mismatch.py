@@ -16,6 +16,10 @@ RULE = Rule(
             message="`{left} * {right}` multiplies element by element, and shapes {left_shape} and {right_shape} cannot be broadcast together; they fit a matrix product",
             hint="For a matrix product write `{left} @ {right}` (or `torch.matmul`); `*` multiplies matching elements.",
         ),
+        "one-side": Variant(
+            message="`{known}` has {size} values but `{other}` has {other_size}: an element-by-element operation needs them equal (or one of them 1)",
+            hint="`+` (and `+=`) on tensors adds element by element: to append one to the other, join them with `torch.cat(...)` and assign the result; otherwise make both the same length before this line.",
+        ),
         "cat": Variant(
             message="`{call}` joins tensors along dimension {dim}, and every other dimension must match: `{first}` is {first_shape}, `{other}` is {other_shape}",
             hint="Make `{other}` match `{first}` outside dimension {dim} (reshape, transpose or crop it), or join along the dimension where they differ.",
@@ -26,7 +30,7 @@ RULE = Rule(
         ),
     },
     sees={
-        "run": "the crashes \"The size of tensor a (3) must match the size of tensor b (5) at non-singleton dimension 1\" of an arithmetic operator or a `masked_fill`, \"Sizes of tensors must match except in dimension 1\" and \"Tensors must have same number of dimensions: got 2 and 1\" of `torch.cat`, when the operands on the user's line are variables (or attributes): their names and shapes; at that line",
+        "run": "the crashes \"The size of tensor a (3) must match the size of tensor b (5) at non-singleton dimension 1\" of an arithmetic operator or a `masked_fill`, \"Sizes of tensors must match except in dimension 1\" and \"Tensors must have same number of dimensions: got 2 and 1\" of `torch.cat`, when the operands on the user's line are variables (or attributes): their names and shapes (for 1-D tensors, one readable operand is enough: the other, a call or a slice, has the size the message gives); at that line",
     },
     doc="""
 ## What it does
