@@ -8,8 +8,9 @@ from __future__ import annotations
 import ast
 import inspect
 import pickle
+import re
 import sys
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import TYPE_CHECKING, Any
 
 from torchdoctor.core.wording import size_text  # noqa: F401 - explainers import it from here
@@ -161,6 +162,22 @@ def resolve(expr: ast.expr, frame: Frame) -> Any:
             return MISSING
         if callable(held) or isinstance(held, (property, staticmethod, classmethod)):
             return MISSING
+    return held
+
+
+#: "'Net' object has no attribute 'fc2'": the type and the attribute asked of it
+NO_ATTRIBUTE = re.compile(r"^'(?P<type>\w+)' object has no attribute '(?P<attribute>\w+)'")
+
+
+def asked_of(frame: Frame, attribute: str, accept: Callable[[Any], bool]) -> dict[str, tuple[ast.expr, Any]]:
+    """The values `.attribute` is asked of on the frame's line that `accept` takes, by the text
+    of the variable or attribute chain that holds them (read without running the user's code)."""
+    held: dict[str, tuple[ast.expr, Any]] = {}
+    for node in line_nodes(frame):
+        if isinstance(node, ast.Attribute) and node.attr == attribute:
+            value = resolve(node.value, frame)
+            if value is not MISSING and accept(value):
+                held[ast.unparse(node.value)] = (node.value, value)
     return held
 
 

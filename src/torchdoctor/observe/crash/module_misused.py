@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from torchdoctor.core.locate import display_path, is_user_file
 from torchdoctor.introspect.source import module_tree
-from torchdoctor.observe.crash.describe import MISSING, line_nodes, resolve, torch_module
+from torchdoctor.observe.crash.describe import MISSING, NO_ATTRIBUTE, asked_of, line_nodes, resolve, torch_module
 from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash
 from torchdoctor.rules.api.module_attribute_missing import RULE
@@ -29,7 +29,6 @@ from torchdoctor.rules.api.module_not_subscriptable import RULE as NOT_SUBSCRIPT
 if TYPE_CHECKING:
     from torchdoctor.observe.observed import Holdings
 
-_NO_ATTRIBUTE = re.compile(r"^'(?P<type>\w+)' object has no attribute '(?P<attribute>\w+)'")
 _NOT_SUBSCRIPTABLE = re.compile(r"^'(?P<type>\w+)' object is not subscriptable")
 _REGISTERS = frozenset({"register_parameter", "register_buffer", "register_module", "add_module"})
 
@@ -45,19 +44,14 @@ class Setter:
 
 
 def module_attribute_missing(crash: Crash, session: Holdings | None) -> Explanation | None:
-    match = _NO_ATTRIBUTE.match(crash.message) if crash.exc_type == "AttributeError" else None
+    match = NO_ATTRIBUTE.match(crash.message) if crash.exc_type == "AttributeError" else None
     torch = torch_module()
     frame = crash.user_frame()
     if match is None or torch is None or frame is None or frame.live is None:
         return None
     kind, attribute = match["type"], match["attribute"]
-    owners: dict[int, tuple[str, Any]] = {}
-    for node in line_nodes(frame):
-        if isinstance(node, ast.Attribute) and node.attr == attribute:
-            owner = resolve(node.value, frame)
-            if (owner is not MISSING and isinstance(owner, torch.nn.Module) and type(owner).__name__ == kind
-                    and not _holds(owner, attribute)):
-                owners[id(owner)] = (ast.unparse(node.value), owner)
+    owners = {id(value): (text, value) for text, (_, value) in asked_of(
+        frame, attribute, lambda v: isinstance(v, torch.nn.Module) and type(v).__name__ == kind and not _holds(v, attribute)).items()}
     if len(owners) != 1:
         return None
     text, owner = next(iter(owners.values()))

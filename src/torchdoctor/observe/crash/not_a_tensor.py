@@ -7,10 +7,9 @@ finding goes to the call where it entered, the line that passed the wrong kind o
 from __future__ import annotations
 
 import ast
-import re
 from typing import TYPE_CHECKING, Any
 
-from torchdoctor.observe.crash.describe import MISSING, line_nodes, resolve, torch_module
+from torchdoctor.observe.crash.describe import NO_ATTRIBUTE, asked_of, torch_module
 from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash
 from torchdoctor.observe.crash.provenance import crashes_at, passed_in
@@ -19,25 +18,20 @@ from torchdoctor.rules.api.not_a_tensor import RULE
 if TYPE_CHECKING:
     from torchdoctor.observe.observed import Holdings
 
-_NO_ATTRIBUTE = re.compile(r"^'(?P<type>int|float|bool|list|tuple|str)' object has no attribute '(?P<attribute>\w+)'")
+_PLAIN = frozenset({"int", "float", "bool", "list", "tuple", "str"})
 _SHOWN = 40  # characters of the value's repr in the message
 
 
 def not_a_tensor(crash: Crash, session: Holdings | None) -> Explanation | None:
-    match = _NO_ATTRIBUTE.match(crash.message) if crash.exc_type == "AttributeError" else None
+    match = NO_ATTRIBUTE.match(crash.message) if crash.exc_type == "AttributeError" else None
     torch = torch_module()
     frame = crash.user_frame()
-    if match is None or torch is None or frame is None or frame.live is None:
+    if match is None or match["type"] not in _PLAIN or torch is None or frame is None or frame.live is None:
         return None
     kind, attribute = match["type"], match["attribute"]
     if not hasattr(torch.Tensor, attribute):
         return None  # not a tensor's attribute: another mix-up
-    held: dict[str, tuple[ast.expr, Any]] = {}
-    for node in line_nodes(frame):
-        if isinstance(node, ast.Attribute) and node.attr == attribute:
-            value = resolve(node.value, frame)
-            if value is not MISSING and type(value).__name__ == kind:
-                held[ast.unparse(node.value)] = (node.value, value)
+    held = asked_of(frame, attribute, lambda value: type(value).__name__ == kind)
     if len(held) != 1:
         return None
     name, (expr, value) = next(iter(held.items()))

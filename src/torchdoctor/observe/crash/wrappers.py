@@ -4,10 +4,9 @@ object is found among the failing user frame's variables, by the type the messag
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
-from torchdoctor.observe.crash.describe import torch_module
+from torchdoctor.observe.crash.describe import NO_ATTRIBUTE, torch_module
 from torchdoctor.observe.crash.explain import Explanation
 from torchdoctor.observe.crash.model import Crash
 from torchdoctor.rules.api.wrapped_model_attribute import RULE
@@ -15,12 +14,11 @@ from torchdoctor.rules.api.wrapped_model_attribute import RULE
 if TYPE_CHECKING:
     from torchdoctor.observe.observed import Holdings
 
-_NO_ATTRIBUTE = re.compile(r"^'(?P<type>\w+)' object has no attribute '(?P<attribute>\w+)'")
 _WRAPPERS = ("DataParallel", "DistributedDataParallel")
 
 
 def wrapped_model_attribute(crash: Crash, session: Holdings | None) -> Explanation | None:
-    match = _NO_ATTRIBUTE.match(crash.message) if crash.exc_type == "AttributeError" else None
+    match = NO_ATTRIBUTE.match(crash.message) if crash.exc_type == "AttributeError" else None
     torch = torch_module()
     frame = crash.user_frame()
     if match is None or torch is None or frame is None:
