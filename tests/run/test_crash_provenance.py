@@ -231,10 +231,11 @@ def test_a_hidden_state_wrong_for_other_reasons_is_not_a_layout_bug() -> None:
     bare = nn.GRU(4, 8, 2)
     for action in (
         lambda: short_last_batch.rnn(torch.randn(6, 5, 4), (h0, h0)),  # a hidden state kept for batch 8
-        lambda: bare(torch.randn(6, 5, 4), torch.zeros(2, 6, 9)),  # (seq, batch) as meant, the hidden size wrong
-        lambda: bare(torch.randn(6, 6, 4), torch.zeros(2, 8, 8)),  # seq and batch of one size: nothing to tell
+        lambda: bare(torch.randn(6, 6, 4), torch.zeros(2, 8, 8)),  # seq and batch of one size: no layout to tell
     ):
-        assert explained(action).rule == "TD001"
+        finding = explained(action)  # TD417's hidden state made for another batch, not the layout
+        assert finding.rule == "TD417" and "made for a batch of 8 with an input batch of 6" in finding.message
+    assert explained(lambda: bare(torch.randn(6, 5, 4), torch.zeros(2, 6, 9))).rule == "TD001"  # the hidden size wrong
     # the correct twin runs
     assert Recurrent(nn.LSTM, batch_first=True)(torch.randn(6, 5, 4)).shape == (6, 5, 8)
 
